@@ -1,0 +1,52 @@
+# volcano-vgpu: the two README commands are `make demo` and `make test`; the rest are their parts.
+SHELL := /bin/bash
+GO ?= /usr/local/go/bin/go
+export PATH := /usr/local/go/bin:$(PATH)
+
+.PHONY: all build test unit fuzz e2e lint demo bench tools deps cluster-up cluster-down clean
+
+all: build
+
+## build: the project's programs into bin/
+build:
+	$(GO) build -o bin/ ./cmd/...
+
+## test: everything (lint, unit, fuzz, end-to-end on a real local cluster); installs what is missing
+test:
+	hack/test.sh
+
+unit:
+	STAGES="unit" hack/test.sh
+
+fuzz:
+	STAGES="fuzz" hack/test.sh
+
+e2e:
+	STAGES="e2e" hack/test.sh
+
+lint:
+	hack/lint.sh
+
+## demo: build everything, start the local cluster with simulated GPUs, show the evidence
+demo: build
+	hack/demo.sh
+
+## bench: benchmarks; each prints a table and writes JSON under .cache/bench
+bench:
+	hack/bench.sh
+
+## deps, tools: Debian packages and the cluster's binaries (cached under .cache/)
+deps:
+	hack/install-deps.sh
+
+tools: deps
+	hack/build-tools.sh
+
+cluster-up: tools
+	hack/cluster-up.sh
+
+cluster-down:
+	hack/cluster-down.sh
+
+clean: cluster-down
+	rm -rf bin

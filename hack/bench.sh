@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# bench.sh: runs the Go benchmarks, prints a table and writes JSON to .cache/bench/go.json.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+out=$CACHE/bench; mkdir -p "$out"
+go test -run='^$' -bench=. -benchmem ./pkg/... | tee "$out/go.txt" | grep -E '^(Benchmark|ok|FAIL)' || true
+awk 'BEGIN{print "["} $1 ~ /^Benchmark/ {
+       if (n++) print ",";
+       printf "  {\"name\": \"%s\", \"iterations\": %s", $1, $2;
+       for (i = 3; i < NF; i += 2) printf ", \"%s\": %s", $(i+1), $i;
+       printf "}" }
+     END{print "\n]"}' "$out/go.txt" > "$out/go.json"
+log "wrote $out/go.json"

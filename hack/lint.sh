@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# lint.sh: gofmt and go vet over the project (the tools module under hack/ is not ours to lint).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+unformatted=$(gofmt -l $(git ls-files -co --exclude-standard '*.go'))
+if [ -n "$unformatted" ]; then log "gofmt would change:"; echo "$unformatted"; exit 1; fi
+go vet ./...
+go vet -tags e2e ./test/e2e/...

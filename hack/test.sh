@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# test.sh: every test of the project, from a fresh Debian machine (root) to a verdict.
+#   set-up (Debian packages, cluster binaries; cached, idempotent) -> lint -> unit tests ->
+#   short fuzz runs -> end-to-end suites on a real local cluster -> the cluster leaves no trace.
+# STAGES (default "lint unit fuzz e2e") picks a subset.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+STAGES=${STAGES:-lint unit fuzz e2e}
+FUZZTIME=${FUZZTIME:-10s}
+has() { [[ " $STAGES " == *" $1 "* ]]; }
+T0=$(now)
+
+if has e2e; then
+  "$ROOT/hack/install-deps.sh"
+  "$ROOT/hack/build-tools.sh"
+fi
+cd "$ROOT"
+if has lint; then
+  t=$(now); "$ROOT/hack/lint.sh"; log "lint: $(since "$t")s"
+fi
+if has unit; then
+  t=$(now); go test -count=1 ./...; log "unit tests: $(since "$t")s"
+fi
+if has fuzz; then
+  t=$(now)
+  # One short run per fuzz target, so the corpus keeps being exercised on every change.
+  while read -r file target; do
+    go test -run='^$' -fuzz="^${target}\$" -fuzztime="$FUZZTIME" "./$(dirname "$file")" >/dev/null ||
+      { log "fuzz target $target in $(dirname "$file") failed"; go test -run='^$' -fuzz="^${target}\$" -fuzztime=1x "./$(dirname "$file")"; exit 1; }
+  done < <(grep -rEo '^func (Fuzz[A-Za-z0-9_]+)' --include='*_test.go' pkg cmd 2>/dev/null | sed 's/:func / /')
+  log "fuzz: $(since "$t")s"
+fi
+if has e2e; then
+  t=$(now)
+  if "$ROOT/hack/cluster-running.sh"; then
+    log "reusing the running cluster; it stays up"
+    go test -count=1 -tags e2e -timeout 20m ./test/e2e/...
+  else
+    before=$("$ROOT/hack/testbed/fingerprint.sh")
+    trap '"$ROOT/hack/cluster-down.sh"' EXIT
+    "$ROOT/hack/cluster-up.sh"
+    go test -count=1 -tags e2e -timeout 20m ./test/e2e/...
+    trap - EXIT
+    "$ROOT/hack/cluster-down.sh"
+    after=$("$ROOT/hack/testbed/fingerprint.sh")
+    if [ "$before" != "$after" ]; then
+      log "cluster-down left the machine changed:"; diff <(echo "$before") <(echo "$after") || true; exit 1
+    fi
+    log "cluster-down left the machine as it was"
+  fi
+  log "e2e: $(since "$t")s"
+fi
+log "make test passed in $(since "$T0")s"
