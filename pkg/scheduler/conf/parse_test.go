@@ -1,0 +1,335 @@
+package conf
+
+import (
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestLoadSeedConfigUnchanged(t *testing.T) {
+	path := filepath.Join("testdata", "lab8-scheduler.conf")
+	cfg, err := Load(path, testNames)
+	if err != nil {
+		t.Fatalf("Load(%s): %v", path, err)
+	}
+	if got, want := cfg.ActionNames(), []string{"enqueue", "allocate", "backfill"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ActionNames() = %q, want %q", got, want)
+	}
+	if got, want := pluginNames(cfg), [][]string{
+		{"priority", "gang", "conformance"},
+		{"drf", "deviceshare", "predicates", "proportion", "nodeorder", "binpack"},
+	}; !reflect.DeepEqual(got, want) {
+		t.Errorf("plugins = %q, want %q", got, want)
+	}
+
+	deviceshare := cfg.Tiers[1].Plugins[1].Arguments
+	vgpuEnable, policy := false, ""
+	if err := deviceshare.GetBool(&vgpuEnable, "deviceshare.VGPUEnable"); err != nil || !vgpuEnable {
+		t.Errorf("deviceshare.VGPUEnable = %v (err %v), want true", vgpuEnable, err)
+	}
+	if err := deviceshare.GetString(&policy, "deviceshare.SchedulePolicy"); err != nil || policy != "binpack" {
+		t.Errorf("deviceshare.SchedulePolicy = %q (err %v), want binpack", policy, err)
+	}
+	for _, tier := range cfg.Tiers {
+		for _, p := range tier.Plugins {
+			if !IsEnabled(p.EnabledPreemptable) || !IsEnabled(p.EnabledJobOrder) {
+				t.Errorf("plugin %s: flags not written in the file must count as enabled", p.Name)
+			}
+		}
+	}
+}
+
+func TestLoadHelmDefaultFlags(t *testing.T) {
+	cfg, err := Load(filepath.Join("testdata", "helm-default.conf"), testNames)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gang, drf, priority := cfg.Tiers[0].Plugins[1], cfg.Tiers[1].Plugins[1], cfg.Tiers[0].Plugins[0]
+	if IsEnabled(gang.EnabledPreemptable) || IsEnabled(drf.EnabledPreemptable) {
+		t.Errorf("enablePreemptable: false on gang and drf was not honoured")
+	}
+	if !IsEnabled(priority.EnabledPreemptable) || priority.EnabledPreemptable != nil {
+		t.Errorf("priority has no flag in the file: want nil (enabled), got %v", priority.EnabledPreemptable)
+	}
+}
+
+func TestLoadMissingFileNamesIt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "volcano-scheduler.conf")
+	_, err := Load(path, testNames)
+	var cfgErr *ConfigError
+	if !errors.As(err, &cfgErr) || cfgErr.Stage != StageRead || cfgErr.Path != path {
+		t.Fatalf("Load(missing) error = %v, want *ConfigError at stage read for %s", err, path)
+	}
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
+		t.Errorf("error %q should wrap fs.ErrNotExist and name the file", err)
+	}
+}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name        string
+		conf        string
+		wantStage   Stage              // "" means success
+		wantUnknown []UnknownNameError // unknown names the error must report
+		wantIs      error              // a sentinel the error must wrap
+		wantInError string             // text the message must contain
+		check       func(*testing.T, *SchedulerConfiguration)
+	}{
+		{
+			name: "actions are trimmed and empty entries dropped",
+			conf: "actions: \"  enqueue ,allocate,\\tbackfill , \"\ntiers:\n- plugins:\n  - name: gang\n",
+			check: func(t *testing.T, cfg *SchedulerConfiguration) {
+				if got, want := cfg.ActionNames(), []string{"enqueue", "allocate", "backfill"}; !reflect.DeepEqual(got, want) {
+					t.Errorf("ActionNames() = %q, want %q", got, want)
+				}
+			},
+		},
+		{
+			name:      "malformed YAML",
+			conf:      "actions: \"enqueue\"\ntiers:\n- plugins:\n  - name: gang\n   bad-indent: [\n",
+			wantStage: StageParse,
+		},
+		{
+			name:      "document of the wrong shape",
+			conf:      "- enqueue\n- allocate\n",
+			wantStage: StageParse,
+		},
+		{
+			name:        "unknown plugin",
+			conf:        "actions: enqueue\ntiers:\n- plugins:\n  - name: gang\n  - name: gnag\n",
+			wantStage:   StageValidate,
+			wantUnknown: []UnknownNameError{{Kind: "plugin", Name: "gnag", Where: "tiers[0].plugins[1]"}},
+			wantInError: `tiers[0].plugins[1]: unknown plugin "gnag"`,
+		},
+		{
+			name:        "unknown action",
+			conf:        "actions: \"enqueue, alocate\"\n",
+			wantStage:   StageValidate,
+			wantUnknown: []UnknownNameError{{Kind: "action", Name: "alocate", Where: "actions"}},
+			wantInError: `actions: unknown action "alocate"`,
+		},
+		{
+			name:      "every problem is reported at once",
+			conf:      "actions: \"enqueue, foo\"\ntiers:\n- plugins:\n  - name: bar\n- plugins:\n  - name: baz\nconfigurations:\n- name: qux\n",
+			wantStage: StageValidate,
+			wantUnknown: []UnknownNameError{
+				{Kind: "action", Name: "foo", Where: "actions"},
+				{Kind: "plugin", Name: "bar", Where: "tiers[0].plugins[0]"},
+				{Kind: "plugin", Name: "baz", Where: "tiers[1].plugins[0]"},
+				{Kind: "action", Name: "qux", Where: "configurations[0]"},
+			},
+		},
+		{
+			name:      "no actions",
+			conf:      "actions: \" , \"\ntiers:\n- plugins:\n  - name: gang\n",
+			wantStage: StageValidate,
+			wantIs:    ErrNoActions,
+		},
+		{
+			name:      "empty file",
+			conf:      "  \n\n",
+			wantStage: StageValidate,
+			wantIs:    ErrNoActions,
+		},
+		{
+			name:        "plugin without a name",
+			conf:        "actions: enqueue\ntiers:\n- plugins:\n  - enableJobOrder: false\n",
+			wantStage:   StageValidate,
+			wantInError: "tiers[0].plugins[0]: plugin has no name",
+		},
+		{
+			name:        "hierarchical drf with proportion",
+			conf:        "actions: enqueue\ntiers:\n- plugins:\n  - name: drf\n    enableHierarchy: true\n  - name: proportion\n",
+			wantStage:   StageValidate,
+			wantInError: "enableHierarchy",
+		},
+		{
+			name: "hierarchical drf with capacity is fine",
+			conf: "actions: enqueue\ntiers:\n- plugins:\n  - name: drf\n    enableHierarchy: true\n  - name: capacity\n",
+		},
+		{
+			name: "every flag is read, with upstream's spelling",
+			conf: `actions: allocate
+tiers:
+- plugins:
+  - name: gang
+    enableJobOrder: false
+    enableHierarchy: true
+    enableJobReady: false
+    enableJobPipelined: false
+    enableTaskOrder: false
+    enablePreemptable: false
+    enableReclaimable: false
+    enablePreemptive: false
+    enableQueueOrder: false
+    EnabledClusterOrder: false
+    enablePredicate: false
+    enableBestNode: false
+    enableNodeOrder: false
+    enableTargetJob: false
+    enableReservedNodes: false
+    enableJobEnqueued: false
+    enabledVictim: false
+    enableJobStarving: false
+    enabledOverused: false
+    enabledAllocatable: false
+    enabledHyperNodeOrder: false
+    enabledSubJobReady: false
+    enabledSubJobPipelined: false
+    enabledSubJobOrder: false
+    enabledHyperNodeGradient: false
+`,
+			check: func(t *testing.T, cfg *SchedulerConfiguration) {
+				p := reflect.ValueOf(cfg.Tiers[0].Plugins[0])
+				for i := 0; i < p.NumField(); i++ {
+					field := p.Type().Field(i)
+					flag, ok := p.Field(i).Interface().(*bool)
+					if !ok {
+						continue
+					}
+					want := field.Name == "EnabledHierarchy"
+					if flag == nil || *flag != want {
+						t.Errorf("%s = %v, want %v: its YAML key was not read", field.Name, flag, want)
+					}
+				}
+			},
+		},
+		{
+			name: "unknown keys are ignored, as upstream ignores them",
+			conf: "actions: enqueue\nnewTopLevelKey: 1\ntiers:\n- plugins:\n  - name: gang\n    enableSomethingNew: false\n",
+		},
+		{
+			name: "argument and configuration types",
+			conf: `actions: "allocate, backfill"
+tiers:
+- plugins:
+  - name: binpack
+    arguments:
+      binpack.weight: 10
+      binpack.cpu: 1.5
+      binpack.whole: 2.0
+      binpack.resources: volcano.sh/vgpu-memory
+      binpack.enabled: yes
+      nested: {a: 1, b: [1, x]}
+configurations:
+- name: allocate
+  arguments:
+    predicateErrorCacheEnable: false
+metrics:
+  type: prometheus
+  interval: 30
+`,
+			check: func(t *testing.T, cfg *SchedulerConfiguration) {
+				want := Arguments{
+					"binpack.weight":    10,
+					"binpack.cpu":       1.5,
+					"binpack.whole":     2,
+					"binpack.resources": "volcano.sh/vgpu-memory",
+					"binpack.enabled":   true,
+					"nested":            map[string]interface{}{"a": 1, "b": []interface{}{1, "x"}},
+				}
+				if got := cfg.Tiers[0].Plugins[0].Arguments; !reflect.DeepEqual(got, want) {
+					t.Errorf("arguments = %#v, want %#v", got, want)
+				}
+				cache := true
+				if err := cfg.ActionArguments("allocate").GetBool(&cache, "predicateErrorCacheEnable"); err != nil || cache {
+					t.Errorf("allocate predicateErrorCacheEnable = %v (err %v), want false", cache, err)
+				}
+				if args := cfg.ActionArguments("backfill"); args != nil {
+					t.Errorf("backfill has no configuration, got %v", args)
+				}
+				if got, want := cfg.Metrics, map[string]string{"type": "prometheus", "interval": "30"}; !reflect.DeepEqual(got, want) {
+					t.Errorf("metrics = %v, want %v", got, want)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(tt.conf), testNames)
+			if tt.wantStage == "" {
+				if err != nil {
+					t.Fatalf("Parse: %v", err)
+				}
+				if tt.check != nil {
+					tt.check(t, cfg)
+				}
+				return
+			}
+			var cfgErr *ConfigError
+			if !errors.As(err, &cfgErr) || cfgErr.Stage != tt.wantStage {
+				t.Fatalf("Parse error = %v, want *ConfigError at stage %s", err, tt.wantStage)
+			}
+			if cfg != nil {
+				t.Errorf("Parse returned a configuration along with the error")
+			}
+			if tt.wantUnknown != nil {
+				if got := unknownNames(err); !reflect.DeepEqual(got, tt.wantUnknown) {
+					t.Errorf("unknown names = %+v, want %+v", got, tt.wantUnknown)
+				}
+			}
+			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
+				t.Errorf("error %q does not wrap %q", err, tt.wantIs)
+			}
+			if !strings.Contains(err.Error(), tt.wantInError) {
+				t.Errorf("error %q does not contain %q", err, tt.wantInError)
+			}
+		})
+	}
+}
+
+func TestDefaultConfiguration(t *testing.T) {
+	cfg := DefaultConfiguration()
+	if err := Validate(cfg, testNames); err != nil {
+		t.Fatalf("default configuration does not validate: %v", err)
+	}
+	if got, want := cfg.ActionNames(), []string{"enqueue", "allocate", "backfill"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ActionNames() = %q, want %q", got, want)
+	}
+	if got, want := pluginNames(cfg), [][]string{
+		{"priority", "gang", "conformance"},
+		{"overcommit", "drf", "predicates", "proportion", "nodeorder"},
+	}; !reflect.DeepEqual(got, want) {
+		t.Errorf("plugins = %q, want %q", got, want)
+	}
+	cfg.Tiers[0].Plugins[0].Name = "changed"
+	if DefaultConfiguration().Tiers[0].Plugins[0].Name != "priority" {
+		t.Errorf("changing one default changed the next")
+	}
+}
+
+func pluginNames(cfg *SchedulerConfiguration) [][]string {
+	var tiers [][]string
+	for _, tier := range cfg.Tiers {
+		var names []string
+		for _, p := range tier.Plugins {
+			names = append(names, p.Name)
+		}
+		tiers = append(tiers, names)
+	}
+	return tiers
+}
+
+// unknownNames collects every *UnknownNameError inside err, in order.
+func unknownNames(err error) []UnknownNameError {
+	var found []UnknownNameError
+	var walk func(error)
+	walk = func(err error) {
+		if u, ok := err.(*UnknownNameError); ok {
+			found = append(found, *u)
+		}
+		switch e := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				walk(inner)
+			}
+		case interface{ Unwrap() error }:
+			walk(e.Unwrap())
+		}
+	}
+	walk(err)
+	return found
+}
