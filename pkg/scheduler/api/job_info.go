@@ -1,0 +1,342 @@
+package api
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+)
+
+// Reasons a task gets in its PodScheduled condition (upstream's, kept for autoscalers).
+const (
+	ReasonSchedulable   = "Schedulable"
+	ReasonUnschedulable = "Unschedulable"
+	ReasonSchedulerError = "SchedulerError"
+)
+
+// PodGroupNotReady opens every gang failure message.
+const PodGroupNotReady = "pod group is not ready"
+
+// JobInfo is one PodGroup and its pods.
+type JobInfo struct {
+	UID       JobID
+	Name      string
+	Namespace string
+	Queue     QueueID
+	Priority  int32
+
+	MinAvailable          int32
+	TaskMinAvailable      map[string]int32
+	TaskMinAvailableTotal int32
+
+	// PodGroup is the informer's object: shared, never modified. The session changes
+	// Status, its own copy, and the cache writes it back only when it differs.
+	PodGroup *schedulingv1beta1.PodGroup
+	Status   schedulingv1beta1.PodGroupStatus
+
+	Tasks           map[TaskID]*TaskInfo
+	TaskStatusIndex map[TaskStatus]map[TaskID]*TaskInfo
+	Allocated       *Resource
+	TotalRequest    *Resource
+
+	// NodesFitErrors: why each task found no node in this session.
+	NodesFitErrors map[TaskID]*FitErrors
+	// JobFitErrors: a job-level reason (set by plugins that reject the job as a whole).
+	JobFitErrors string
+
+	CreationTimestamp metav1.Time
+}
+
+// NewJobInfo is an empty job; SetPodGroup and AddTask fill it.
+func NewJobInfo(uid JobID) *JobInfo {
+	return &JobInfo{
+		UID:             uid,
+		Tasks:           map[TaskID]*TaskInfo{},
+		TaskStatusIndex: map[TaskStatus]map[TaskID]*TaskInfo{},
+		Allocated:       EmptyResource(),
+		TotalRequest:    EmptyResource(),
+		NodesFitErrors:  map[TaskID]*FitErrors{},
+	}
+}
+
+// SetPodGroup takes the job's identity, gang sizes and queue from its PodGroup. An empty
+// queue means defaultQueue.
+func (j *JobInfo) SetPodGroup(pg *schedulingv1beta1.PodGroup, defaultQueue string) {
+	j.Name, j.Namespace = pg.Name, pg.Namespace
+	j.PodGroup = pg
+	j.Status = *pg.Status.DeepCopy()
+	j.MinAvailable = pg.Spec.MinMember
+	j.TaskMinAvailable = pg.Spec.MinTaskMember
+	j.TaskMinAvailableTotal = 0
+	for _, n := range pg.Spec.MinTaskMember {
+		j.TaskMinAvailableTotal += n
+	}
+	j.Queue = QueueID(pg.Spec.Queue)
+	if j.Queue == "" {
+		j.Queue = QueueID(defaultQueue)
+	}
+	j.CreationTimestamp = pg.CreationTimestamp
+}
+
+// AddTask adds (or replaces) a task.
+func (j *JobInfo) AddTask(t *TaskInfo) {
+	if old, ok := j.Tasks[t.UID]; ok {
+		j.DeleteTask(old)
+	}
+	j.Tasks[t.UID] = t
+	j.indexTask(t)
+	j.TotalRequest.Add(t.Resreq)
+	if AllocatedStatus(t.Status) {
+		j.Allocated.Add(t.Resreq)
+	}
+}
+
+// DeleteTask removes a task.
+func (j *JobInfo) DeleteTask(t *TaskInfo) {
+	cur, ok := j.Tasks[t.UID]
+	if !ok {
+		return
+	}
+	j.TotalRequest.Sub(cur.Resreq)
+	if AllocatedStatus(cur.Status) {
+		j.Allocated.Sub(cur.Resreq)
+	}
+	j.unindexTask(cur)
+	delete(j.Tasks, t.UID)
+}
+
+// UpdateTaskStatus moves a task to a new status, keeping indexes and totals right.
+func (j *JobInfo) UpdateTaskStatus(t *TaskInfo, status TaskStatus) {
+	j.unindexTask(t)
+	if AllocatedStatus(t.Status) {
+		j.Allocated.Sub(t.Resreq)
+	}
+	t.Status = status
+	j.indexTask(t)
+	if AllocatedStatus(status) {
+		j.Allocated.Add(t.Resreq)
+	}
+}
+
+func (j *JobInfo) indexTask(t *TaskInfo) {
+	m := j.TaskStatusIndex[t.Status]
+	if m == nil {
+		m = map[TaskID]*TaskInfo{}
+		j.TaskStatusIndex[t.Status] = m
+	}
+	m[t.UID] = t
+}
+
+func (j *JobInfo) unindexTask(t *TaskInfo) {
+	if m := j.TaskStatusIndex[t.Status]; m != nil {
+		delete(m, t.UID)
+		if len(m) == 0 {
+			delete(j.TaskStatusIndex, t.Status)
+		}
+	}
+}
+
+// Clone copies the job and its tasks for a session.
+func (j *JobInfo) Clone() *JobInfo {
+	c := NewJobInfo(j.UID)
+	c.Name, c.Namespace, c.Queue, c.Priority = j.Name, j.Namespace, j.Queue, j.Priority
+	c.MinAvailable, c.TaskMinAvailable, c.TaskMinAvailableTotal = j.MinAvailable, j.TaskMinAvailable, j.TaskMinAvailableTotal
+	c.PodGroup = j.PodGroup
+	c.Status = *j.Status.DeepCopy()
+	c.CreationTimestamp = j.CreationTimestamp
+	c.JobFitErrors = j.JobFitErrors
+	for _, t := range j.Tasks {
+		c.AddTask(t.Clone())
+	}
+	return c
+}
+
+// Key is "<namespace>/<name>" of the PodGroup.
+func (j *JobInfo) Key() string { return string(j.UID) }
+
+// TaskCount is the number of tasks in a status.
+func (j *JobInfo) TaskCount(s TaskStatus) int32 { return int32(len(j.TaskStatusIndex[s])) }
+
+// ReadyTaskNum: tasks holding or about to hold their node (Bound, Binding, Running,
+// Allocated) plus finished ones.
+func (j *JobInfo) ReadyTaskNum() int32 {
+	return j.TaskCount(Bound) + j.TaskCount(Binding) + j.TaskCount(Running) + j.TaskCount(Allocated) + j.TaskCount(Succeeded)
+}
+
+// WaitingTaskNum: tasks waiting for resources being released.
+func (j *JobInfo) WaitingTaskNum() int32 { return j.TaskCount(Pipelined) }
+
+// PendingBestEffortTaskNum: pending tasks that request nothing and so always fit.
+func (j *JobInfo) PendingBestEffortTaskNum() int32 {
+	var n int32
+	for _, t := range j.TaskStatusIndex[Pending] {
+		if t.BestEffort {
+			n++
+		}
+	}
+	return n
+}
+
+// ValidTaskNum: tasks that may still run (allocated, succeeded, pipelined or pending).
+func (j *JobInfo) ValidTaskNum() int32 {
+	var n int32
+	for s, m := range j.TaskStatusIndex {
+		if AllocatedStatus(s) || s == Succeeded || s == Pipelined || s == Pending {
+			n += int32(len(m))
+		}
+	}
+	return n
+}
+
+// IsReady: the gang's minimum is placed (best-effort pending tasks count, they always fit).
+func (j *JobInfo) IsReady() bool {
+	return j.ReadyTaskNum()+j.PendingBestEffortTaskNum() >= j.MinAvailable
+}
+
+// IsPipelined: the gang's minimum is placed or waiting for released resources.
+func (j *JobInfo) IsPipelined() bool {
+	return j.WaitingTaskNum()+j.ReadyTaskNum()+j.PendingBestEffortTaskNum() >= j.MinAvailable
+}
+
+// IsStarving: fewer than the minimum are placed or waiting.
+func (j *JobInfo) IsStarving() bool {
+	return j.WaitingTaskNum()+j.ReadyTaskNum() < j.MinAvailable
+}
+
+// IsPending: the PodGroup has not been admitted (phase empty or Pending).
+func (j *JobInfo) IsPending() bool {
+	return j.Status.Phase == "" || j.Status.Phase == schedulingv1beta1.PodGroupPending
+}
+
+// roleCounts counts tasks per role among those for which counted returns true.
+func (j *JobInfo) roleCounts(counted func(*TaskInfo) bool) map[string]int32 {
+	counts := map[string]int32{}
+	for _, t := range j.Tasks {
+		if counted(t) {
+			counts[t.TaskRole]++
+		}
+	}
+	return counts
+}
+
+// checkRoles: every role with a minTaskMember reaches it. Skipped (true) when the job's
+// minMember is below the roles' total, as upstream: then only minMember binds.
+func (j *JobInfo) checkRoles(counted func(*TaskInfo) bool) bool {
+	if j.MinAvailable < j.TaskMinAvailableTotal {
+		return true
+	}
+	counts := j.roleCounts(counted)
+	for role, min := range j.TaskMinAvailable {
+		if counts[role] < min {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckTaskValid: every role has enough tasks that may still run.
+func (j *JobInfo) CheckTaskValid() bool {
+	return j.checkRoles(func(t *TaskInfo) bool {
+		return AllocatedStatus(t.Status) || t.Status == Succeeded || t.Status == Pipelined || t.Status == Pending
+	})
+}
+
+// CheckTaskReady: every role has enough tasks placed (or best-effort pending).
+func (j *JobInfo) CheckTaskReady() bool {
+	return j.checkRoles(func(t *TaskInfo) bool {
+		return AllocatedStatus(t.Status) || t.Status == Succeeded || (t.Status == Pending && t.BestEffort)
+	})
+}
+
+// CheckTaskPipelined: every role has enough tasks placed or waiting.
+func (j *JobInfo) CheckTaskPipelined() bool {
+	return j.checkRoles(func(t *TaskInfo) bool {
+		return AllocatedStatus(t.Status) || t.Status == Succeeded || t.Status == Pipelined || (t.Status == Pending && t.BestEffort)
+	})
+}
+
+// NeedContinueAllocating says, after one task found no node, whether trying the job's other
+// tasks can still make the gang (spec 2.3).
+func (j *JobInfo) NeedContinueAllocating(failedRoles map[string]bool) bool {
+	if int(j.MinAvailable) == len(j.Tasks) {
+		return false
+	}
+	if j.MinAvailable < j.TaskMinAvailableTotal {
+		n := j.ReadyTaskNum()
+		for _, t := range j.TaskStatusIndex[Pending] {
+			if !failedRoles[t.TaskRole] {
+				n++
+			}
+		}
+		return n >= j.MinAvailable
+	}
+	allocated := j.roleCounts(func(t *TaskInfo) bool { return AllocatedStatus(t.Status) || t.Status == Succeeded })
+	for role := range failedRoles {
+		if allocated[role] < j.TaskMinAvailable[role] {
+			return false
+		}
+	}
+	return true
+}
+
+// FitError is the gang's explanation (spec 2.4), e.g. "pod group is not ready, 2 Pending,
+// 2 minAvailable; Pending: 1 Schedulable, 1 Unschedulable. Origin reason is w-1: 0/1 nodes
+// are unavailable: 1 Insufficient volcano.sh/vgpu-memory."
+func (j *JobInfo) FitError() string {
+	byStatus := map[string]int{"minAvailable": int(j.MinAvailable)}
+	for s, m := range j.TaskStatusIndex {
+		byStatus[s.String()] += len(m)
+	}
+	msg := PodGroupNotReady + ", " + histogram(byStatus)
+	if pending := j.TaskStatusIndex[Pending]; len(pending) > 0 {
+		byReason := map[string]int{}
+		for _, t := range pending {
+			reason, _ := j.TaskSchedulingReason(t)
+			byReason[reason]++
+		}
+		msg += "; Pending: " + histogram(byReason)
+	}
+	if j.JobFitErrors != "" {
+		return msg + ". Origin reason is: " + j.JobFitErrors
+	}
+	// The first task (by name, so the message is stable) that found no node explains why.
+	var origin *TaskInfo
+	for uid := range j.NodesFitErrors {
+		if t, ok := j.Tasks[uid]; ok && (origin == nil || t.Name < origin.Name) {
+			origin = t
+		}
+	}
+	if origin != nil {
+		msg += fmt.Sprintf(". Origin reason is %s: %s", origin.Name, j.NodesFitErrors[origin.UID].Error())
+	}
+	return msg
+}
+
+// TaskSchedulingReason is the PodScheduled reason and message for a task that is not yet
+// bound (spec 4.7). The task's last tentative placement, if any, is what it reports.
+func (j *JobInfo) TaskSchedulingReason(t *TaskInfo) (reason, msg string) {
+	ctx := TransactionContext{NodeName: t.NodeName, Status: t.Status}
+	if t.LastTransaction != nil {
+		ctx = *t.LastTransaction
+	}
+	switch ctx.Status {
+	case Allocated:
+		return ReasonSchedulable, fmt.Sprintf("Pod %s/%s can possibly be assigned to %s, once minAvailable is satisfied", t.Namespace, t.Name, ctx.NodeName)
+	case Pipelined:
+		return ReasonUnschedulable, fmt.Sprintf("Pod %s/%s can possibly be assigned to %s, once resource is released and minAvailable is satisfied", t.Namespace, t.Name, ctx.NodeName)
+	}
+	if fe := j.NodesFitErrors[t.UID]; fe != nil {
+		return ReasonUnschedulable, fe.Error()
+	}
+	return ReasonUnschedulable, j.JobFitErrors
+}
+
+// PodScheduledMessage is TaskSchedulingReason with an empty message replaced by the gang's
+// explanation, as written into the pod's PodScheduled condition and FailedScheduling event.
+func (j *JobInfo) PodScheduledMessage(t *TaskInfo) (reason, msg string) {
+	reason, msg = j.TaskSchedulingReason(t)
+	if msg == "" {
+		msg = j.FitError()
+	}
+	return reason, msg
+}

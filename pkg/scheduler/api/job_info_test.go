@@ -1,0 +1,116 @@
+package api
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+)
+
+func testPod(ns, name, node string, phase corev1.PodPhase, cpu string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "-" + name),
+			Annotations: map[string]string{schedulingv1beta1.KubeGroupNameAnnotationKey: "pg1"}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}},
+		Status: corev1.PodStatus{Phase: phase},
+	}
+}
+
+// Golden strings from upstream's TestTaskSchedulingReason (spec 8.1).
+func TestTaskSchedulingReasonGolden(t *testing.T) {
+	job := NewJobInfo("ns1/pg1")
+	job.MinAvailable = 6
+	fe := NewFitErrors()
+	fe.SetNodeError("node1", NewStatus(Unschedulable, "node(s) pod number exceeded"))
+	fe.SetNodeError("node2", NewStatus(Unschedulable, "node(s) resource fit failed"))
+	fe.SetNodeError("node3", NewStatus(Unschedulable, "node(s) resource fit failed"))
+	for i := 1; i <= 6; i++ {
+		task := NewTaskInfo(testPod("ns1", fmt.Sprintf("task-%d", i), "", corev1.PodPending, "1"))
+		switch {
+		case i <= 3:
+			task.LastTransaction = &TransactionContext{NodeName: "node1", Status: Allocated}
+		case i == 6:
+			job.NodesFitErrors[task.UID] = fe
+		}
+		job.AddTask(task)
+	}
+	want := "pod group is not ready, 6 Pending, 6 minAvailable; Pending: 3 Schedulable, 3 Unschedulable. " +
+		"Origin reason is task-6: 0/3 nodes are unavailable: 1 node(s) pod number exceeded, 2 node(s) resource fit failed."
+	if got := job.FitError(); got != want {
+		t.Errorf("FitError()\n got %q\nwant %q", got, want)
+	}
+	task3 := job.Tasks["ns1-task-3"]
+	reason, msg := job.TaskSchedulingReason(task3)
+	if reason != "Schedulable" || msg != "Pod ns1/task-3 can possibly be assigned to node1, once minAvailable is satisfied" {
+		t.Errorf("task-3: got (%q, %q)", reason, msg)
+	}
+	// A pending task without its own fit errors reports the gang's explanation.
+	task4 := job.Tasks["ns1-task-4"]
+	if reason, msg := job.PodScheduledMessage(task4); reason != "Unschedulable" || msg != want {
+		t.Errorf("task-4: got (%q, %q)", reason, msg)
+	}
+}
+
+func TestFitErrorsWithoutNodes(t *testing.T) {
+	if got := NewFitErrors().Error(); got != "0/0 nodes are unavailable" {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestPipelinedReason(t *testing.T) {
+	job := NewJobInfo("ns/pg")
+	task := NewTaskInfo(testPod("ns", "w-0", "", corev1.PodPending, "1"))
+	task.LastTransaction = &TransactionContext{NodeName: "n1", Status: Pipelined}
+	job.AddTask(task)
+	reason, msg := job.TaskSchedulingReason(task)
+	if reason != "Unschedulable" || msg != "Pod ns/w-0 can possibly be assigned to n1, once resource is released and minAvailable is satisfied" {
+		t.Errorf("got (%q, %q)", reason, msg)
+	}
+}
+
+func TestGangCounts(t *testing.T) {
+	job := NewJobInfo("ns/pg")
+	job.MinAvailable = 3
+	job.AddTask(NewTaskInfo(testPod("ns", "a", "n1", corev1.PodRunning, "1")))
+	job.AddTask(NewTaskInfo(testPod("ns", "b", "n1", corev1.PodPending, "1")))
+	c := NewTaskInfo(testPod("ns", "c", "", corev1.PodPending, "1"))
+	job.AddTask(c)
+	if got := job.ReadyTaskNum(); got != 2 {
+		t.Fatalf("ReadyTaskNum = %d, want 2 (Running + Bound)", got)
+	}
+	if job.IsReady() {
+		t.Fatal("2 of 3 placed must not be ready")
+	}
+	job.UpdateTaskStatus(c, Allocated)
+	if !job.IsReady() || job.IsStarving() {
+		t.Fatal("3 of 3 placed must be ready and not starving")
+	}
+	if got := job.Allocated.MilliCPU; got != 3000 {
+		t.Errorf("Allocated cpu = %v, want 3000", got)
+	}
+	job.UpdateTaskStatus(c, Pending)
+	if got := job.Allocated.MilliCPU; got != 2000 {
+		t.Errorf("after undo Allocated cpu = %v, want 2000", got)
+	}
+}
+
+func TestTaskRequests(t *testing.T) {
+	pod := testPod("ns", "p", "", corev1.PodPending, "500m")
+	pod.Spec.InitContainers = []corev1.Container{{Name: "init", Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}}
+	task := NewTaskInfo(pod)
+	if task.Resreq.MilliCPU != 500 || task.InitResreq.MilliCPU != 2000 {
+		t.Errorf("Resreq cpu %v (want 500), InitResreq cpu %v (want 2000)", task.Resreq.MilliCPU, task.InitResreq.MilliCPU)
+	}
+	if task.Resreq.Get(corev1.ResourcePods) != 1000 {
+		t.Errorf("a task holds one pod slot, got %v milli", task.Resreq.Get(corev1.ResourcePods))
+	}
+	if task.Job != "ns/pg1" || task.BestEffort {
+		t.Errorf("job %q bestEffort %v", task.Job, task.BestEffort)
+	}
+}
