@@ -9,8 +9,8 @@ import (
 
 // Reasons a task gets in its PodScheduled condition (upstream's, kept for autoscalers).
 const (
-	ReasonSchedulable   = "Schedulable"
-	ReasonUnschedulable = "Unschedulable"
+	ReasonSchedulable    = "Schedulable"
+	ReasonUnschedulable  = "Unschedulable"
 	ReasonSchedulerError = "SchedulerError"
 )
 
