@@ -97,9 +97,9 @@ func (j *JobInfo) DeleteTask(t *TaskInfo) {
 	if !ok {
 		return
 	}
-	j.TotalRequest.Sub(cur.Resreq)
+	j.TotalRequest.SubTotal(cur.Resreq)
 	if AllocatedStatus(cur.Status) {
-		j.Allocated.Sub(cur.Resreq)
+		j.Allocated.SubTotal(cur.Resreq)
 	}
 	j.unindexTask(cur)
 	delete(j.Tasks, t.UID)
@@ -109,7 +109,7 @@ func (j *JobInfo) DeleteTask(t *TaskInfo) {
 func (j *JobInfo) UpdateTaskStatus(t *TaskInfo, status TaskStatus) {
 	j.unindexTask(t)
 	if AllocatedStatus(t.Status) {
-		j.Allocated.Sub(t.Resreq)
+		j.Allocated.SubTotal(t.Resreq)
 	}
 	t.Status = status
 	j.indexTask(t)

@@ -75,14 +75,14 @@ func (n *NodeInfo) RemoveTask(t *TaskInfo) {
 	}
 	switch c.Status {
 	case Pipelined:
-		n.Pipelined.Sub(c.Resreq)
+		n.Pipelined.SubTotal(c.Resreq)
 	case Releasing:
-		n.Releasing.Sub(c.Resreq)
+		n.Releasing.SubTotal(c.Resreq)
 		n.Idle.Add(c.Resreq)
-		n.Used.Sub(c.Resreq)
+		n.Used.SubTotal(c.Resreq)
 	default:
 		n.Idle.Add(c.Resreq)
-		n.Used.Sub(c.Resreq)
+		n.Used.SubTotal(c.Resreq)
 	}
 	delete(n.Tasks, t.UID)
 }

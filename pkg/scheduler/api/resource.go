@@ -164,6 +164,24 @@ func (r *Resource) Sub(rr *Resource) *Resource {
 	return r
 }
 
+// SubTotal subtracts rr from a running total (a node's Used, a job's Allocated) and drops
+// the scalars that fall to nothing. In a total an absent name means none, so this changes no
+// comparison; it makes add-then-subtract leave the total exactly as it was, which is what
+// lets a discarded statement restore the session byte for byte. Never use it on a cap,
+// where a present zero means "none allowed".
+func (r *Resource) SubTotal(rr *Resource) *Resource {
+	r.Sub(rr)
+	for name := range rr.ScalarResources {
+		if v := r.ScalarResources[name]; v < Tolerance && v > -Tolerance {
+			delete(r.ScalarResources, name)
+		}
+	}
+	if len(r.ScalarResources) == 0 {
+		r.ScalarResources = nil
+	}
+	return r
+}
+
 // Multi scales every amount in r by ratio and returns r.
 func (r *Resource) Multi(ratio float64) *Resource {
 	r.MilliCPU *= ratio

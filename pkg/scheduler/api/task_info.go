@@ -2,6 +2,7 @@ package api
 
 import (
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -173,4 +174,28 @@ func annotationOrLabel(pod *corev1.Pod, key string) string {
 		return v
 	}
 	return pod.Labels[key]
+}
+
+// CompareTasksByName is the default task order: the index after the last "-" of a
+// VolcanoJob pod name ("job-task-3"), then the older pod, then the smaller UID.
+func CompareTasksByName(l, r *TaskInfo) bool {
+	li, lok := podNameIndex(l.Name)
+	ri, rok := podNameIndex(r.Name)
+	if lok && rok && li != ri {
+		return li < ri
+	}
+	lt, rt := l.Pod.CreationTimestamp, r.Pod.CreationTimestamp
+	if !lt.Equal(&rt) {
+		return lt.Before(&rt)
+	}
+	return l.UID < r.UID
+}
+
+// podNameIndex parses the index of "<job>-<task>-<index>".
+func podNameIndex(name string) (int, bool) {
+	if strings.Count(name, "-") < 2 {
+		return 0, false
+	}
+	i, err := strconv.Atoi(name[strings.LastIndexByte(name, '-')+1:])
+	return i, err == nil
 }

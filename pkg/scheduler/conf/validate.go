@@ -12,6 +12,14 @@ type KnownNames interface {
 	IsPlugin(name string) bool
 }
 
+// ArgumentChecker is optionally implemented by a KnownNames: Validate then
+// asks it whether each plugin accepts its arguments, so a malformed argument
+// rejects the file (and the last good configuration stays) instead of
+// failing every scheduling cycle.
+type ArgumentChecker interface {
+	CheckPluginArguments(plugin string, args Arguments) error
+}
+
 // NameSet is a KnownNames backed by two fixed sets, for callers (and tests)
 // that have plain lists.
 type NameSet struct {
@@ -66,7 +74,7 @@ const (
 // Validate checks cfg against the registered names and returns every problem
 // found, joined (errors.Join), or nil. Problems: no actions; an unknown action
 // in actions or configurations; a plugin entry without a name or with an
-// unknown name; drf with enableHierarchy together with proportion, which both
+// unknown name; arguments an ArgumentChecker refuses; drf with enableHierarchy together with proportion, which both
 // try to own queue shares (upstream rejects the pair as well).
 func Validate(cfg *SchedulerConfiguration, names KnownNames) error {
 	var problems []error
@@ -90,6 +98,12 @@ func Validate(cfg *SchedulerConfiguration, names KnownNames) error {
 				problems = append(problems, fmt.Errorf("%s: plugin has no name", where))
 			case !names.IsPlugin(plugin.Name):
 				problems = append(problems, &UnknownNameError{Kind: "plugin", Name: plugin.Name, Where: where})
+			default:
+				if checker, ok := names.(ArgumentChecker); ok {
+					if err := checker.CheckPluginArguments(plugin.Name, plugin.Arguments); err != nil {
+						problems = append(problems, fmt.Errorf("%s: plugin %s: %w", where, plugin.Name, err))
+					}
+				}
 			}
 			if plugin.Name == pluginDRF && plugin.HierarchyEnabled() {
 				hierarchicalDRF = true

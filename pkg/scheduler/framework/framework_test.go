@@ -1,0 +1,242 @@
+package framework
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+)
+
+// fakeCache records what leaves the session.
+type fakeCache struct {
+	snap     *api.ClusterInfo
+	bound    []string
+	bindErr  error
+	statuses map[api.JobID]bool
+}
+
+func (c *fakeCache) Snapshot() *api.ClusterInfo { return c.snap }
+func (c *fakeCache) Bind(t *api.TaskInfo) error {
+	if c.bindErr != nil {
+		return c.bindErr
+	}
+	c.bound = append(c.bound, t.Name+"@"+t.NodeName)
+	return nil
+}
+func (c *fakeCache) UpdateJobStatus(j *api.JobInfo, changed bool) {
+	if c.statuses == nil {
+		c.statuses = map[api.JobID]bool{}
+	}
+	c.statuses[j.UID] = changed
+}
+func (c *fakeCache) UpdateQueueStatus(*api.QueueInfo, *api.Resource)    {}
+func (c *fakeCache) RecordJobEvent(*api.JobInfo, string, string, string) {}
+
+func cluster(nodes, pods int) *api.ClusterInfo {
+	ci := &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{}, Queues: map[api.QueueID]*api.QueueInfo{}}
+	q := &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Status: schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateOpen}}
+	ci.Queues["default"] = api.NewQueueInfo(q)
+	for i := 0; i < nodes; i++ {
+		n := api.NewNodeInfo(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i)},
+			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("10")}}})
+		ci.Nodes[n.Name] = n
+		ci.NodeList = append(ci.NodeList, n)
+	}
+	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pg"},
+		Spec: schedulingv1beta1.PodGroupSpec{MinMember: int32(pods)}}
+	job := api.NewJobInfo("ns/pg")
+	job.SetPodGroup(pg, "default")
+	for i := 0; i < pods; i++ {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("pg-w-%d", i), UID: types.UID(fmt.Sprintf("uid-%d", i)),
+			Annotations: map[string]string{schedulingv1beta1.KubeGroupNameAnnotationKey: "pg"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodPending}}
+		job.AddTask(api.NewTaskInfo(pod))
+	}
+	ci.Jobs[job.UID] = job
+	return ci
+}
+
+// counter is a plugin that counts placements through event handlers, to show Discard runs
+// every undo.
+type counter struct{ placed int }
+
+func (c *counter) Name() string { return "counter" }
+func (c *counter) OnSessionOpen(ssn *Session) {
+	ssn.AddEventHandler(&EventHandler{
+		AllocateFunc:   func(*Event) { c.placed++ },
+		DeallocateFunc: func(*Event) { c.placed-- },
+	})
+}
+func (c *counter) OnSessionClose(*Session) {}
+
+func openTestSession(t *testing.T, cache *fakeCache, plugin Plugin) *Session {
+	t.Helper()
+	reg := NewRegistry()
+	reg.RegisterPlugin(plugin.Name(), func(conf.Arguments) (Plugin, error) { return plugin, nil })
+	cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: plugin.Name()}}}}}
+	return OpenSession(cache, cfg, reg)
+}
+
+// withoutLastTransaction strips the one field Discard changes on purpose.
+func withoutLastTransaction(ci *api.ClusterInfo) *api.ClusterInfo {
+	for _, j := range ci.Jobs {
+		for _, t := range j.Tasks {
+			t.LastTransaction = nil
+		}
+	}
+	return ci
+}
+
+func TestDiscardRestoresSessionExactly(t *testing.T) {
+	cache := &fakeCache{snap: cluster(2, 3)}
+	before := cluster(2, 3)
+	cnt := &counter{}
+	ssn := openTestSession(t, cache, cnt)
+	job := ssn.Jobs["ns/pg"]
+	stmt := ssn.NewStatement()
+	i := 0
+	for _, task := range job.Tasks {
+		node := ssn.NodeList[i%2]
+		if i == 2 {
+			if err := stmt.Pipeline(task, node); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := stmt.Allocate(task, node); err != nil {
+			t.Fatal(err)
+		}
+		i++
+	}
+	if cnt.placed != 3 || job.TaskCount(api.Allocated) != 2 || job.TaskCount(api.Pipelined) != 1 {
+		t.Fatalf("placed=%d allocated=%d pipelined=%d", cnt.placed, job.TaskCount(api.Allocated), job.TaskCount(api.Pipelined))
+	}
+	stmt.Discard()
+	after := &api.ClusterInfo{Jobs: ssn.Jobs, Nodes: ssn.Nodes, Queues: ssn.Queues, NodeList: ssn.NodeList}
+	for _, task := range job.Tasks {
+		if task.LastTransaction == nil || task.LastTransaction.NodeName == "" {
+			t.Errorf("task %s lost where it was placed", task.Name)
+		}
+	}
+	if !reflect.DeepEqual(withoutLastTransaction(after), before) {
+		t.Errorf("Discard did not restore the session: %s", cmp.Diff(before, after))
+	}
+	if cnt.placed != 0 {
+		t.Errorf("event handlers not undone: %d", cnt.placed)
+	}
+	if len(cache.bound) != 0 {
+		t.Errorf("a discarded statement reached the binder: %v", cache.bound)
+	}
+}
+
+func TestCommitBindsAllocationsOnly(t *testing.T) {
+	cache := &fakeCache{snap: cluster(1, 2)}
+	ssn := openTestSession(t, cache, &counter{})
+	stmt := ssn.NewStatement()
+	job := ssn.Jobs["ns/pg"]
+	task0, task1 := job.Tasks["uid-0"], job.Tasks["uid-1"]
+	if err := stmt.Allocate(task0, ssn.NodeList[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := stmt.Pipeline(task1, ssn.NodeList[0]); err != nil {
+		t.Fatal(err)
+	}
+	stmt.Commit()
+	if !reflect.DeepEqual(cache.bound, []string{"pg-w-0@n0"}) {
+		t.Errorf("bound %v", cache.bound)
+	}
+	if task0.Status != api.Binding || task1.Status != api.Pipelined {
+		t.Errorf("statuses %v %v", task0.Status, task1.Status)
+	}
+}
+
+func TestCommitUndoesRefusedBind(t *testing.T) {
+	cache := &fakeCache{snap: cluster(1, 1), bindErr: errors.New("node changed")}
+	cnt := &counter{}
+	ssn := openTestSession(t, cache, cnt)
+	stmt := ssn.NewStatement()
+	task := ssn.Jobs["ns/pg"].Tasks["uid-0"]
+	if err := stmt.Allocate(task, ssn.NodeList[0]); err != nil {
+		t.Fatal(err)
+	}
+	stmt.Commit()
+	if task.Status != api.Pending || len(ssn.NodeList[0].Tasks) != 0 || cnt.placed != 0 {
+		t.Errorf("refused bind not undone: status %v node tasks %d placed %d", task.Status, len(ssn.NodeList[0].Tasks), cnt.placed)
+	}
+}
+
+// refuser fails every placement, to show a handler error leaves no trace.
+type refuser struct{ counter }
+
+func (r *refuser) Name() string { return "refuser" }
+func (r *refuser) OnSessionOpen(ssn *Session) {
+	r.counter.OnSessionOpen(ssn)
+	ssn.AddEventHandler(&EventHandler{AllocateFunc: func(e *Event) { e.Err = errors.New("no device fits") }})
+}
+
+func TestHandlerErrorRefusesPlacement(t *testing.T) {
+	cache := &fakeCache{snap: cluster(1, 1)}
+	r := &refuser{}
+	ssn := openTestSession(t, cache, r)
+	task := ssn.Jobs["ns/pg"].Tasks["uid-0"]
+	err := ssn.NewStatement().Allocate(task, ssn.NodeList[0])
+	if err == nil || task.Status != api.Pending || len(ssn.NodeList[0].Tasks) != 0 || r.placed != 0 {
+		t.Errorf("err=%v status=%v nodeTasks=%d placed=%d", err, task.Status, len(ssn.NodeList[0].Tasks), r.placed)
+	}
+}
+
+// voter votes as told, to check the tier rules of JobEnqueueable.
+type voter struct {
+	name string
+	vote int
+}
+
+func (v *voter) Name() string { return v.name }
+func (v *voter) OnSessionOpen(ssn *Session) {
+	ssn.AddJobEnqueueableFn(v.name, func(*api.JobInfo) int { return v.vote })
+}
+func (v *voter) OnSessionClose(*Session) {}
+
+func TestVoteTierRules(t *testing.T) {
+	cases := []struct {
+		name  string
+		tiers [][]int
+		want  bool
+	}{
+		{"all abstain", [][]int{{Abstain}, {Abstain}}, true},
+		{"reject wins in its tier", [][]int{{Permit, Reject}}, false},
+		{"permit in tier 1 ends the vote", [][]int{{Permit}, {Reject}}, true},
+		{"abstain then reject", [][]int{{Abstain}, {Reject}}, false},
+		{"abstain then permit", [][]int{{Abstain}, {Permit, Abstain}}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := NewRegistry()
+			cfg := &conf.SchedulerConfiguration{Actions: "enqueue"}
+			for ti, tier := range tc.tiers {
+				var opts []conf.PluginOption
+				for pi, v := range tier {
+					p := &voter{name: fmt.Sprintf("v%d%d", ti, pi), vote: v}
+					reg.RegisterPlugin(p.name, func(conf.Arguments) (Plugin, error) { return p, nil })
+					opts = append(opts, conf.PluginOption{Name: p.name})
+				}
+				cfg.Tiers = append(cfg.Tiers, conf.Tier{Plugins: opts})
+			}
+			ssn := OpenSession(&fakeCache{snap: cluster(1, 1)}, cfg, reg)
+			if got := ssn.JobEnqueueable(ssn.Jobs["ns/pg"]); got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

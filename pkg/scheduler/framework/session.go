@@ -1,0 +1,214 @@
+package framework
+
+import (
+	"sort"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/klog/v2"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+)
+
+// Cache is what a session needs from the scheduler cache: a private snapshot to work on,
+// and the ways decisions leave the session (binds, status writes). Everything it is handed
+// belongs to the session and may be kept.
+type Cache interface {
+	// Snapshot copies the cluster state for one session.
+	Snapshot() *api.ClusterInfo
+	// Bind hands a committed placement to the binder. An error means the cache refused it
+	// (e.g. the node no longer fits the task); the placement is then undone.
+	Bind(task *api.TaskInfo) error
+	// UpdateJobStatus writes what the session decided about a job: the PodGroup (only when it
+	// differs from the informer's copy), its events, and the PodScheduled condition of its
+	// unplaced pods.
+	UpdateJobStatus(job *api.JobInfo, statusChanged bool)
+	// UpdateQueueStatus writes a queue's status.allocated when it changed.
+	UpdateQueueStatus(queue *api.QueueInfo, allocated *api.Resource)
+	// RecordJobEvent emits an event on the job's PodGroup.
+	RecordJobEvent(job *api.JobInfo, eventType, reason, message string)
+}
+
+// Session is one scheduling cycle over a private copy of the cluster.
+type Session struct {
+	UID   types.UID
+	cache Cache
+
+	Jobs     map[api.JobID]*api.JobInfo
+	Nodes    map[string]*api.NodeInfo
+	NodeList []*api.NodeInfo
+	Queues   map[api.QueueID]*api.QueueInfo
+	// TotalResource is the sum of every node's allocatable.
+	TotalResource *api.Resource
+
+	Tiers          []conf.Tier
+	Configurations []conf.Configuration
+	// EnabledActions are the configured action names, for plugins that behave differently
+	// when an action is absent (e.g. allocate admits jobs itself without enqueue).
+	EnabledActions map[string]bool
+
+	plugins []Plugin // in tier order
+	fns     sessionFns
+	// eventHandlers run inside every tentative allocate and its undo.
+	eventHandlers []*EventHandler
+}
+
+// OpenSession snapshots the cache and opens every configured plugin, in tier order.
+func OpenSession(cache Cache, cfg *conf.SchedulerConfiguration, registry *Registry) *Session {
+	snap := cache.Snapshot()
+	ssn := &Session{
+		UID:            uuid.NewUUID(),
+		cache:          cache,
+		Jobs:           snap.Jobs,
+		Nodes:          snap.Nodes,
+		NodeList:       snap.NodeList,
+		Queues:         snap.Queues,
+		TotalResource:  api.EmptyResource(),
+		Tiers:          cfg.Tiers,
+		Configurations: cfg.Configurations,
+		EnabledActions: map[string]bool{},
+		fns:            newSessionFns(),
+	}
+	for _, a := range cfg.ActionNames() {
+		ssn.EnabledActions[a] = true
+	}
+	for _, n := range ssn.NodeList {
+		ssn.TotalResource.Add(n.Allocatable)
+	}
+	for _, tier := range cfg.Tiers {
+		for _, opt := range tier.Plugins {
+			p, err := registry.Plugin(opt.Name, opt.Arguments)
+			if err != nil {
+				// Validation at load time makes this unreachable for a loaded configuration.
+				klog.ErrorS(err, "Plugin left out of the session", "plugin", opt.Name)
+				continue
+			}
+			ssn.plugins = append(ssn.plugins, p)
+			p.OnSessionOpen(ssn)
+		}
+	}
+	return ssn
+}
+
+// CloseSession lets plugins report (gang writes conditions here), then writes every job's
+// status and every queue's allocation.
+func CloseSession(ssn *Session) {
+	for _, p := range ssn.plugins {
+		p.OnSessionClose(ssn)
+	}
+	for _, job := range ssn.Jobs {
+		if job.PodGroup == nil {
+			continue
+		}
+		ssn.updateJobPhase(job)
+		ssn.cache.UpdateJobStatus(job, podGroupStatusChanged(job.PodGroup.Status, job.Status))
+	}
+	ssn.updateQueueStatus()
+}
+
+// updateJobPhase derives the PodGroup phase from its tasks (spec 2.5).
+func (ssn *Session) updateJobPhase(job *api.JobInfo) {
+	status := &job.Status
+	unschedulableNow := false
+	for _, c := range status.Conditions {
+		if c.Type == schedulingv1beta1.PodGroupUnschedulableType && c.Status == "True" && c.TransitionID == string(ssn.UID) {
+			unschedulableNow = true
+		}
+	}
+	running := job.TaskCount(api.Running)
+	scheduled := running + job.TaskCount(api.Bound) + job.TaskCount(api.Failed) + job.TaskCount(api.Succeeded)
+	switch {
+	case running > 0 && unschedulableNow:
+		status.Phase = schedulingv1beta1.PodGroupUnknown
+	case scheduled >= job.MinAvailable && scheduled > 0:
+		status.Phase = schedulingv1beta1.PodGroupRunning
+		if job.TaskCount(api.Succeeded)+job.TaskCount(api.Failed) == scheduled {
+			status.Phase = schedulingv1beta1.PodGroupCompleted
+		}
+	case status.Phase != schedulingv1beta1.PodGroupInqueue:
+		status.Phase = schedulingv1beta1.PodGroupPending
+	}
+	status.Running = running
+	status.Succeeded = job.TaskCount(api.Succeeded)
+	status.Failed = job.TaskCount(api.Failed)
+}
+
+// podGroupStatusChanged: the phase, counts or conditions differ, ignoring the time stamps
+// and transition ids a rewrite of the same condition changes.
+func podGroupStatusChanged(old, cur schedulingv1beta1.PodGroupStatus) bool {
+	if old.Phase != cur.Phase || old.Running != cur.Running || old.Succeeded != cur.Succeeded ||
+		old.Failed != cur.Failed || len(old.Conditions) != len(cur.Conditions) {
+		return true
+	}
+	for i := range old.Conditions {
+		o, c := old.Conditions[i], cur.Conditions[i]
+		if o.Type != c.Type || o.Status != c.Status || o.Reason != c.Reason || o.Message != c.Message {
+			return true
+		}
+	}
+	return false
+}
+
+// UpdatePodGroupCondition sets a condition on the job's PodGroup status, replacing one of
+// the same type (as upstream: an old Unschedulable stays when Scheduled is added).
+func (ssn *Session) UpdatePodGroupCondition(job *api.JobInfo, cond schedulingv1beta1.PodGroupCondition) {
+	for i := range job.Status.Conditions {
+		if job.Status.Conditions[i].Type == cond.Type {
+			job.Status.Conditions[i] = cond
+			return
+		}
+	}
+	job.Status.Conditions = append(job.Status.Conditions, cond)
+}
+
+// RecordJobEvent emits an event on a job's PodGroup.
+func (ssn *Session) RecordJobEvent(job *api.JobInfo, eventType, reason, message string) {
+	ssn.cache.RecordJobEvent(job, eventType, reason, message)
+}
+
+// updateQueueStatus writes status.allocated of every queue: the requests of its tasks that
+// hold resources (spec 3.7).
+func (ssn *Session) updateQueueStatus() {
+	allocated := make(map[api.QueueID]*api.Resource, len(ssn.Queues))
+	for id := range ssn.Queues {
+		allocated[id] = api.EmptyResource()
+	}
+	for _, job := range ssn.Jobs {
+		a, ok := allocated[job.Queue]
+		if !ok {
+			continue
+		}
+		for s, tasks := range job.TaskStatusIndex {
+			if !api.AllocatedStatus(s) {
+				continue
+			}
+			for _, t := range tasks {
+				a.Add(ssn.QueueUsage(t))
+			}
+		}
+	}
+	ids := make([]string, 0, len(ssn.Queues))
+	for id := range ssn.Queues {
+		ids = append(ids, string(id))
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		ssn.cache.UpdateQueueStatus(ssn.Queues[api.QueueID(id)], allocated[api.QueueID(id)])
+	}
+}
+
+// QueueUsage is what a task counts against its queue's status.allocated: its request, unless
+// a plugin knows better (deviceshare replaces vGPU requests with the devices really booked).
+func (ssn *Session) QueueUsage(t *api.TaskInfo) *api.Resource {
+	for _, fn := range ssn.fns.queueUsage {
+		if r := fn(t); r != nil {
+			return r
+		}
+	}
+	return t.Resreq
+}
+
+// JobFor returns the task's job in this session.
+func (ssn *Session) JobFor(t *api.TaskInfo) *api.JobInfo { return ssn.Jobs[t.Job] }
