@@ -40,7 +40,7 @@ func (c *fakeCache) UpdateJobStatus(j *api.JobInfo, changed bool) {
 	}
 	c.statuses[j.UID] = changed
 }
-func (c *fakeCache) UpdateQueueStatus(*api.QueueInfo, *api.Resource)    {}
+func (c *fakeCache) UpdateQueueStatus(*api.QueueInfo, *api.Resource)     {}
 func (c *fakeCache) RecordJobEvent(*api.JobInfo, string, string, string) {}
 
 func cluster(nodes, pods int) *api.ClusterInfo {

@@ -41,19 +41,19 @@ type ValidateResult struct {
 
 // sessionFns holds each extension point's functions by plugin name.
 type sessionFns struct {
-	jobOrder                        map[string]JobCompareFn
-	queueOrder                      map[string]QueueCompareFn
-	taskOrder                       map[string]TaskCompareFn
-	prePredicate                    map[string]PrePredicateFn
-	predicate                       map[string]PredicateFn
-	nodeOrder                       map[string]NodeOrderFn
-	overused                        map[string]QueueFn
-	allocatable                     map[string]AllocatableFn
-	jobReady                        map[string]JobBoolFn
-	jobPipelined, jobEnqueueable    map[string]VoteFn
-	jobEnqueued                     map[string]JobFn
-	jobValid                        map[string]JobValidFn
-	queueUsage                      map[string]QueueUsageFn
+	jobOrder                     map[string]JobCompareFn
+	queueOrder                   map[string]QueueCompareFn
+	taskOrder                    map[string]TaskCompareFn
+	prePredicate                 map[string]PrePredicateFn
+	predicate                    map[string]PredicateFn
+	nodeOrder                    map[string]NodeOrderFn
+	overused                     map[string]QueueFn
+	allocatable                  map[string]AllocatableFn
+	jobReady                     map[string]JobBoolFn
+	jobPipelined, jobEnqueueable map[string]VoteFn
+	jobEnqueued                  map[string]JobFn
+	jobValid                     map[string]JobValidFn
+	queueUsage                   map[string]QueueUsageFn
 }
 
 func newSessionFns() sessionFns {
@@ -69,21 +69,31 @@ func newSessionFns() sessionFns {
 }
 
 // Registration, called by plugins in OnSessionOpen.
-func (ssn *Session) AddJobOrderFn(plugin string, fn JobCompareFn)       { ssn.fns.jobOrder[plugin] = fn }
-func (ssn *Session) AddQueueOrderFn(plugin string, fn QueueCompareFn)   { ssn.fns.queueOrder[plugin] = fn }
-func (ssn *Session) AddTaskOrderFn(plugin string, fn TaskCompareFn)     { ssn.fns.taskOrder[plugin] = fn }
-func (ssn *Session) AddPrePredicateFn(plugin string, fn PrePredicateFn) { ssn.fns.prePredicate[plugin] = fn }
-func (ssn *Session) AddPredicateFn(plugin string, fn PredicateFn)       { ssn.fns.predicate[plugin] = fn }
-func (ssn *Session) AddNodeOrderFn(plugin string, fn NodeOrderFn)       { ssn.fns.nodeOrder[plugin] = fn }
-func (ssn *Session) AddOverusedFn(plugin string, fn QueueFn)            { ssn.fns.overused[plugin] = fn }
-func (ssn *Session) AddAllocatableFn(plugin string, fn AllocatableFn)   { ssn.fns.allocatable[plugin] = fn }
-func (ssn *Session) AddJobReadyFn(plugin string, fn JobBoolFn)          { ssn.fns.jobReady[plugin] = fn }
-func (ssn *Session) AddJobPipelinedFn(plugin string, fn VoteFn)         { ssn.fns.jobPipelined[plugin] = fn }
-func (ssn *Session) AddJobEnqueueableFn(plugin string, fn VoteFn)       { ssn.fns.jobEnqueueable[plugin] = fn }
-func (ssn *Session) AddJobEnqueuedFn(plugin string, fn JobFn)           { ssn.fns.jobEnqueued[plugin] = fn }
-func (ssn *Session) AddJobValidFn(plugin string, fn JobValidFn)         { ssn.fns.jobValid[plugin] = fn }
-func (ssn *Session) AddQueueUsageFn(plugin string, fn QueueUsageFn)     { ssn.fns.queueUsage[plugin] = fn }
-func (ssn *Session) AddEventHandler(h *EventHandler)                    { ssn.eventHandlers = append(ssn.eventHandlers, h) }
+func (ssn *Session) AddJobOrderFn(plugin string, fn JobCompareFn) { ssn.fns.jobOrder[plugin] = fn }
+func (ssn *Session) AddQueueOrderFn(plugin string, fn QueueCompareFn) {
+	ssn.fns.queueOrder[plugin] = fn
+}
+func (ssn *Session) AddTaskOrderFn(plugin string, fn TaskCompareFn) { ssn.fns.taskOrder[plugin] = fn }
+func (ssn *Session) AddPrePredicateFn(plugin string, fn PrePredicateFn) {
+	ssn.fns.prePredicate[plugin] = fn
+}
+func (ssn *Session) AddPredicateFn(plugin string, fn PredicateFn) { ssn.fns.predicate[plugin] = fn }
+func (ssn *Session) AddNodeOrderFn(plugin string, fn NodeOrderFn) { ssn.fns.nodeOrder[plugin] = fn }
+func (ssn *Session) AddOverusedFn(plugin string, fn QueueFn)      { ssn.fns.overused[plugin] = fn }
+func (ssn *Session) AddAllocatableFn(plugin string, fn AllocatableFn) {
+	ssn.fns.allocatable[plugin] = fn
+}
+func (ssn *Session) AddJobReadyFn(plugin string, fn JobBoolFn)  { ssn.fns.jobReady[plugin] = fn }
+func (ssn *Session) AddJobPipelinedFn(plugin string, fn VoteFn) { ssn.fns.jobPipelined[plugin] = fn }
+func (ssn *Session) AddJobEnqueueableFn(plugin string, fn VoteFn) {
+	ssn.fns.jobEnqueueable[plugin] = fn
+}
+func (ssn *Session) AddJobEnqueuedFn(plugin string, fn JobFn)       { ssn.fns.jobEnqueued[plugin] = fn }
+func (ssn *Session) AddJobValidFn(plugin string, fn JobValidFn)     { ssn.fns.jobValid[plugin] = fn }
+func (ssn *Session) AddQueueUsageFn(plugin string, fn QueueUsageFn) { ssn.fns.queueUsage[plugin] = fn }
+func (ssn *Session) AddEventHandler(h *EventHandler) {
+	ssn.eventHandlers = append(ssn.eventHandlers, h)
+}
 
 // eachEnabled calls visit for every configured plugin, tier by tier, whose flag (picked by
 // flag from its options) is on. visit returns false to stop; each tier end is reported by
