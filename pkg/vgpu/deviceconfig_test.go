@@ -1,0 +1,140 @@
+package vgpu
+
+import (
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+func TestParseDeviceConfigShipped(t *testing.T) {
+	data, err := os.ReadFile("testdata/device-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseDeviceConfig(data)
+	if err != nil {
+		t.Fatalf("ParseDeviceConfig: %v", err)
+	}
+	if want := DefaultNvidiaConfig(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("shipped config differs from DefaultNvidiaConfig:\n got %+v\nwant %+v", got, want)
+	}
+	if got.ResourceNames() != DefaultResourceNames() {
+		t.Fatalf("ResourceNames = %+v", got.ResourceNames())
+	}
+}
+
+func TestParseDeviceConfigFillsDefaults(t *testing.T) {
+	got, err := ParseDeviceConfig([]byte("nvidia:\n  deviceSplitCount: 4\n  gpuMemoryFactor: 1024\n  resourceMemoryName: example.com/gpu-mem\nvnpus: [{commonWord: Ascend310P}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultNvidiaConfig()
+	want.DeviceSplitCount = 4
+	want.GPUMemoryFactor = 1024
+	want.ResourceMemoryName = "example.com/gpu-mem"
+	want.KnownMIGGeometries = nil
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestMIGGeometriesFor(t *testing.T) {
+	c := DefaultNvidiaConfig()
+	groups, ok := c.MIGGeometriesFor(DeviceTypeForModel("NVIDIA A100-SXM4-80GB"))
+	if !ok || len(groups) != 4 || groups[3].Geometries[0].Name != "7g.80gb" {
+		t.Fatalf("A100-SXM4-80GB: got %+v, %v", groups, ok)
+	}
+	if _, ok := c.MIGGeometriesFor(DeviceTypeForModel("NVIDIA H200")); ok {
+		t.Fatal("H200 has no geometry in the shipped config")
+	}
+}
+
+func TestParseDeviceConfigRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		field      string
+		want       []string
+	}{
+		{"no nvidia section", "other: {}\n", "nvidia", []string{"section missing"}},
+		{"not YAML", "nvidia: [\n", "", []string{DeviceConfigKey}},
+		{"wrong type", "nvidia:\n  deviceSplitCount: ten\n", "nvidia.deviceSplitCount", []string{"got string, want int32"}},
+		{"negative split", "nvidia:\n  deviceSplitCount: -1\n", "nvidia.deviceSplitCount", []string{`"-1"`, "at least 1"}},
+		{"zero scaling is default, negative is not", "nvidia:\n  deviceCoreScaling: -0.5\n", "nvidia.deviceCoreScaling", []string{`"-0.5"`}},
+		{"memory scaling", "nvidia:\n  deviceMemoryScaling: -1\n", "nvidia.deviceMemoryScaling", nil},
+		{"negative factor", "nvidia:\n  gpuMemoryFactor: -2\n", "nvidia.gpuMemoryFactor", []string{`"-2"`}},
+		{"default cores", "nvidia:\n  defaultCores: 120\n", "nvidia.defaultCores", []string{`"120"`}},
+		{"default memory", "nvidia:\n  defaultMemory: -1\n", "nvidia.defaultMemory", nil},
+		{"default gpu number", "nvidia:\n  defaultGPUNum: -1\n", "nvidia.defaultGPUNum", nil},
+		{"resource name without domain", "nvidia:\n  resourceCountName: vgpu-number\n", "nvidia.resourceCountName", []string{`"vgpu-number"`}},
+		{"duplicate resource names", "nvidia:\n  resourceCoreName: volcano.sh/vgpu-memory\n", "nvidia.resourceCoreName", []string{"same as resourceMemoryName"}},
+		{"MIG group with dash", "nvidia:\n  knownMigGeometries:\n  - models: [A30]\n    allowedGeometries:\n    - group: group-1\n      geometries: [{name: 1g.6gb, memory: 6144, count: 4}]\n",
+			"nvidia.knownMigGeometries[0].allowedGeometries[0].group", []string{`"group-1"`}},
+		{"MIG duplicate group", "nvidia:\n  knownMigGeometries:\n  - models: [A30]\n    allowedGeometries:\n    - group: g\n      geometries: [{name: a, memory: 1, count: 1}]\n    - group: g\n      geometries: [{name: a, memory: 1, count: 1}]\n",
+			"nvidia.knownMigGeometries[0].allowedGeometries[1].group", []string{"listed twice"}},
+		{"MIG no models", "nvidia:\n  knownMigGeometries:\n  - allowedGeometries: []\n", "nvidia.knownMigGeometries[0].models", nil},
+		{"MIG zero memory", "nvidia:\n  knownMigGeometries:\n  - models: [A30]\n    allowedGeometries:\n    - group: g\n      geometries: [{name: a, memory: 0, count: 1}]\n",
+			"nvidia.knownMigGeometries[0].allowedGeometries[0].geometries[0].memory", nil},
+		{"MIG zero count", "nvidia:\n  knownMigGeometries:\n  - models: [A30]\n    allowedGeometries:\n    - group: g\n      geometries: [{name: a, memory: 5, count: 0}]\n",
+			"nvidia.knownMigGeometries[0].allowedGeometries[0].geometries[0].count", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseDeviceConfig([]byte(tc.yaml))
+			var cfgErr *ConfigError
+			if !errors.As(err, &cfgErr) {
+				t.Fatalf("ParseDeviceConfig = %+v, %v; want a *ConfigError", got, err)
+			}
+			if cfgErr.Field != tc.field {
+				t.Errorf("error %q names field %q, want %q", err, cfgErr.Field, tc.field)
+			}
+			for _, fragment := range append([]string{DeviceConfigKey}, tc.want...) {
+				if !strings.Contains(err.Error(), fragment) {
+					t.Errorf("error %q does not mention %q", err, fragment)
+				}
+			}
+		})
+	}
+}
+
+func TestValidateNamesEmptyResource(t *testing.T) {
+	c := DefaultNvidiaConfig()
+	c.ResourceCoreName = ""
+	err := c.Validate()
+	var cfgErr *ConfigError
+	if !errors.As(err, &cfgErr) || cfgErr.Field != "nvidia.resourceCoreName" || cfgErr.Reason != "empty" {
+		t.Fatalf("Validate = %v, want nvidia.resourceCoreName empty", err)
+	}
+}
+
+// FuzzParseDeviceConfig: parsing never panics, and an accepted config written back as YAML
+// parses to the same config.
+func FuzzParseDeviceConfig(f *testing.F) {
+	shipped, err := os.ReadFile("testdata/device-config.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(string(shipped))
+	f.Add("nvidia: {}\n")
+	f.Add("nvidia:\n  deviceSplitCount: 3\n  deviceCoreScaling: 1.5\n  knownMigGeometries: []\n")
+	f.Add("nvidia: null\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		c, err := ParseDeviceConfig([]byte(text))
+		if err != nil {
+			return
+		}
+		out, err := yaml.Marshal(deviceConfigFile{Nvidia: &c})
+		if err != nil {
+			t.Fatalf("accepted config %+v does not marshal: %v", c, err)
+		}
+		again, err := ParseDeviceConfig(out)
+		if err != nil {
+			t.Fatalf("accepted %q, but not its re-encoding %q: %v", text, out, err)
+		}
+		if !reflect.DeepEqual(again, c) {
+			t.Fatalf("%q parses to %+v, its re-encoding to %+v", text, c, again)
+		}
+	})
+}
