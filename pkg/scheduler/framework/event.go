@@ -11,7 +11,8 @@ type Event struct {
 }
 
 // EventHandler keeps a plugin's own session state in step with placements: AllocateFunc
-// runs after a task is placed in the session, DeallocateFunc after it is taken back.
+// runs after a task is placed in the session (status, node and job already updated),
+// DeallocateFunc after it is taken back (task Pending again; Event.Node is where it was).
 type EventHandler struct {
 	AllocateFunc   func(*Event)
 	DeallocateFunc func(*Event)

@@ -113,17 +113,19 @@ func (ssn *Session) place(task *api.TaskInfo, node *api.NodeInfo, status api.Tas
 	return nil
 }
 
-// unplace takes a task back off its node in the session (handlers last-registered first).
+// unplace takes a task back off its node in the session. As with place, handlers see the
+// session after the change (task Pending, off the node; Event.Node says where it was), last
+// registered first.
 func (ssn *Session) unplace(task *api.TaskInfo, node *api.NodeInfo) {
+	node.RemoveTask(task)
+	if job := ssn.JobFor(task); job != nil {
+		job.UpdateTaskStatus(task, api.Pending)
+	}
+	task.NodeName = ""
 	ev := &Event{Task: task, Node: node}
 	for i := len(ssn.eventHandlers) - 1; i >= 0; i-- {
 		if h := ssn.eventHandlers[i]; h.DeallocateFunc != nil {
 			h.DeallocateFunc(ev)
 		}
 	}
-	node.RemoveTask(task)
-	if job := ssn.JobFor(task); job != nil {
-		job.UpdateTaskStatus(task, api.Pending)
-	}
-	task.NodeName = ""
 }

@@ -1,0 +1,103 @@
+// Package drf orders jobs by dominant resource fairness: a job's share is the largest
+// fraction of any cluster resource it holds, and the job with the smaller share goes first.
+// A job holding much of one resource (say GPU memory) thus waits behind jobs holding little
+// of everything. Shares follow every tentative placement and its undo through event
+// handlers, so ordering inside a session sees the session's own decisions.
+//
+// Hierarchical DRF (enableHierarchy: true on the drf entry) is not supported: the flag is a
+// plugin option, not an argument, so this plugin never sees it; it orders jobs flat either
+// way. Upstream's share-based preemption victim filter is left out too: the framework has no
+// preemptable extension point (there is no preempt action).
+package drf
+
+import (
+	"math"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+)
+
+// PluginName is the plugin's name in volcano-scheduler.conf.
+const PluginName = "drf"
+
+// shareTolerance: shares closer than this are equal, so that float rounding after many
+// placements and undos never turns a tie into an order.
+const shareTolerance = 1e-6
+
+type drfPlugin struct {
+	// total is the cluster's allocatable, the denominator of every share.
+	total *api.Resource
+	// allocated is what each job holds in the session: its placed tasks' requests.
+	allocated map[api.JobID]*api.Resource
+	// shares caches dominantShare(allocated[job], total), read by every comparison.
+	shares map[api.JobID]float64
+}
+
+// New builds the plugin. It takes no arguments; any given are ignored, as upstream.
+func New(conf.Arguments) (framework.Plugin, error) { return &drfPlugin{}, nil }
+
+func (d *drfPlugin) Name() string { return PluginName }
+
+func (d *drfPlugin) OnSessionOpen(ssn *framework.Session) {
+	d.total = ssn.TotalResource
+	d.allocated = make(map[api.JobID]*api.Resource, len(ssn.Jobs))
+	d.shares = make(map[api.JobID]float64, len(ssn.Jobs))
+	for uid, job := range ssn.Jobs {
+		d.allocated[uid] = job.Allocated.Clone()
+		d.shares[uid] = dominantShare(d.allocated[uid], d.total)
+	}
+	ssn.AddJobOrderFn(PluginName, d.smallerShareFirst)
+	ssn.AddEventHandler(&framework.EventHandler{
+		AllocateFunc: func(e *framework.Event) {
+			d.update(e.Task.Job, func(a *api.Resource) { a.Add(e.Task.Resreq) })
+		},
+		DeallocateFunc: func(e *framework.Event) {
+			d.update(e.Task.Job, func(a *api.Resource) { a.SubTotal(e.Task.Resreq) })
+		},
+	})
+}
+
+func (d *drfPlugin) OnSessionClose(*framework.Session) {}
+
+func (d *drfPlugin) smallerShareFirst(l, r *api.JobInfo) int {
+	ls, rs := d.shares[l.UID], d.shares[r.UID]
+	switch {
+	case math.Abs(ls-rs) < shareTolerance:
+		return 0
+	case ls < rs:
+		return -1
+	default:
+		return 1
+	}
+}
+
+// update changes a job's allocation and recomputes its share. Jobs are fixed for the
+// session, so an unknown one cannot be placed; it is ignored rather than trusted.
+func (d *drfPlugin) update(job api.JobID, change func(*api.Resource)) {
+	a, ok := d.allocated[job]
+	if !ok {
+		return
+	}
+	change(a)
+	d.shares[job] = dominantShare(a, d.total)
+}
+
+// dominantShare is the largest fraction of total that allocated holds, over the resources
+// the cluster has. A resource the cluster offers none of has no fair share and is skipped.
+// Pod slots ("pods", one per task) count like any resource: they are what orders jobs of
+// best-effort pods, which hold no cpu or memory.
+func dominantShare(allocated, total *api.Resource) float64 {
+	share := 0.0
+	consider := func(held, offered float64) {
+		if offered >= api.Tolerance {
+			share = math.Max(share, held/offered)
+		}
+	}
+	consider(allocated.MilliCPU, total.MilliCPU)
+	consider(allocated.Memory, total.Memory)
+	for name, offered := range total.ScalarResources {
+		consider(allocated.Get(name), offered)
+	}
+	return share
+}

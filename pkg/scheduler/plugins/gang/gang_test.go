@@ -1,0 +1,305 @@
+package gang
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+)
+
+// fakeCache hands the session a fixed snapshot and drops what the session writes back.
+type fakeCache struct{ snap *api.ClusterInfo }
+
+func (c *fakeCache) Snapshot() *api.ClusterInfo                          { return c.snap }
+func (c *fakeCache) Bind(*api.TaskInfo) error                            { return nil }
+func (c *fakeCache) UpdateJobStatus(*api.JobInfo, bool)                  {}
+func (c *fakeCache) UpdateQueueStatus(*api.QueueInfo, *api.Resource)     {}
+func (c *fakeCache) RecordJobEvent(*api.JobInfo, string, string, string) {}
+
+// task describes one pod of a test job.
+type task struct {
+	role       string
+	status     api.TaskStatus
+	bestEffort bool
+}
+
+// newJob builds PodGroup ns/<name> and its pods "<name>-<i>", each requesting 1 cpu unless
+// best-effort, moved to the given status.
+func newJob(name string, minMember int32, minTaskMember map[string]int32, old []schedulingv1beta1.PodGroupCondition, tasks ...task) *api.JobInfo {
+	pg := &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+		Spec:       schedulingv1beta1.PodGroupSpec{MinMember: minMember, MinTaskMember: minTaskMember},
+		Status:     schedulingv1beta1.PodGroupStatus{Conditions: old},
+	}
+	job := api.NewJobInfo(api.NewJobID("ns", name))
+	job.SetPodGroup(pg, "default")
+	for i, spec := range tasks {
+		podName := fmt.Sprintf("%s-%d", name, i)
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: podName, UID: types.UID(podName),
+				Annotations: map[string]string{
+					schedulingv1beta1.KubeGroupNameAnnotationKey: name,
+					batchv1alpha1.TaskSpecKey:                    spec.role,
+				}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}},
+		}
+		if !spec.bestEffort {
+			pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+		}
+		t := api.NewTaskInfo(pod)
+		job.AddTask(t)
+		if spec.status != api.Pending {
+			t.NodeName = "n0"
+			job.UpdateTaskStatus(t, spec.status)
+		}
+	}
+	return job
+}
+
+// openSession opens a session with gang alone over the jobs and one 8-cpu node n0.
+func openSession(t *testing.T, jobs ...*api.JobInfo) *framework.Session {
+	t.Helper()
+	ci := &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{}, Queues: map[api.QueueID]*api.QueueInfo{}}
+	n := api.NewNodeInfo(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n0"}, Status: corev1.NodeStatus{
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}}})
+	ci.Nodes[n.Name] = n
+	ci.NodeList = []*api.NodeInfo{n}
+	for _, j := range jobs {
+		ci.Jobs[j.UID] = j
+	}
+	reg := framework.NewRegistry()
+	reg.RegisterPlugin(PluginName, New)
+	cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName}}}}}
+	return framework.OpenSession(&fakeCache{snap: ci}, cfg, reg)
+}
+
+func repeat(n int, t task) []task {
+	out := make([]task, n)
+	for i := range out {
+		out[i] = t
+	}
+	return out
+}
+
+var (
+	pending   = task{status: api.Pending}
+	allocated = task{status: api.Allocated}
+	running   = task{status: api.Running}
+	failed    = task{status: api.Failed}
+)
+
+func TestJobValid(t *testing.T) {
+	cases := []struct {
+		name          string
+		minMember     int32
+		minTaskMember map[string]int32
+		tasks         []task
+		want          *framework.ValidateResult
+	}{
+		{name: "enough pending pods", minMember: 2, tasks: repeat(2, pending)},
+		{name: "fewer pods than minMember", minMember: 3, tasks: repeat(2, pending),
+			want: &framework.ValidateResult{Reason: "NotEnoughTasks", Message: "Not enough valid tasks for gang-scheduling, valid: 2, min: 3"}},
+		{name: "failed pods are not valid", minMember: 3, tasks: []task{pending, running, failed},
+			want: &framework.ValidateResult{Reason: "NotEnoughTasks", Message: "Not enough valid tasks for gang-scheduling, valid: 2, min: 3"}},
+		{name: "a role short of its minTaskMember", minMember: 3, minTaskMember: map[string]int32{"ps": 1, "worker": 2},
+			tasks: []task{{role: "ps"}, {role: "worker"}, {role: "worker", status: api.Failed}, {role: "other"}},
+			want:  &framework.ValidateResult{Reason: "NotEnoughPodsOfTask", Message: "Not enough valid pods of each task for gang-scheduling"}},
+		{name: "role check skipped when minMember is below the roles' total", minMember: 2, minTaskMember: map[string]int32{"ps": 1, "worker": 2},
+			tasks: []task{{role: "ps"}, {role: "worker"}, {role: "worker", status: api.Failed}}},
+		{name: "every role meets its minimum", minMember: 3, minTaskMember: map[string]int32{"ps": 1, "worker": 2},
+			tasks: []task{{role: "ps"}, {role: "worker"}, {role: "worker", status: api.Running}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			job := newJob("pg", tc.minMember, tc.minTaskMember, nil, tc.tasks...)
+			ssn := openSession(t, job)
+			if diff := cmp.Diff(tc.want, ssn.JobValid(job)); diff != "" {
+				t.Errorf("JobValid (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestJobReadyAndPipelined(t *testing.T) {
+	ps := func(s api.TaskStatus) task { return task{role: "ps", status: s} }
+	worker := func(s api.TaskStatus) task { return task{role: "worker", status: s} }
+	roles := map[string]int32{"ps": 1, "worker": 1}
+	cases := []struct {
+		name          string
+		minMember     int32
+		minTaskMember map[string]int32
+		tasks         []task
+		ready         bool
+		pipelined     bool
+	}{
+		{name: "all allocated", minMember: 2, tasks: repeat(2, allocated), ready: true, pipelined: true},
+		{name: "running and allocated count together", minMember: 2, tasks: []task{running, allocated, pending}, ready: true, pipelined: true},
+		{name: "one short", minMember: 2, tasks: []task{allocated, pending}},
+		{name: "the missing one waits for released resources", minMember: 2, tasks: []task{allocated, {status: api.Pipelined}}, pipelined: true},
+		{name: "a best-effort pending pod always fits", minMember: 2, tasks: []task{allocated, {bestEffort: true}}, ready: true, pipelined: true},
+		{name: "minMember met but a role is not", minMember: 2, minTaskMember: roles,
+			tasks: []task{worker(api.Allocated), worker(api.Allocated), ps(api.Pending)}},
+		{name: "each role met", minMember: 2, minTaskMember: roles,
+			tasks: []task{worker(api.Allocated), ps(api.Running), worker(api.Pending)}, ready: true, pipelined: true},
+		{name: "a role waits for released resources", minMember: 2, minTaskMember: roles,
+			tasks: []task{worker(api.Allocated), ps(api.Pipelined)}, pipelined: true},
+		{name: "roles ignored when minMember is below their total", minMember: 2, minTaskMember: map[string]int32{"ps": 1, "worker": 2},
+			tasks: []task{worker(api.Allocated), worker(api.Allocated), ps(api.Pending)}, ready: true, pipelined: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			job := newJob("pg", tc.minMember, tc.minTaskMember, nil, tc.tasks...)
+			ssn := openSession(t, job)
+			if got := ssn.JobReady(job); got != tc.ready {
+				t.Errorf("JobReady = %v, want %v", got, tc.ready)
+			}
+			if got := ssn.JobPipelined(job); got != tc.pipelined {
+				t.Errorf("JobPipelined = %v, want %v", got, tc.pipelined)
+			}
+		})
+	}
+}
+
+func TestJobOrderNotReadyFirst(t *testing.T) {
+	// The ready job is older, so the framework's fallback alone would put it first.
+	ready := newJob("ready", 1, nil, nil, running)
+	ready.CreationTimestamp = metav1.Unix(100, 0)
+	short := newJob("short", 2, nil, nil, running, pending)
+	short.CreationTimestamp = metav1.Unix(200, 0)
+	alsoShort := newJob("also-short", 1, nil, nil, pending)
+	alsoShort.CreationTimestamp = metav1.Unix(300, 0)
+	ssn := openSession(t, ready, short, alsoShort)
+
+	cases := []struct {
+		l, r *api.JobInfo
+		want bool
+	}{
+		{short, ready, true},
+		{ready, short, false},
+		// Both short of their minimum: gang has no opinion, the older goes first.
+		{short, alsoShort, true},
+		{alsoShort, short, false},
+	}
+	for _, tc := range cases {
+		if got := ssn.JobOrderFn(tc.l, tc.r); got != tc.want {
+			t.Errorf("JobOrderFn(%s, %s) = %v, want %v", tc.l.Name, tc.r.Name, got, tc.want)
+		}
+	}
+}
+
+func TestOnSessionCloseConditions(t *testing.T) {
+	const thisSession = "<this session>"
+	oldUnschedulable := schedulingv1beta1.PodGroupCondition{
+		Type: schedulingv1beta1.PodGroupUnschedulableType, Status: corev1.ConditionTrue, TransitionID: "earlier",
+		Reason: "NotEnoughResources", Message: "2/2 tasks in gang unschedulable: pod group is not ready, 2 Pending, 2 minAvailable",
+	}
+	insufficientVGPUMemory := func(job *api.JobInfo, pod string) {
+		fe := api.NewFitErrors()
+		fe.SetNodeError("n0", api.NewStatus(api.Unschedulable, "Insufficient volcano.sh/vgpu-memory"))
+		job.NodesFitErrors[api.TaskID(pod)] = fe
+	}
+	cases := []struct {
+		name string
+		job  *api.JobInfo
+		// inSession acts on the open session before it closes.
+		inSession func(t *testing.T, ssn *framework.Session, job *api.JobInfo)
+		want      []schedulingv1beta1.PodGroupCondition
+	}{
+		{
+			name:      "one pod fit before the statement was discarded, the other did not",
+			job:       newJob("pg", 2, nil, nil, pending, pending),
+			inSession: allocateFirstThenDiscard,
+			want: []schedulingv1beta1.PodGroupCondition{{
+				Type: "Unschedulable", Status: "True", TransitionID: thisSession, Reason: "NotEnoughResources",
+				Message: "1/2 tasks in gang unschedulable: pod group is not ready, 2 Pending, 2 minAvailable; Pending: 1 Schedulable, 1 Unschedulable",
+			}},
+		},
+		{
+			name: "the pod that did not fit names its node failures",
+			job:  newJob("pg", 2, nil, nil, pending, pending),
+			inSession: func(t *testing.T, ssn *framework.Session, job *api.JobInfo) {
+				allocateFirstThenDiscard(t, ssn, job)
+				insufficientVGPUMemory(job, "pg-1")
+			},
+			want: []schedulingv1beta1.PodGroupCondition{{
+				Type: "Unschedulable", Status: "True", TransitionID: thisSession, Reason: "NotEnoughResources",
+				Message: "1/2 tasks in gang unschedulable: pod group is not ready, 2 Pending, 2 minAvailable; Pending: 1 Schedulable, 1 Unschedulable. " +
+					"Origin reason is pg-1: 0/1 nodes are unavailable: 1 Insufficient volcano.sh/vgpu-memory.",
+			}},
+		},
+		{
+			name: "a running pod counts as schedulable; an earlier Unschedulable is replaced",
+			job:  newJob("pg", 3, nil, []schedulingv1beta1.PodGroupCondition{oldUnschedulable}, running, pending, pending),
+			want: []schedulingv1beta1.PodGroupCondition{{
+				Type: "Unschedulable", Status: "True", TransitionID: thisSession, Reason: "NotEnoughResources",
+				Message: "2/3 tasks in gang unschedulable: pod group is not ready, 1 Running, 2 Pending, 3 minAvailable; Pending: 2 Unschedulable",
+			}},
+		},
+		{
+			name: "ready job is Scheduled",
+			job:  newJob("pg", 2, nil, nil, running, allocated),
+			want: []schedulingv1beta1.PodGroupCondition{{
+				Type: "Scheduled", Status: "True", TransitionID: thisSession, Reason: "tasks in gang are ready to be scheduled",
+			}},
+		},
+		{
+			name: "Scheduled is added beside an earlier Unschedulable, which stays as it was",
+			job:  newJob("pg", 2, nil, []schedulingv1beta1.PodGroupCondition{oldUnschedulable}, running, running),
+			want: []schedulingv1beta1.PodGroupCondition{oldUnschedulable, {
+				Type: "Scheduled", Status: "True", TransitionID: thisSession, Reason: "tasks in gang are ready to be scheduled",
+			}},
+		},
+		{
+			name: "a job whose pods do not exist yet gets no condition",
+			job:  newJob("pg", 2, nil, []schedulingv1beta1.PodGroupCondition{oldUnschedulable}),
+			want: []schedulingv1beta1.PodGroupCondition{oldUnschedulable},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ssn := openSession(t, tc.job)
+			if tc.inSession != nil {
+				tc.inSession(t, ssn, tc.job)
+			}
+			framework.CloseSession(ssn)
+
+			got := append([]schedulingv1beta1.PodGroupCondition(nil), tc.job.Status.Conditions...)
+			for i := range got {
+				if got[i].TransitionID != string(ssn.UID) {
+					continue
+				}
+				if got[i].LastTransitionTime.IsZero() {
+					t.Errorf("condition %s written without LastTransitionTime", got[i].Type)
+				}
+				got[i].TransitionID, got[i].LastTransitionTime = thisSession, metav1.Time{}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// allocateFirstThenDiscard replays a failed allocate pass: pod 0 is placed on n0, pod 1
+// finds no place, the gang is not ready and the statement is discarded.
+func allocateFirstThenDiscard(t *testing.T, ssn *framework.Session, job *api.JobInfo) {
+	t.Helper()
+	stmt := ssn.NewStatement()
+	if err := stmt.Allocate(job.Tasks["pg-0"], ssn.Nodes["n0"]); err != nil {
+		t.Fatal(err)
+	}
+	if ssn.JobReady(job) || ssn.JobPipelined(job) {
+		t.Fatal("half a gang must be neither ready nor pipelined")
+	}
+	stmt.Discard()
+}

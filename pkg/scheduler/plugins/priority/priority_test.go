@@ -1,0 +1,116 @@
+package priority
+
+import (
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+)
+
+// fakeCache hands the session an empty snapshot; the orderings need no cluster.
+type fakeCache struct{}
+
+func (fakeCache) Snapshot() *api.ClusterInfo {
+	return &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{}, Queues: map[api.QueueID]*api.QueueInfo{}}
+}
+func (fakeCache) Bind(*api.TaskInfo) error                            { return nil }
+func (fakeCache) UpdateJobStatus(*api.JobInfo, bool)                  {}
+func (fakeCache) UpdateQueueStatus(*api.QueueInfo, *api.Resource)     {}
+func (fakeCache) RecordJobEvent(*api.JobInfo, string, string, string) {}
+
+func openSession(t *testing.T) *framework.Session {
+	t.Helper()
+	reg := framework.NewRegistry()
+	reg.RegisterPlugin(PluginName, New)
+	cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName}}}}}
+	return framework.OpenSession(fakeCache{}, cfg, reg)
+}
+
+// entry is a job or task with a priority and a creation time. The times run against the
+// expected order wherever priorities differ, so only the plugin can produce it.
+type entry struct {
+	name     string
+	priority int32
+	created  int64
+}
+
+func TestJobOrder(t *testing.T) {
+	cases := []struct {
+		name    string
+		entries []entry
+		want    []string
+	}{
+		{"higher priority first", []entry{{"low", 0, 1}, {"high", 100, 3}, {"mid", 10, 2}}, []string{"high", "mid", "low"}},
+		{"negative priorities", []entry{{"zero", 0, 1}, {"minus", -5, 0}}, []string{"zero", "minus"}},
+		{"equal priority falls back to the older job", []entry{{"young", 7, 2}, {"old", 7, 1}, {"top", 8, 3}}, []string{"top", "old", "young"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ssn := openSession(t)
+			var jobs []*api.JobInfo
+			for _, e := range tc.entries {
+				j := api.NewJobInfo(api.NewJobID("ns", e.name))
+				j.Name, j.Priority, j.CreationTimestamp = e.name, e.priority, metav1.Unix(e.created, 0)
+				jobs = append(jobs, j)
+			}
+			slices.SortFunc(jobs, func(l, r *api.JobInfo) int { return boolOrder(ssn.JobOrderFn(l, r), ssn.JobOrderFn(r, l)) })
+			var got []string
+			for _, j := range jobs {
+				got = append(got, j.Name)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("order %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestTaskOrder(t *testing.T) {
+	cases := []struct {
+		name    string
+		entries []entry
+		want    []string
+	}{
+		// Pod-name indexes run against the priorities, so the name fallback would reverse them.
+		{"higher priority first", []entry{{"job-w-0", 1, 1}, {"job-w-1", 1000, 2}, {"job-w-2", 2000000000, 3}},
+			[]string{"job-w-2", "job-w-1", "job-w-0"}},
+		{"equal priority falls back to the pod-name index", []entry{{"job-w-1", 5, 1}, {"job-w-0", 5, 2}, {"job-w-9", 6, 3}},
+			[]string{"job-w-9", "job-w-0", "job-w-1"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ssn := openSession(t)
+			var tasks []*api.TaskInfo
+			for _, e := range tc.entries {
+				pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: e.name, UID: types.UID(e.name),
+					CreationTimestamp: metav1.Unix(e.created, 0)}, Spec: corev1.PodSpec{Priority: &e.priority}}
+				tasks = append(tasks, api.NewTaskInfo(pod))
+			}
+			slices.SortFunc(tasks, func(l, r *api.TaskInfo) int { return boolOrder(ssn.TaskOrderFn(l, r), ssn.TaskOrderFn(r, l)) })
+			var got []string
+			for _, task := range tasks {
+				got = append(got, task.Name)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("order %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// boolOrder turns the session's "l before r" answers into a sort comparison.
+func boolOrder(lFirst, rFirst bool) int {
+	switch {
+	case lFirst:
+		return -1
+	case rFirst:
+		return 1
+	}
+	return 0
+}
