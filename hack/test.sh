@@ -25,7 +25,7 @@ if has fuzz; then
   t=$(now)
   # One short run per fuzz target, so the corpus keeps being exercised on every change.
   while read -r file target; do
-    go test -run='^$' -fuzz="^${target}\$" -fuzztime="$FUZZTIME" "./$(dirname "$file")" >/dev/null ||
+    go test -run='^$' -fuzz="^${target}\$" -fuzztime="$FUZZTIME" -fuzzminimizetime=5s "./$(dirname "$file")" >/dev/null ||
       { log "fuzz target $target in $(dirname "$file") failed"; go test -run='^$' -fuzz="^${target}\$" -fuzztime=1x "./$(dirname "$file")"; exit 1; }
   done < <(grep -rEo '^func (Fuzz[A-Za-z0-9_]+)' --include='*_test.go' pkg cmd 2>/dev/null | sed 's/:func / /')
   log "fuzz: $(since "$t")s"

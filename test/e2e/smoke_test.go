@@ -46,9 +46,9 @@ func TestBindingCarriesAnnotations(t *testing.T) {
 		t.Fatalf("create pod: %v", err)
 	}
 	assignment := map[string]string{
-		vgpu.AnnotationAssignedNode:    realNode,
-		vgpu.AnnotationBindPhase:       vgpu.BindPhaseAllocating,
-		vgpu.AnnotationDevicesToAllocate: "GPU-e2e-0,NVIDIA,2000,30:",
+		vgpu.AssignedNodeAnnotation:      realNode,
+		vgpu.BindPhaseAnnotation:         vgpu.BindPhaseAllocating,
+		vgpu.DevicesToAllocateAnnotation: "GPU-e2e-0,NVIDIA,2000,30:",
 	}
 	bind(t, cs, ns, pod.Name, realNode, assignment)
 
@@ -73,9 +73,12 @@ func TestKwokVGPUNodeRunsBoundPod(t *testing.T) {
 	ns := namespace(t, cs)
 	ctx := context.Background()
 	nodeName := "kwok-gpu-" + ns
-	register := vgpu.EncodeNodeDevices([]vgpu.NodeDevice{
-		{UUID: "GPU-" + ns + "-0", Count: 10, MemoryMiB: 8192, Type: "NVIDIA-NVIDIA GeForce RTX 3070 Ti", Healthy: true, Mode: vgpu.ModeHAMiCore},
+	register, err := vgpu.EncodeNodeDevices([]vgpu.NodeDevice{
+		{UUID: "GPU-" + ns + "-0", Count: 10, Memory: 8192, Type: vgpu.DeviceTypeForModel("NVIDIA GeForce RTX 3070 Ti"), Healthy: true, Mode: vgpu.ModeHAMiCore},
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	node := kwokNode(nodeName, register, 10, 8192, 100)
 	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create node: %v", err)
@@ -97,24 +100,24 @@ func TestKwokVGPUNodeRunsBoundPod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := n.Annotations[vgpu.AnnotationNodeRegister]; got != register {
+	if got := n.Annotations[vgpu.NodeDevicesAnnotation]; got != register {
 		t.Errorf("register annotation = %q, want %q", got, register)
 	}
-	if q := n.Status.Allocatable[vgpu.ResourceMemory]; q.Value() != 8192 {
-		t.Errorf("allocatable %s = %s, want 8192", vgpu.ResourceMemory, q.String())
+	if q := n.Status.Allocatable[vgpu.DefaultMemoryResource]; q.Value() != 8192 {
+		t.Errorf("allocatable %s = %s, want 8192", vgpu.DefaultMemoryResource, q.String())
 	}
 
 	pod := tinyPod(ns, "vgpu-on-kwok", "")
 	pod.Spec.Tolerations = []corev1.Toleration{{Key: kwokAnnotation, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
 	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{
-		vgpu.ResourceNumber: resource.MustParse("1"),
-		vgpu.ResourceMemory: resource.MustParse("2000"),
-		vgpu.ResourceCores:  resource.MustParse("30"),
+		vgpu.DefaultCountResource:  resource.MustParse("1"),
+		vgpu.DefaultMemoryResource: resource.MustParse("2000"),
+		vgpu.DefaultCoresResource:  resource.MustParse("30"),
 	}
 	if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create pod: %v", err)
 	}
-	bind(t, cs, ns, pod.Name, nodeName, map[string]string{vgpu.AnnotationAssignedNode: nodeName})
+	bind(t, cs, ns, pod.Name, nodeName, map[string]string{vgpu.AssignedNodeAnnotation: nodeName})
 	podPhase(t, cs, ns, pod.Name, corev1.PodRunning, 30*time.Second)
 }
 
@@ -152,17 +155,17 @@ func tinyPod(ns, name, arg string) *corev1.Pod {
 // kwokNode is a simulated node with vGPU allocatable and the device plugin's annotation.
 func kwokNode(name, register string, number, memoryMiB, cores int64) *corev1.Node {
 	res := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("32"),
-		corev1.ResourceMemory: resource.MustParse("256Gi"),
-		corev1.ResourcePods:   resource.MustParse("110"),
-		vgpu.ResourceNumber:   *resource.NewQuantity(number, resource.DecimalSI),
-		vgpu.ResourceMemory:   *resource.NewQuantity(memoryMiB, resource.DecimalSI),
-		vgpu.ResourceCores:    *resource.NewQuantity(cores, resource.DecimalSI),
+		corev1.ResourceCPU:         resource.MustParse("32"),
+		corev1.ResourceMemory:      resource.MustParse("256Gi"),
+		corev1.ResourcePods:        resource.MustParse("110"),
+		vgpu.DefaultCountResource:  *resource.NewQuantity(number, resource.DecimalSI),
+		vgpu.DefaultMemoryResource: *resource.NewQuantity(memoryMiB, resource.DecimalSI),
+		vgpu.DefaultCoresResource:  *resource.NewQuantity(cores, resource.DecimalSI),
 	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
-			Annotations: map[string]string{kwokAnnotation: "fake", vgpu.AnnotationNodeRegister: register},
+			Annotations: map[string]string{kwokAnnotation: "fake", vgpu.NodeDevicesAnnotation: register},
 			Labels:      map[string]string{"type": "kwok", corev1.LabelHostname: name, corev1.LabelOSStable: "linux"},
 		},
 		Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: kwokAnnotation, Value: "fake", Effect: corev1.TaintEffectNoSchedule}}},

@@ -1,0 +1,82 @@
+// Package capacity is the queue plugin that replaces proportion where queues declare their
+// share themselves (spec 3.4): a queue deserves its spec.deserved (within its real capability,
+// never below its guarantee) instead of a weight-based slice, and its real capability is the
+// hard cap on what it may allocate. Enqueue admission, queue order and the accounts kept
+// during the session are proportion's (package quota).
+//
+// Only flat queues are implemented. With enableHierarchy upstream also checks every ancestor
+// of a queue, lets only leaf queues allocate and writes the root queue's totals; here that
+// flag is ignored (with a warning) and every queue stands alone. Reclaim and preempt are not
+// implemented: the framework has no such extension points yet. There is no Overused function,
+// as upstream.
+package capacity
+
+import (
+	"sync"
+
+	"k8s.io/klog/v2"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/internal/quota"
+)
+
+// PluginName is the plugin's name in the scheduler configuration.
+const PluginName = "capacity"
+
+type capacityPlugin struct{}
+
+// New builds the plugin; it takes no arguments.
+func New(conf.Arguments) (framework.Plugin, error) {
+	return &capacityPlugin{}, nil
+}
+
+func (*capacityPlugin) Name() string { return PluginName }
+
+func (*capacityPlugin) OnSessionOpen(ssn *framework.Session) {
+	if hierarchyRequested(ssn) {
+		warnHierarchyIgnored.Do(func() {
+			klog.Warning("Plugin capacity: enableHierarchy is not supported yet; every queue is treated as flat and parent queues are not checked")
+		})
+	}
+	ledger := quota.NewLedger(ssn)
+	for _, q := range ledger.Sorted() {
+		q.Deserved = declaredDeserved(q)
+		q.UpdateShare()
+		klog.V(4).InfoS("Queue accounts", "queue", q.Info.Name, "deserved", q.Deserved, "realCapability", q.RealCapability,
+			"allocated", q.Allocated, "request", q.Request, "inqueue", q.Inqueue, "elastic", q.Elastic, "share", q.Share)
+	}
+
+	ssn.AddQueueOrderFn(PluginName, ledger.CompareQueues)
+	ssn.AddJobEnqueueableFn(PluginName, ledger.JobEnqueueable)
+	ssn.AddJobEnqueuedFn(PluginName, ledger.JobEnqueued)
+	ssn.AddAllocatableFn(PluginName, ledger.FitsRealCapability)
+	ssn.AddEventHandler(ledger.EventHandler())
+}
+
+func (*capacityPlugin) OnSessionClose(*framework.Session) {}
+
+// declaredDeserved is spec.deserved cut to the real capability (dimensions the capability does
+// not name stay as declared) and raised to the guarantee.
+func declaredDeserved(q *quota.Queue) *api.Resource {
+	deserved := api.NewResource(q.Info.Queue.Spec.Deserved)
+	deserved.MinDimension(q.RealCapability, api.MissingAsInfinity)
+	return quota.Max(deserved, q.Guarantee)
+}
+
+// warnHierarchyIgnored says once per process, not once per cycle, that enableHierarchy has no
+// effect: plugins are rebuilt every session.
+var warnHierarchyIgnored sync.Once
+
+// hierarchyRequested: some tier enables hierarchy for this plugin.
+func hierarchyRequested(ssn *framework.Session) bool {
+	for _, tier := range ssn.Tiers {
+		for i := range tier.Plugins {
+			if opt := &tier.Plugins[i]; opt.Name == PluginName && opt.HierarchyEnabled() {
+				return true
+			}
+		}
+	}
+	return false
+}

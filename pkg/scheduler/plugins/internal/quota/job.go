@@ -1,0 +1,82 @@
+package quota
+
+import (
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+)
+
+// MinResources returns the PodGroup's spec.minResources in scheduler units (scalars in
+// milli-units: "volcano.sh/vgpu-memory: 3000" is 3e6), or nil when the PodGroup sets none. A
+// job with nil minResources bypasses every queue and cluster quota at enqueue.
+func MinResources(job *api.JobInfo) *api.Resource {
+	if job.PodGroup == nil || job.PodGroup.Spec.MinResources == nil {
+		return nil
+	}
+	return api.NewResource(*job.PodGroup.Spec.MinResources)
+}
+
+// WithoutGated returns r less what the job's scheduling-gated pods request, in r's dimensions
+// and never below zero. A gated pod cannot start, so the quota it would take stays free for
+// other jobs. r is not changed.
+func WithoutGated(job *api.JobInfo, r *api.Resource) *api.Resource {
+	gated := api.EmptyResource()
+	for _, t := range job.Tasks {
+		if t.SchGated {
+			gated.Add(t.Resreq)
+		}
+	}
+	if gated.IsEmpty() {
+		return r.Clone()
+	}
+	return ExceededPart(r, gated)
+}
+
+// Reserved is what an admitted job holds against its queue and the cluster on top of what its
+// pods already hold, so that jobs admitted earlier keep their room until their pods are
+// placed:
+//   - an Inqueue job: its whole minResources;
+//   - a Running job with at least minMember pods placed: the part of minResources its placed
+//     pods do not cover yet (a job whose minMember pods are no longer all placed, such as a
+//     Spark job whose driver finished, reserves nothing more);
+//   - any other job: nothing.
+//
+// Gated pods' requests are left out in both cases. Unlike upstream, the Running remainder is
+// computed in the same milli-units on both sides, so scalar resources are not misread.
+func Reserved(job *api.JobInfo) *api.Resource {
+	minReq := MinResources(job)
+	if minReq == nil {
+		return api.EmptyResource()
+	}
+	switch job.Status.Phase {
+	case schedulingv1beta1.PodGroupInqueue:
+		return WithoutGated(job, minReq)
+	case schedulingv1beta1.PodGroupRunning:
+		if placedTasks(job) >= job.MinAvailable {
+			return WithoutGated(job, ExceededPart(minReq, job.Allocated))
+		}
+	}
+	return api.EmptyResource()
+}
+
+// Elastic is the part of what the job holds above its minResources: room the queue could
+// give back without breaking the gang, which enqueue therefore discounts. A job without
+// minResources needs none of what it holds, so all of it is elastic (as upstream).
+func Elastic(job *api.JobInfo) *api.Resource {
+	minReq := MinResources(job)
+	if minReq == nil {
+		minReq = api.EmptyResource()
+	}
+	return ExceededPart(job.Allocated, minReq)
+}
+
+// placedTasks counts the job's tasks that hold a node (Allocated, Binding, Bound, Running).
+func placedTasks(job *api.JobInfo) int32 {
+	var n int32
+	for status, tasks := range job.TaskStatusIndex {
+		if api.AllocatedStatus(status) {
+			n += int32(len(tasks))
+		}
+	}
+	return n
+}

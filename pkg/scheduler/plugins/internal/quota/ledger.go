@@ -1,0 +1,316 @@
+// Package quota is the queue accounting that the proportion and capacity plugins share, and
+// the job amounts the overcommit plugin also needs (spec 3.2-3.5): what each queue holds,
+// asks for and has promised to admitted jobs, its real capability, its share, and the
+// enqueue check against that capability with its PodGroup event.
+//
+// It sits under proportion only because this change could write nowhere else; it belongs
+// beside the plugins (pkg/scheduler/plugins/quota), and its job-level functions (MinResources,
+// WithoutGated, Reserved, Elastic) and ExceededPart/Max belong in pkg/scheduler/api.
+package quota
+
+import (
+	"math"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+)
+
+// QueueQuotaInsufficient opens the message of the PodGroup event a queue-quota rejection
+// emits (spec 9): "queue resource quota insufficient: insufficient volcano.sh/vgpu-memory".
+const QueueQuotaInsufficient = "queue resource quota insufficient"
+
+// Message formats an enqueue rejection as upstream does: "<prefix>: <verb> <name>, <verb>
+// <name>", or the prefix alone when no name is given.
+func Message(prefix, verb string, names []corev1.ResourceName) string {
+	if len(names) == 0 {
+		return prefix
+	}
+	var b strings.Builder
+	b.WriteString(prefix)
+	b.WriteString(": ")
+	for i, name := range names {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(verb)
+		b.WriteByte(' ')
+		b.WriteString(string(name))
+	}
+	return b.String()
+}
+
+// RecordRejection emits the Normal "Unschedulable" PodGroup event with which enqueue
+// rejections explain themselves (the job stays Pending and has no other trace).
+func RecordRejection(ssn *framework.Session, job *api.JobInfo, message string) {
+	ssn.RecordJobEvent(job, corev1.EventTypeNormal, string(schedulingv1beta1.PodGroupUnschedulableType), message)
+}
+
+// Queue is one queue's accounts for a session.
+type Queue struct {
+	Info *api.QueueInfo
+
+	// Guarantee is spec.guarantee.resource: reserved for this queue, taken out of every other
+	// queue's real capability. Empty when unset.
+	Guarantee *api.Resource
+	// Capability is spec.capability, with cpu and memory unbounded when it leaves them out (or
+	// sets them to zero, as upstream reads it); nil when the queue sets no capability.
+	Capability *api.Resource
+	// RealCapability is the most the queue can ever hold: the cluster less every queue's
+	// guarantee, plus its own, capped by Capability where Capability names a dimension.
+	RealCapability *api.Resource
+	// Deserved is the queue's fair share, which the plugin computes (proportion by weight,
+	// capacity from spec.deserved). Starts empty.
+	Deserved *api.Resource
+
+	// Allocated: requests of the queue's tasks that hold a node; kept current by EventHandler.
+	Allocated *api.Resource
+	// Request: Allocated plus the requests of pending tasks.
+	Request *api.Resource
+	// Inqueue: what admitted jobs have reserved (see Reserved), grown by JobEnqueued.
+	Inqueue *api.Resource
+	// Elastic: the part of Allocated above the jobs' minResources (see Elastic).
+	Elastic *api.Resource
+
+	// Share is the largest Allocated/Deserved ratio over the dimensions Deserved has; lower
+	// shares are served first.
+	Share float64
+}
+
+// Ledger holds the accounts of the queues that have jobs in the session.
+type Ledger struct {
+	ssn *framework.Session
+	// Total is the cluster's allocatable, the amount deserved shares divide.
+	Total  *api.Resource
+	Queues map[api.QueueID]*Queue
+}
+
+// NewLedger opens the accounts of every queue that has a job in the session. A job whose
+// queue does not exist gets no account; JobEnqueueable rejects it.
+func NewLedger(ssn *framework.Session) *Ledger {
+	l := &Ledger{ssn: ssn, Total: ssn.TotalResource.Clone(), Queues: map[api.QueueID]*Queue{}}
+	guaranteed := api.EmptyResource()
+	for _, info := range ssn.Queues {
+		if g := info.Queue.Spec.Guarantee.Resource; len(g) > 0 {
+			guaranteed.Add(api.NewResource(g))
+		}
+	}
+	unguaranteed := ExceededPart(l.Total, guaranteed)
+	for _, job := range ssn.Jobs {
+		if job.PodGroup == nil {
+			continue
+		}
+		q := l.Queues[job.Queue]
+		if q == nil {
+			info := ssn.Queues[job.Queue]
+			if info == nil {
+				continue
+			}
+			q = newQueue(info, unguaranteed)
+			l.Queues[job.Queue] = q
+		}
+		q.addJob(job)
+	}
+	return l
+}
+
+func newQueue(info *api.QueueInfo, unguaranteed *api.Resource) *Queue {
+	q := &Queue{
+		Info:      info,
+		Guarantee: api.NewResource(info.Queue.Spec.Guarantee.Resource),
+		Deserved:  api.EmptyResource(),
+		Allocated: api.EmptyResource(),
+		Request:   api.EmptyResource(),
+		Inqueue:   api.EmptyResource(),
+		Elastic:   api.EmptyResource(),
+	}
+	q.RealCapability = unguaranteed.Clone().Add(q.Guarantee)
+	if capability := info.Queue.Spec.Capability; len(capability) > 0 {
+		q.Capability = api.NewResource(capability)
+		if q.Capability.MilliCPU <= 0 {
+			q.Capability.MilliCPU = math.MaxFloat64
+		}
+		if q.Capability.Memory <= 0 {
+			q.Capability.Memory = math.MaxFloat64
+		}
+		q.RealCapability.MinDimension(q.Capability, api.MissingAsInfinity)
+	}
+	return q
+}
+
+func (q *Queue) addJob(job *api.JobInfo) {
+	for status, tasks := range job.TaskStatusIndex {
+		switch {
+		case api.AllocatedStatus(status):
+			for _, t := range tasks {
+				q.Allocated.Add(t.Resreq)
+				q.Request.Add(t.Resreq)
+			}
+		case status == api.Pending:
+			for _, t := range tasks {
+				q.Request.Add(t.Resreq)
+			}
+		}
+	}
+	q.Inqueue.Add(Reserved(job))
+	q.Elastic.Add(Elastic(job))
+}
+
+// Sorted returns the queues in name order, so that computations over them and their logs do
+// not depend on map order.
+func (l *Ledger) Sorted() []*Queue {
+	queues := make([]*Queue, 0, len(l.Queues))
+	for _, q := range l.Queues {
+		queues = append(queues, q)
+	}
+	sort.Slice(queues, func(i, j int) bool { return queues[i].Info.Name < queues[j].Info.Name })
+	return queues
+}
+
+// UpdateShare recomputes Share from Allocated and Deserved.
+func (q *Queue) UpdateShare() {
+	share := 0.0
+	ratio := func(allocated, deserved float64) {
+		if deserved >= api.Tolerance {
+			share = math.Max(share, allocated/deserved)
+		}
+	}
+	ratio(q.Allocated.MilliCPU, q.Deserved.MilliCPU)
+	ratio(q.Allocated.Memory, q.Deserved.Memory)
+	for name, deserved := range q.Deserved.ScalarResources {
+		ratio(q.Allocated.ScalarResources[name], deserved)
+	}
+	q.Share = share
+}
+
+// CompareQueues is the queue order: higher spec.priority first, then the lower share.
+func (l *Ledger) CompareQueues(a, b *api.QueueInfo) int {
+	if a.Priority != b.Priority {
+		if a.Priority > b.Priority {
+			return -1
+		}
+		return 1
+	}
+	sa, sb := l.share(a.UID), l.share(b.UID)
+	switch {
+	case sa < sb:
+		return -1
+	case sa > sb:
+		return 1
+	}
+	return 0
+}
+
+func (l *Ledger) share(id api.QueueID) float64 {
+	if q := l.Queues[id]; q != nil {
+		return q.Share
+	}
+	return 0
+}
+
+// JobEnqueueable votes on admitting a Pending job: Reject when its queue is missing or not
+// Open; Permit when it sets no minResources; otherwise Permit exactly when minResources fits
+// in the queue's real capability next to what the queue holds and has reserved, less its
+// elastic part. Only the dimensions minResources asks for are compared ("pods" aside); one
+// the real capability lacks counts as zero, so a job asking for a resource no node has is
+// rejected. A quota rejection emits the PodGroup event naming the short dimensions.
+func (l *Ledger) JobEnqueueable(job *api.JobInfo) int {
+	q := l.Queues[job.Queue]
+	if q == nil {
+		klog.V(3).InfoS("Job's queue does not exist; job stays Pending", "podGroup", klog.KRef(job.Namespace, job.Name), "queue", job.Queue)
+		return framework.Reject
+	}
+	if !q.Info.IsOpen() {
+		klog.V(3).InfoS("Queue is not Open; job stays Pending", "podGroup", klog.KRef(job.Namespace, job.Name),
+			"queue", q.Info.Name, "state", q.Info.Queue.Status.State)
+		return framework.Reject
+	}
+	minReq := MinResources(job)
+	if minReq == nil {
+		return framework.Permit
+	}
+	wanted := minReq.Clone().Add(q.Allocated).Add(q.Inqueue).Sub(q.Elastic)
+	short := wanted.ExceedingWithDimension(q.RealCapability, minReq)
+	if len(short) == 0 {
+		return framework.Permit
+	}
+	klog.V(3).InfoS("Queue quota insufficient; job stays Pending", "podGroup", klog.KRef(job.Namespace, job.Name),
+		"queue", q.Info.Name, "insufficient", short, "minResources", minReq, "allocated", q.Allocated,
+		"inqueue", q.Inqueue, "elastic", q.Elastic, "realCapability", q.RealCapability)
+	RecordRejection(l.ssn, job, Message(QueueQuotaInsufficient, "insufficient", short))
+	return framework.Reject
+}
+
+// JobEnqueued reserves an admitted job's minResources (gated pods aside) in its queue, so the
+// next job of the same cycle sees it. Done here rather than in JobEnqueueable, which a later
+// plugin's Reject can overrule.
+func (l *Ledger) JobEnqueued(job *api.JobInfo) {
+	q := l.Queues[job.Queue]
+	minReq := MinResources(job)
+	if q == nil || minReq == nil {
+		return
+	}
+	q.Inqueue.Add(WithoutGated(job, minReq))
+}
+
+// FitsDeserved reports whether the Open queue can take the task within its deserved share
+// (proportion's Allocatable).
+func (l *Ledger) FitsDeserved(queue *api.QueueInfo, task *api.TaskInfo) bool {
+	q := l.Queues[queue.UID]
+	return q != nil && q.fits(task, q.Deserved, "deserved")
+}
+
+// FitsRealCapability reports whether the Open queue can take the task within its real
+// capability (capacity's Allocatable).
+func (l *Ledger) FitsRealCapability(queue *api.QueueInfo, task *api.TaskInfo) bool {
+	q := l.Queues[queue.UID]
+	return q != nil && q.fits(task, q.RealCapability, "realCapability")
+}
+
+// fits: the queue is Open and Allocated plus the task's request stays within limit in every
+// dimension the task asks for ("pods" aside; a dimension limit lacks counts as zero).
+func (q *Queue) fits(task *api.TaskInfo, limit *api.Resource, limitName string) bool {
+	if !q.Info.IsOpen() {
+		klog.V(3).InfoS("Queue is not Open; task not allocated", "pod", task.Key(), "queue", q.Info.Name, "state", q.Info.Queue.Status.State)
+		return false
+	}
+	wanted := q.Allocated.Clone().Add(task.Resreq)
+	short := wanted.ExceedingWithDimension(limit, task.Resreq)
+	if len(short) == 0 {
+		return true
+	}
+	klog.V(3).InfoS("Task does not fit in its queue", "pod", task.Key(), "queue", q.Info.Name, "insufficient", short,
+		"request", task.Resreq, "allocated", q.Allocated, limitName, limit)
+	return false
+}
+
+// EventHandler keeps Allocated and Share current as the session places and takes back tasks.
+func (l *Ledger) EventHandler() *framework.EventHandler {
+	return &framework.EventHandler{
+		AllocateFunc: func(e *framework.Event) {
+			if q := l.queueOf(e.Task); q != nil {
+				q.Allocated.Add(e.Task.Resreq)
+				q.UpdateShare()
+			}
+		},
+		DeallocateFunc: func(e *framework.Event) {
+			if q := l.queueOf(e.Task); q != nil {
+				q.Allocated.SubTotal(e.Task.Resreq)
+				q.UpdateShare()
+			}
+		},
+	}
+}
+
+func (l *Ledger) queueOf(t *api.TaskInfo) *Queue {
+	job := l.ssn.JobFor(t)
+	if job == nil {
+		return nil
+	}
+	return l.Queues[job.Queue]
+}

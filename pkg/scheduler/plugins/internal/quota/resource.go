@@ -1,0 +1,42 @@
+package quota
+
+import (
+	"math"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+)
+
+// The two operations below are missing from api.Resource; they live here until api has them
+// (see the proposal in this package's doc).
+
+// ExceededPart returns, for each dimension of l, how much l exceeds r, never below zero. A
+// dimension r lacks counts as zero in r. l and r are not changed.
+func ExceededPart(l, r *api.Resource) *api.Resource {
+	out := &api.Resource{
+		MilliCPU: math.Max(l.MilliCPU-r.MilliCPU, 0),
+		Memory:   math.Max(l.Memory-r.Memory, 0),
+	}
+	for name, amount := range l.ScalarResources {
+		out.SetScalar(name, math.Max(amount-r.ScalarResources[name], 0))
+	}
+	return out
+}
+
+// Max returns the larger of l and r in each dimension either has. l and r are not changed.
+func Max(l, r *api.Resource) *api.Resource {
+	out := l.Clone()
+	out.MilliCPU = math.Max(l.MilliCPU, r.MilliCPU)
+	out.Memory = math.Max(l.Memory, r.Memory)
+	for name, amount := range r.ScalarResources {
+		if cur, found := out.ScalarResources[name]; !found || amount > cur {
+			out.SetScalar(name, amount)
+		}
+	}
+	return out
+}
+
+// Equal reports whether a and b are equal within api.Tolerance in every dimension either has
+// (an absent dimension counts as zero).
+func Equal(a, b *api.Resource) bool {
+	return a.LessEqual(b, api.MissingAsZero) && b.LessEqual(a, api.MissingAsZero)
+}
