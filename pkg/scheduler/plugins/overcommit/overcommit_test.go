@@ -11,8 +11,8 @@ import (
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/proportion"
 	qt "github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/internal/quota/quotatest"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/proportion"
 )
 
 func TestNewReadsFactor(t *testing.T) {
