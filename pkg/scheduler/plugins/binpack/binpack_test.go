@@ -1,0 +1,182 @@
+package binpack
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+)
+
+const vgpuMemory = corev1.ResourceName("volcano.sh/vgpu-memory")
+
+func list(kv ...string) corev1.ResourceList {
+	l := corev1.ResourceList{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		l[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return l
+}
+
+func newTask(name string, requests corev1.ResourceList) *api.TaskInfo {
+	return api.NewTaskInfo(&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name),
+			Annotations: map[string]string{schedulingv1beta1.KubeGroupNameAnnotationKey: "pg"}},
+		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: requests}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending},
+	})
+}
+
+// newNode has the allocatable given and a running pod using used.
+func newNode(allocatable, used corev1.ResourceList) *api.NodeInfo {
+	allocatable[corev1.ResourcePods] = resource.MustParse("110")
+	n := api.NewNodeInfo(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: allocatable}})
+	running := newTask("running", used)
+	running.Status = api.Running
+	n.AddTask(running)
+	return n
+}
+
+func mustNew(t testing.TB, args conf.Arguments) *binpackPlugin {
+	t.Helper()
+	p, err := New(args)
+	if err != nil {
+		t.Fatalf("New(%v): %v", args, err)
+	}
+	return p.(*binpackPlugin)
+}
+
+// TestScore: hand-computed scores. The node has 4 cpu, 8 GiB and 10000 vgpu-memory, and
+// runs a pod using 1 cpu, 2 GiB and 2000 vgpu-memory.
+func TestScore(t *testing.T) {
+	cases := []struct {
+		name string
+		args conf.Arguments
+		req  corev1.ResourceList
+		want float64
+	}{
+		// cpu (1+1)/4 = 0.5, memory (2+2)/8 = 0.5: (0.5 + 0.5)/2 × 100.
+		{"defaults", nil, list("cpu", "1", "memory", "2Gi"), 50},
+		// × binpack.weight 10.
+		{"binpack.weight", conf.Arguments{Weight: 10}, list("cpu", "1", "memory", "2Gi"), 500},
+		// cpu (1+1)/4 = 0.5 × 2, memory (2+4)/8 = 0.75 × 1: 1.75/3 × 100.
+		{"cpu weighs double", conf.Arguments{CPUWeight: 2}, list("cpu", "1", "memory", "4Gi"), 175.0 / 3},
+		// memory not weighed: cpu alone, 0.5.
+		{"memory weight 0", conf.Arguments{MemoryWeight: 0}, list("cpu", "1", "memory", "6Gi"), 50},
+		// vgpu-memory (2000+4000)/10000 = 0.6 × 3; cpu 0.5, memory 0.5: (0.5+0.5+1.8)/5 × 100.
+		{"extra resource", conf.Arguments{Resources: "volcano.sh/vgpu-memory", ResourceWeightPrefix + "volcano.sh/vgpu-memory": 3},
+			list("cpu", "1", "memory", "2Gi", "volcano.sh/vgpu-memory", "4000"), 56},
+		// Listed with spaces and a trailing comma; weight defaults to 1: (0.5+0.5+0.6)/3.
+		{"extra resource, default weight", conf.Arguments{Resources: " volcano.sh/vgpu-memory, ,"},
+			list("cpu", "1", "memory", "2Gi", "volcano.sh/vgpu-memory", "4000"), 160.0 / 3},
+		// The task asks no vgpu-memory: the resource does not count.
+		{"extra resource not requested", conf.Arguments{Resources: "volcano.sh/vgpu-memory"},
+			list("cpu", "1", "memory", "2Gi"), 50},
+		// cpu listed among the extras keeps its own weight (binpack.cpu = 0 here).
+		{"cpu among the extras", conf.Arguments{Resources: "cpu", CPUWeight: 0}, list("cpu", "3", "memory", "2Gi"), 50},
+		// memory (2+7)/8 overflows: the node scores 0.
+		{"overflow", nil, list("cpu", "1", "memory", "7Gi"), 0},
+		// Exactly full fits: cpu 4/4 = 1, memory 0.5.
+		{"exactly full", nil, list("cpu", "3", "memory", "2Gi"), 75},
+		// The node has no nvidia.com/gpu: any request of it overflows.
+		{"resource the node lacks", conf.Arguments{Resources: "nvidia.com/gpu"}, list("cpu", "1", "nvidia.com/gpu", "1"), 0},
+		// Nothing weighed is requested.
+		{"nothing weighed requested", conf.Arguments{CPUWeight: 0, MemoryWeight: 0, Resources: "nvidia.com/gpu"}, list("cpu", "1"), 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			node := newNode(list("cpu", "4", "memory", "8Gi", string(vgpuMemory), "10000"),
+				list("cpu", "1", "memory", "2Gi", string(vgpuMemory), "2000"))
+			got, err := mustNew(t, tc.args).score(newTask("p", tc.req), node)
+			if err != nil || math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("score %v (err %v), want %v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestNewRejectsMalformedArguments(t *testing.T) {
+	cases := []struct {
+		args    conf.Arguments
+		wantKey string
+	}{
+		{conf.Arguments{Weight: "heavy"}, Weight},
+		{conf.Arguments{CPUWeight: 1.5}, CPUWeight},
+		{conf.Arguments{MemoryWeight: -2}, MemoryWeight},
+		{conf.Arguments{Resources: []interface{}{"nvidia.com/gpu"}}, Resources},
+		{conf.Arguments{Resources: "nvidia.com/gpu", "binpack.resources.nvidia.com/gpu": "two"}, "binpack.resources.nvidia.com/gpu"},
+		{conf.Arguments{Resources: "nvidia.com/gpu", "binpack.resources.nvidia.com/gpu": -1}, "binpack.resources.nvidia.com/gpu"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.wantKey, func(t *testing.T) {
+			_, err := New(tc.args)
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", tc.wantKey)) {
+				t.Errorf("New(%v) = %v, want an error naming %q", tc.args, err, tc.wantKey)
+			}
+		})
+	}
+}
+
+type fakeCache struct{ snap *api.ClusterInfo }
+
+func (c *fakeCache) Snapshot() *api.ClusterInfo                          { return c.snap }
+func (c *fakeCache) Bind(*api.TaskInfo) error                            { return nil }
+func (c *fakeCache) UpdateJobStatus(*api.JobInfo, bool)                  {}
+func (c *fakeCache) UpdateQueueStatus(*api.QueueInfo, *api.Resource)     {}
+func (c *fakeCache) RecordJobEvent(*api.JobInfo, string, string, string) {}
+
+// TestSessionScore: the session sums the score; a weight of 0 registers nothing.
+func TestSessionScore(t *testing.T) {
+	cases := []struct {
+		args      conf.Arguments
+		wantScore bool
+	}{
+		{nil, true},
+		{conf.Arguments{Weight: 0}, false},
+		{conf.Arguments{CPUWeight: 0, MemoryWeight: 0}, false},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
+			node := newNode(list("cpu", "4", "memory", "8Gi"), list("cpu", "1", "memory", "2Gi"))
+			ci := &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{"n": node},
+				NodeList: []*api.NodeInfo{node}, Queues: map[api.QueueID]*api.QueueInfo{}}
+			reg := framework.NewRegistry()
+			reg.RegisterPlugin(PluginName, New)
+			ssn := framework.OpenSession(&fakeCache{snap: ci}, &conf.SchedulerConfiguration{Actions: "allocate",
+				Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName, Arguments: tc.args}}}}}, reg)
+			if ssn.HasNodeOrder() != tc.wantScore {
+				t.Fatalf("HasNodeOrder %v, want %v", ssn.HasNodeOrder(), tc.wantScore)
+			}
+			if got := ssn.NodeOrder(newTask("p", list("cpu", "1", "memory", "2Gi")), node); tc.wantScore && got != 50 {
+				t.Errorf("session score %v, want 50", got)
+			}
+		})
+	}
+}
+
+// BenchmarkScore is the per-node path: cpu, memory and one vGPU resource weighed.
+func BenchmarkScore(b *testing.B) {
+	nodes := make([]*api.NodeInfo, 1000)
+	for i := range nodes {
+		nodes[i] = newNode(list("cpu", "64", "memory", "512Gi", string(vgpuMemory), "655360"),
+			list("cpu", fmt.Sprint(i%64), "memory", "8Gi", string(vgpuMemory), fmt.Sprint(i*100)))
+	}
+	p := mustNew(b, conf.Arguments{Resources: string(vgpuMemory)})
+	task := newTask("p", list("cpu", "1", "memory", "2Gi", string(vgpuMemory), "8000"))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := p.score(task, nodes[i%len(nodes)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,277 @@
+package nodeorder
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+)
+
+func newPod(name, cpu, mem string, opts ...func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name),
+			Annotations: map[string]string{schedulingv1beta1.KubeGroupNameAnnotationKey: "pg"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending},
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+func preferring(terms ...corev1.PreferredSchedulingTerm) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: terms}}
+	}
+}
+
+func prefer(weight int32, key, value string) corev1.PreferredSchedulingTerm {
+	return corev1.PreferredSchedulingTerm{Weight: weight, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+		{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{value}}}}}
+}
+
+func tolerating(key string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists})
+	}
+}
+
+func preferNoSchedule(key string) corev1.Taint {
+	return corev1.Taint{Key: key, Effect: corev1.TaintEffectPreferNoSchedule}
+}
+
+// newNode is a 4-cpu, 8 GiB node running pods that use cpu and mem in total.
+func newNode(name, cpu, mem string, labels map[string]string, taints ...corev1.Taint) *api.NodeInfo {
+	n := api.NewNodeInfo(&corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec:       corev1.NodeSpec{Taints: taints},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"),
+			corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}},
+	})
+	running := newPod("running-on-"+name, cpu, mem)
+	running.Spec.NodeName, running.Status.Phase = name, corev1.PodRunning
+	n.AddTask(api.NewTaskInfo(running))
+	return n
+}
+
+// onlyWeights sets the given weights and every other weight to 0.
+func onlyWeights(kv ...interface{}) conf.Arguments {
+	args := conf.Arguments{LeastRequestedWeight: 0, MostRequestedWeight: 0, BalancedResourceWeight: 0,
+		NodeAffinityWeight: 0, TaintTolerationWeight: 0}
+	for i := 0; i+1 < len(kv); i += 2 {
+		args[kv[i].(string)] = kv[i+1]
+	}
+	return args
+}
+
+type fakeCache struct{ snap *api.ClusterInfo }
+
+func (c *fakeCache) Snapshot() *api.ClusterInfo                          { return c.snap }
+func (c *fakeCache) Bind(*api.TaskInfo) error                            { return nil }
+func (c *fakeCache) UpdateJobStatus(*api.JobInfo, bool)                  {}
+func (c *fakeCache) UpdateQueueStatus(*api.QueueInfo, *api.Resource)     {}
+func (c *fakeCache) RecordJobEvent(*api.JobInfo, string, string, string) {}
+
+// openSession opens a session with this plugin alone; the pod's task is returned.
+func openSession(t testing.TB, args conf.Arguments, pod *corev1.Pod, nodes ...*api.NodeInfo) (*framework.Session, *api.TaskInfo) {
+	t.Helper()
+	ci := &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{}, Queues: map[api.QueueID]*api.QueueInfo{}}
+	for _, n := range nodes {
+		ci.Nodes[n.Name] = n
+		ci.NodeList = append(ci.NodeList, n)
+	}
+	job := api.NewJobInfo("ns/pg")
+	job.SetPodGroup(&schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pg"}}, "default")
+	job.AddTask(api.NewTaskInfo(pod))
+	ci.Jobs[job.UID] = job
+	if _, err := New(args); err != nil {
+		t.Fatalf("New(%v): %v", args, err)
+	}
+	reg := framework.NewRegistry()
+	reg.RegisterPlugin(PluginName, New)
+	cfg := &conf.SchedulerConfiguration{Actions: "allocate",
+		Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName, Arguments: args}}}}}
+	ssn := framework.OpenSession(&fakeCache{snap: ci}, cfg, reg)
+	return ssn, job.Tasks[api.TaskID(pod.UID)]
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+// TestResourceScores: hand-computed scores on a 4-cpu, 8 GiB node.
+//
+// Node using 1 cpu / 2 GiB, task asking 2 cpu / 2 GiB: cpu 3/4 and memory 4/8 in use, so
+// leastrequested (25+50)/2 = 37.5, mostrequested (75+50)/2 = 62.5, balancedresource
+// (1 - |0.75-0.5|/2)×100 = 87.5. Task asking 4 cpu instead: cpu 5/4 overflows, so
+// leastrequested (0+50)/2 = 25, mostrequested (100+50)/2 = 75, balancedresource with the
+// cpu fraction capped at 1: (1 - 0.25)×100 = 75.
+func TestResourceScores(t *testing.T) {
+	fits := newPod("p", "2", "2Gi")
+	overflows := newPod("p", "4", "2Gi")
+	cases := []struct {
+		name string
+		args conf.Arguments
+		pod  *corev1.Pod
+		want float64
+	}{
+		{"leastrequested", onlyWeights(LeastRequestedWeight, 1), fits, 37.5},
+		{"mostrequested", onlyWeights(MostRequestedWeight, 1), fits, 62.5},
+		{"balancedresource", onlyWeights(BalancedResourceWeight, 1), fits, 87.5},
+		{"leastrequested x2 + mostrequested", onlyWeights(LeastRequestedWeight, 2, MostRequestedWeight, 1), fits, 137.5},
+		{"balancedresource weight written 3.0", onlyWeights(BalancedResourceWeight, 3.0), fits, 262.5},
+		{"overflow: leastrequested", onlyWeights(LeastRequestedWeight, 1), overflows, 25},
+		{"overflow: mostrequested", onlyWeights(MostRequestedWeight, 1), overflows, 75},
+		{"overflow: balancedresource", onlyWeights(BalancedResourceWeight, 1), overflows, 75},
+		// Defaults: leastrequested 1, balancedresource 1, nodeaffinity 2 (no preferred
+		// terms: 0), tainttoleration 3 (no PreferNoSchedule taint anywhere: 100).
+		{"default weights", nil, fits, 37.5 + 87.5 + 0 + 300},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			node := newNode("n", "1", "2Gi", nil)
+			ssn, task := openSession(t, tc.args, tc.pod, node)
+			if got := ssn.NodeOrder(task, node); !near(got, tc.want) {
+				t.Errorf("score %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestNodeAffinityScore: preferred terms of weight 30 (zone=a) and 10 (disk=ssd) give the
+// matched share of 40, × 100 × the weight 2.
+func TestNodeAffinityScore(t *testing.T) {
+	pod := newPod("p", "1", "1Gi", preferring(prefer(30, "zone", "a"), prefer(10, "disk", "ssd")))
+	cases := []struct {
+		labels map[string]string
+		want   float64
+	}{
+		{map[string]string{"zone": "a", "disk": "ssd"}, 200},
+		{map[string]string{"zone": "a"}, 150},
+		{map[string]string{"disk": "ssd"}, 50},
+		{map[string]string{"zone": "b"}, 0},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprint(tc.labels), func(t *testing.T) {
+			node := newNode("n", "0", "0", tc.labels)
+			ssn, task := openSession(t, onlyWeights(NodeAffinityWeight, 2), pod, node)
+			if got := ssn.NodeOrder(task, node); !near(got, tc.want) {
+				t.Errorf("score %v, want %v", got, tc.want)
+			}
+		})
+	}
+	t.Run("unparsable preferred terms score 0", func(t *testing.T) {
+		bad := corev1.PreferredSchedulingTerm{Weight: 5, Preference: corev1.NodeSelectorTerm{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: "Near"}}}}
+		node := newNode("n", "0", "0", map[string]string{"zone": "a"})
+		ssn, task := openSession(t, onlyWeights(NodeAffinityWeight, 2),
+			newPod("p", "1", "1Gi", preferring(prefer(30, "zone", "a"), bad)), node)
+		if got := ssn.NodeOrder(task, node); got != 0 {
+			t.Errorf("score %v, want 0", got)
+		}
+	})
+}
+
+// TestTaintTolerationScore: the worst node carries two PreferNoSchedule taints, so each
+// untolerated one costs half the score; NoSchedule taints are the predicate's business.
+func TestTaintTolerationScore(t *testing.T) {
+	nodes := func() []*api.NodeInfo {
+		return []*api.NodeInfo{
+			newNode("two", "0", "0", nil, preferNoSchedule("spot"), preferNoSchedule("old")),
+			newNode("one", "0", "0", nil, preferNoSchedule("spot"),
+				corev1.Taint{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}),
+			newNode("none", "0", "0", nil),
+		}
+	}
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		want map[string]float64
+	}{
+		{"no tolerations", newPod("p", "1", "1Gi"), map[string]float64{"two": 0, "one": 150, "none": 300}},
+		{"tolerates spot", newPod("p", "1", "1Gi", tolerating("spot")), map[string]float64{"two": 150, "one": 300, "none": 300}},
+		{"NoSchedule-only toleration does not count", newPod("p", "1", "1Gi", func(p *corev1.Pod) {
+			p.Spec.Tolerations = []corev1.Toleration{{Key: "spot", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+		}), map[string]float64{"two": 0, "one": 150, "none": 300}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := nodes()
+			ssn, task := openSession(t, onlyWeights(TaintTolerationWeight, 3), tc.pod, ns...)
+			for _, n := range ns {
+				if got := ssn.NodeOrder(task, n); !near(got, tc.want[n.Name]) {
+					t.Errorf("node %s: score %v, want %v", n.Name, got, tc.want[n.Name])
+				}
+			}
+		})
+	}
+}
+
+func TestNewRejectsMalformedWeights(t *testing.T) {
+	cases := []struct {
+		args    conf.Arguments
+		wantKey string
+	}{
+		{conf.Arguments{LeastRequestedWeight: "heavy"}, LeastRequestedWeight},
+		{conf.Arguments{NodeAffinityWeight: 1.5}, NodeAffinityWeight},
+		{conf.Arguments{TaintTolerationWeight: -1}, TaintTolerationWeight},
+		{conf.Arguments{"podaffinity.weight": true}, "podaffinity.weight"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.wantKey, func(t *testing.T) {
+			_, err := New(tc.args)
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", tc.wantKey)) {
+				t.Errorf("New(%v) = %v, want an error naming %q", tc.args, err, tc.wantKey)
+			}
+		})
+	}
+	if _, err := New(conf.Arguments{"podaffinity.weight": 2, "imagelocality.weight": "1", MostRequestedWeight: 2.0}); err != nil {
+		t.Errorf("well-formed weights refused: %v", err)
+	}
+}
+
+func TestNoScoreWhenEveryWeightIsZero(t *testing.T) {
+	ssn, _ := openSession(t, onlyWeights(), newPod("p", "1", "1Gi"), newNode("n", "0", "0", nil))
+	if ssn.HasNodeOrder() {
+		t.Error("a score function is registered although every weight is 0")
+	}
+}
+
+// BenchmarkScore is the per-node path with the default weights, for a pod with preferred
+// node affinity and a toleration, over 1,000 nodes of which half carry a PreferNoSchedule
+// taint.
+func BenchmarkScore(b *testing.B) {
+	nodes := make([]*api.NodeInfo, 1000)
+	for i := range nodes {
+		var taints []corev1.Taint
+		if i%2 == 0 {
+			taints = append(taints, preferNoSchedule("spot"))
+		}
+		nodes[i] = newNode(fmt.Sprintf("node-%04d", i), "1", "2Gi", map[string]string{"zone": fmt.Sprintf("z%d", i%4)}, taints...)
+	}
+	pod := newPod("p", "1", "1Gi", preferring(prefer(10, "zone", "z1"), prefer(5, "zone", "z2")), tolerating("other"))
+	p, err := New(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ssn, task := openSession(b, nil, pod, nodes...)
+	p.OnSessionOpen(ssn)
+	score := p.(*nodeOrderPlugin).score
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := score(task, nodes[i%len(nodes)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

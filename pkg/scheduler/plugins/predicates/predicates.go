@@ -1,0 +1,243 @@
+// Package predicates keeps a task off nodes that the node object or the pods already there
+// rule out: a full pod count, spec.unschedulable, the pod's node selector and required node
+// affinity, NoSchedule and NoExecute taints, and host ports in use. Whether the node has the
+// resources is the allocate action's check, not this plugin's.
+//
+// Not checked (upstream runs kube-scheduler's plugins for them): inter-pod affinity and
+// anti-affinity, volume limits, volume zone and volume binding, pod topology spread, and
+// dynamic resource allocation. Their upstream switches are accepted and ignored.
+//
+// The predicate runs for every (task, node) pair, so everything that depends only on the
+// pod is worked out once per task (taskFacts), the failure verdicts are built once per
+// session, and a node that passes costs no allocation.
+package predicates
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+)
+
+// PluginName is the plugin's name in volcano-scheduler.conf.
+const PluginName = "predicates"
+
+// Arguments switching each check; all default to true.
+const (
+	PodNumberEnable         = "predicate.PodNumberEnable"
+	NodeUnschedulableEnable = "predicate.NodeUnschedulableEnable"
+	NodeAffinityEnable      = "predicate.NodeAffinityEnable"
+	TaintTolerationEnable   = "predicate.TaintTolerationEnable"
+	NodePortsEnable         = "predicate.NodePortsEnable"
+)
+
+// unimplementedSwitches are upstream's switches for checks this plugin does not make. A
+// file written for upstream may set them; they are read only so that a malformed value is
+// still reported.
+var unimplementedSwitches = []string{
+	"predicate.PodAffinityEnable",
+	"predicate.NodeVolumeLimitsEnable",
+	"predicate.VolumeZoneEnable",
+	"predicate.VolumeBindingEnable",
+	"predicate.PodTopologySpreadEnable",
+	"predicate.DynamicResourceAllocationEnable",
+	"predicate.CacheEnable",
+	"predicate.ProportionalEnable",
+}
+
+// Reasons users see in "0/N nodes are unavailable: ...". All but the pod-number one are
+// kube-scheduler's own words.
+const (
+	ReasonPodNumberExceeded = "node(s) pod number exceeded"
+	ReasonUnschedulable     = "node(s) were unschedulable"
+	ReasonNodeAffinity      = "node(s) didn't match Pod's node affinity/selector"
+	ReasonHostPorts         = "node(s) didn't have free ports for the requested pod ports"
+	// ReasonUnknownNode: the scheduler knows the node only from pods bound to it.
+	ReasonUnknownNode = "node(s) had unknown conditions"
+)
+
+// UntoleratedTaintReason is the reason for a NoSchedule or NoExecute taint the pod does not
+// tolerate. It names the taint as kube-scheduler did up to v1.34 (and upstream Volcano still
+// does), so the histogram tells which taint keeps pods away; kube-scheduler v1.35 dropped
+// the key and value ("node(s) had untolerated taint(s)").
+func UntoleratedTaintReason(t *corev1.Taint) string {
+	return fmt.Sprintf("node(s) had untolerated taint {%s: %s}", t.Key, t.Value)
+}
+
+// checks says which checks are switched on.
+type checks struct {
+	podNumber, unschedulable, nodeAffinity, taints, hostPorts bool
+}
+
+// verdicts are the session's failure statuses. They are shared by every node that fails the
+// same way, which keeps the failure path free of allocations; callers only read them.
+type verdicts struct {
+	unknownNode, podNumber, unschedulable, nodeAffinity, hostPorts *api.Status
+}
+
+func newVerdicts() verdicts {
+	status := func(code api.StatusCode, reason string) *api.Status {
+		return &api.Status{Code: code, Reasons: []string{reason}, Plugin: PluginName}
+	}
+	return verdicts{
+		unknownNode:   status(api.UnschedulableAndUnresolvable, ReasonUnknownNode),
+		podNumber:     status(api.Unschedulable, ReasonPodNumberExceeded),
+		unschedulable: status(api.UnschedulableAndUnresolvable, ReasonUnschedulable),
+		nodeAffinity:  status(api.UnschedulableAndUnresolvable, ReasonNodeAffinity),
+		hostPorts:     status(api.Unschedulable, ReasonHostPorts),
+	}
+}
+
+type predicatesPlugin struct {
+	enabled  checks
+	verdicts verdicts
+	// logger is what the toleration helpers want; they log only for comparison operators,
+	// which stay off (the TaintTolerationComparisonOperators gate is alpha).
+	logger klog.Logger
+
+	// lastFacts is the most recent task's facts: predicates for one task over many nodes
+	// find them with one atomic load.
+	lastFacts atomic.Pointer[taskFacts]
+	// taintVerdicts maps a node's *corev1.Taint to its status, built on first use.
+	taintVerdicts sync.Map
+
+	// nodes and ports: host ports in use per node, indexed on first need (most sessions
+	// have no pod asking for a host port) and then kept current by the event handlers.
+	nodes     []*api.NodeInfo
+	portsOnce sync.Once
+	ports     hostPortIndex
+}
+
+// New builds the plugin from its predicate.<Check>Enable arguments. A value that is not a
+// bool is an error naming the argument.
+func New(args conf.Arguments) (framework.Plugin, error) {
+	p := &predicatesPlugin{
+		enabled:  checks{podNumber: true, unschedulable: true, nodeAffinity: true, taints: true, hostPorts: true},
+		verdicts: newVerdicts(),
+		logger:   klog.Background(),
+	}
+	switches := []struct {
+		key string
+		on  *bool
+	}{
+		{PodNumberEnable, &p.enabled.podNumber},
+		{NodeUnschedulableEnable, &p.enabled.unschedulable},
+		{NodeAffinityEnable, &p.enabled.nodeAffinity},
+		{TaintTolerationEnable, &p.enabled.taints},
+		{NodePortsEnable, &p.enabled.hostPorts},
+	}
+	for _, s := range switches {
+		if err := args.GetBool(s.on, s.key); err != nil {
+			return nil, err
+		}
+	}
+	for _, key := range unimplementedSwitches {
+		var ignored bool
+		if err := args.GetBool(&ignored, key); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func (p *predicatesPlugin) Name() string { return PluginName }
+
+func (p *predicatesPlugin) OnSessionOpen(ssn *framework.Session) {
+	p.nodes = ssn.NodeList
+	ssn.AddPrePredicateFn(PluginName, p.prePredicate)
+	ssn.AddPredicateFn(PluginName, p.predicate)
+	if p.enabled.hostPorts {
+		ssn.AddEventHandler(&framework.EventHandler{
+			AllocateFunc:   func(e *framework.Event) { p.trackPorts(e, 1) },
+			DeallocateFunc: func(e *framework.Event) { p.trackPorts(e, -1) },
+		})
+	}
+}
+
+func (p *predicatesPlugin) OnSessionClose(*framework.Session) {}
+
+// prePredicate works out the task's facts once, before the per-node calls, and refuses a
+// task whose required node affinity cannot be parsed: no node can match it.
+func (p *predicatesPlugin) prePredicate(task *api.TaskInfo) error {
+	f := p.facts(task)
+	if p.enabled.nodeAffinity && f.affinityErr != nil {
+		return fmt.Errorf("pod %s: invalid required node affinity: %w", task.Key(), f.affinityErr)
+	}
+	return nil
+}
+
+// predicate runs the enabled checks, cheapest and most common first, and returns the first
+// failure. A node with no object (known only from pods bound to it) fails them all.
+func (p *predicatesPlugin) predicate(task *api.TaskInfo, node *api.NodeInfo) *api.Status {
+	n := node.Node
+	if n == nil {
+		return p.verdicts.unknownNode
+	}
+	if p.enabled.podNumber && len(node.Tasks) >= node.Allocatable.MaxTaskNum {
+		return p.verdicts.podNumber
+	}
+	f := p.facts(task)
+	if p.enabled.unschedulable && n.Spec.Unschedulable && !f.toleratesUnschedulable {
+		return p.verdicts.unschedulable
+	}
+	if p.enabled.nodeAffinity && !f.matchesNode(n) {
+		return p.verdicts.nodeAffinity
+	}
+	if p.enabled.taints {
+		if t := f.untoleratedTaint(p.logger, n.Spec.Taints); t != nil {
+			return p.taintVerdict(t)
+		}
+	}
+	if p.enabled.hostPorts && len(f.hostPorts) > 0 && p.portIndex().conflicts(node.Name, f.hostPorts) {
+		return p.verdicts.hostPorts
+	}
+	return nil
+}
+
+// facts returns the task's facts, computing them when the task is not the last one seen.
+// Tasks are visited one after another, each over many nodes, so recomputing on a switch
+// back is rare; a task's pod does not change within a session.
+func (p *predicatesPlugin) facts(task *api.TaskInfo) *taskFacts {
+	if f := p.lastFacts.Load(); f != nil && f.task == task {
+		return f
+	}
+	f := newTaskFacts(task, p.logger)
+	p.lastFacts.Store(f)
+	return f
+}
+
+// taintVerdict returns the status for an untolerated taint, built once per taint.
+func (p *predicatesPlugin) taintVerdict(t *corev1.Taint) *api.Status {
+	if s, ok := p.taintVerdicts.Load(t); ok {
+		return s.(*api.Status)
+	}
+	s, _ := p.taintVerdicts.LoadOrStore(t, &api.Status{
+		Code: api.UnschedulableAndUnresolvable, Reasons: []string{UntoleratedTaintReason(t)}, Plugin: PluginName,
+	})
+	return s.(*api.Status)
+}
+
+// portIndex returns the host ports in use per node, indexing the session's pods on the
+// first call. Predicates may run in parallel; the index is only read while they do.
+func (p *predicatesPlugin) portIndex() hostPortIndex {
+	p.portsOnce.Do(func() { p.ports = newHostPortIndex(p.nodes) })
+	return p.ports
+}
+
+// trackPorts follows a tentative placement (delta 1) or its undo (-1) in the port index.
+// Before the index exists there is nothing to follow: it will be built from node.Tasks,
+// which already holds the placement.
+func (p *predicatesPlugin) trackPorts(e *framework.Event, delta int) {
+	if p.ports == nil {
+		return
+	}
+	if ports := appendHostPorts(nil, e.Task.Pod); len(ports) > 0 {
+		p.ports.add(e.Node.Name, ports, delta)
+	}
+}
