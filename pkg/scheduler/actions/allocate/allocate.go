@@ -1,0 +1,248 @@
+// Package allocate is the action that finds nodes for pending pods (spec 4.1-4.4). It walks
+// queues in QueueOrderFn order, each queue's jobs in JobOrderFn order and each job's tasks in
+// TaskOrderFn order; a job's placements form one statement, bound when the job is ready
+// (its gang is complete), kept in the session when it is only pipelined, undone otherwise.
+//
+// The node search (NodeSearch) and the allocate-or-pipeline choice (Place) are exported
+// because backfill places its tasks the same way.
+//
+// Left out: upstream's hyperNode (network-topology) path, and its job scheduling latency
+// metric (JobInfo does not carry upstream's ScheduleStartTimestamp, which enqueue stamps).
+package allocate
+
+import (
+	"sort"
+
+	"k8s.io/klog/v2"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+)
+
+// Name is the action's name in volcano-scheduler.conf.
+const Name = "allocate"
+
+// enqueueAction is the action that admits Pending jobs. Without it, allocate admits them.
+const enqueueAction = "enqueue"
+
+// predicateErrorCacheArg is the action argument (under configurations) that switches the
+// predicate error cache; it defaults to on.
+const predicateErrorCacheArg = "predicateErrorCacheEnable"
+
+type action struct{ search *NodeSearch }
+
+// New is the action with the default search bounds.
+func New() framework.Action { return NewWithOptions(DefaultOptions()) }
+
+// NewWithOptions is the action with the search bounds the command-line flags give.
+func NewWithOptions(opts Options) framework.Action { return &action{search: NewNodeSearch(opts)} }
+
+func (a *action) Name() string { return Name }
+
+func (a *action) Execute(ssn *framework.Session) {
+	c := &cycle{
+		ssn:         ssn,
+		search:      a.search.Open(ssn, PredicateErrorCacheEnabled(ssn, Name)),
+		pending:     map[api.JobID]*taskList{},
+		failedRoles: map[api.JobID]map[string]bool{},
+	}
+	c.run()
+}
+
+// PredicateErrorCacheEnabled reads predicateErrorCacheEnable from the action's
+// configuration; it is on unless the file turns it off. A value that is not a bool is
+// reported and leaves it on.
+func PredicateErrorCacheEnabled(ssn *framework.Session, actionName string) bool {
+	enabled := true
+	for _, cfg := range ssn.Configurations {
+		if cfg.Name != actionName {
+			continue
+		}
+		if err := cfg.Arguments.GetBool(&enabled, predicateErrorCacheArg); err != nil {
+			klog.ErrorS(err, "Ignoring a malformed action argument", "action", actionName)
+		}
+	}
+	return enabled
+}
+
+// cycle is one run of the action over a session.
+type cycle struct {
+	ssn    *framework.Session
+	search *SessionSearch
+	// pending holds each job's tasks still to try, built on the job's first turn.
+	pending map[api.JobID]*taskList
+	// failedRoles: roles of a job one of whose tasks found no node. Their other tasks are
+	// not tried again in this run; the nodes only fill up meanwhile.
+	failedRoles map[api.JobID]map[string]bool
+}
+
+// taskList is a job's tasks in TaskOrderFn order, consumed from the front.
+type taskList struct {
+	tasks []*api.TaskInfo
+	next  int
+}
+
+func (l *taskList) empty() bool { return l.next == len(l.tasks) }
+
+func (l *taskList) pop() *api.TaskInfo {
+	t := l.tasks[l.next]
+	l.next++
+	return t
+}
+
+func (c *cycle) run() {
+	queues, jobsByQueue := c.pickJobs()
+	for queues.Len() > 0 {
+		queue := queues.Pop()
+		// An overused queue is out for the rest of the action: what it gives back only
+		// returns in a later session.
+		if c.ssn.Overused(queue) {
+			klog.V(3).InfoS("Queue is overused; skipping its jobs", "queue", queue.Name)
+			continue
+		}
+		jobs := jobsByQueue[queue.UID]
+		if jobs.Len() == 0 {
+			continue
+		}
+		job := jobs.Pop()
+		tasks := c.pendingTasks(job)
+		if !tasks.empty() {
+			stmt := c.allocateTasks(queue, job, tasks)
+			// Tasks are left when the job became ready before using them all (minAvailable
+			// below the replicas) or stopped early: it comes back for them after the others.
+			if !tasks.empty() {
+				jobs.Push(job)
+			}
+			if stmt != nil {
+				stmt.Commit()
+			}
+		}
+		// The queue's share has changed, so it takes its new place.
+		queues.Push(queue)
+	}
+}
+
+// pickJobs gathers the jobs to allocate, by queue (spec 4.1 step 2). Pending jobs wait for
+// enqueue when it is configured; without it, allocate admits them itself.
+func (c *cycle) pickJobs() (*priorityQueue[*api.QueueInfo], map[api.QueueID]*jobQueue) {
+	ssn := c.ssn
+	enqueueConfigured := ssn.EnabledActions[enqueueAction]
+	queues := newPriorityQueue(ssn.QueueOrderFn)
+	picked := map[api.QueueID][]*api.JobInfo{}
+	for _, job := range ssn.Jobs {
+		if job.IsPending() {
+			if enqueueConfigured {
+				continue
+			}
+			job.Status.Phase = schedulingv1beta1.PodGroupInqueue
+		}
+		// A job with nothing pending has nothing to do here; skipping it before the
+		// validity check keeps a cycle over a busy but settled cluster cheap.
+		if len(job.TaskStatusIndex[api.Pending]) == 0 {
+			continue
+		}
+		if res := ssn.JobValid(job); res != nil {
+			klog.V(4).InfoS("Job is not valid; not allocating it", "podGroup", klog.KRef(job.Namespace, job.Name),
+				"reason", res.Reason, "message", res.Message)
+			continue
+		}
+		queue, ok := ssn.Queues[job.Queue]
+		if !ok {
+			klog.V(3).InfoS("Queue of the job not found; not allocating it", "podGroup", klog.KRef(job.Namespace, job.Name),
+				"queue", job.Queue)
+			continue
+		}
+		if _, ok := picked[queue.UID]; !ok {
+			queues.Push(queue)
+		}
+		picked[queue.UID] = append(picked[queue.UID], job)
+	}
+	jobsByQueue := make(map[api.QueueID]*jobQueue, len(picked))
+	for id, jobs := range picked {
+		jobsByQueue[id] = newJobQueue(jobs, ssn.JobOrderFn)
+	}
+	return queues, jobsByQueue
+}
+
+// pendingTasks returns the job's tasks still to try, building the list on its first turn:
+// pending tasks, less those held by scheduling gates and the best-effort ones (backfill's).
+func (c *cycle) pendingTasks(job *api.JobInfo) *taskList {
+	if l, ok := c.pending[job.UID]; ok {
+		return l
+	}
+	l := &taskList{tasks: make([]*api.TaskInfo, 0, len(job.TaskStatusIndex[api.Pending]))}
+	for _, t := range job.TaskStatusIndex[api.Pending] {
+		if !t.SchGated && !t.BestEffort {
+			l.tasks = append(l.tasks, t)
+		}
+	}
+	sort.Slice(l.tasks, func(i, j int) bool { return c.ssn.TaskOrderFn(l.tasks[i], l.tasks[j]) })
+	c.pending[job.UID] = l
+	return l
+}
+
+// allocateTasks places the job's tasks in one statement (spec 4.1 step 4). It returns the
+// statement when the job is ready, for the caller to commit; otherwise it keeps the
+// placements in the session if the job is pipelined, undoes them if not, and returns nil.
+func (c *cycle) allocateTasks(queue *api.QueueInfo, job *api.JobInfo, tasks *taskList) *framework.Statement {
+	ssn := c.ssn
+	stmt := ssn.NewStatement()
+	for !tasks.empty() {
+		task := tasks.pop()
+		if !ssn.Allocatable(queue, task) {
+			// The queue's quota says no; that is not a fact about nodes, so no fit error.
+			if v := klog.V(3); v.Enabled() {
+				v.InfoS("Queue cannot take the pod now", "queue", queue.Name, "pod", klog.KRef(task.Namespace, task.Name))
+			}
+			continue
+		}
+		if task.TaskRole != "" && c.failedRoles[job.UID][task.TaskRole] {
+			continue
+		}
+		if err := ssn.PrePredicate(task); err != nil {
+			klog.V(3).InfoS("Pre-predicate failed", "pod", klog.KRef(task.Namespace, task.Name), "err", err)
+			job.NodesFitErrors[task.UID] = c.search.FailAllNodes(err)
+			break
+		}
+		node, fitErrors := c.search.Find(task)
+		if node != nil {
+			if err := Place(stmt, task, node); err != nil {
+				klog.ErrorS(err, "A plugin refused the placement", "pod", klog.KRef(task.Namespace, task.Name), "node", node.Name)
+				node, fitErrors = nil, PlacementFailure(node, err)
+			}
+		}
+		if node == nil {
+			job.NodesFitErrors[task.UID] = fitErrors
+			c.roleFailed(job, task)
+			if job.NeedContinueAllocating(c.failedRoles[job.UID]) {
+				continue
+			}
+			break
+		}
+		if ssn.JobReady(job) && !tasks.empty() {
+			// Ready: commit now and let other jobs go before this one's extra tasks.
+			break
+		}
+	}
+	if ssn.JobReady(job) {
+		return stmt
+	}
+	if !ssn.JobPipelined(job) {
+		stmt.Discard()
+	}
+	return nil
+}
+
+// roleFailed remembers that a task of the job's role found no node.
+func (c *cycle) roleFailed(job *api.JobInfo, task *api.TaskInfo) {
+	if task.TaskRole == "" {
+		return
+	}
+	roles := c.failedRoles[job.UID]
+	if roles == nil {
+		roles = map[string]bool{}
+		c.failedRoles[job.UID] = roles
+	}
+	roles[task.TaskRole] = true
+}

@@ -1,0 +1,172 @@
+package allocate
+
+import (
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+)
+
+// Building test clusters, and a cache that records binds.
+
+const ns = "c1"
+
+// fakeCache hands out one snapshot and records the binds it is asked for.
+type fakeCache struct {
+	snap  *api.ClusterInfo
+	binds map[string]string // "<ns>/<pod>" -> node
+	count int               // binds, for the benchmark (which does not keep the map)
+}
+
+func (c *fakeCache) Snapshot() *api.ClusterInfo { return c.snap }
+func (c *fakeCache) Bind(t *api.TaskInfo) error {
+	c.count++
+	if c.binds != nil {
+		c.binds[t.Key()] = t.NodeName
+	}
+	return nil
+}
+func (c *fakeCache) UpdateJobStatus(*api.JobInfo, bool)                  {}
+func (c *fakeCache) UpdateQueueStatus(*api.QueueInfo, *api.Resource)     {}
+func (c *fakeCache) RecordJobEvent(*api.JobInfo, string, string, string) {}
+
+var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// at is a creation time i seconds after epoch, to fix the order of equal objects.
+func at(i int) metav1.Time { return metav1.NewTime(epoch.Add(time.Duration(i) * time.Second)) }
+
+func resources(cpu, mem string, scalars ...string) corev1.ResourceList {
+	list := corev1.ResourceList{}
+	if cpu != "" {
+		list[corev1.ResourceCPU] = resource.MustParse(cpu)
+	}
+	if mem != "" {
+		list[corev1.ResourceMemory] = resource.MustParse(mem)
+	}
+	for i := 0; i+1 < len(scalars); i += 2 {
+		list[corev1.ResourceName(scalars[i])] = resource.MustParse(scalars[i+1])
+	}
+	return list
+}
+
+func buildQueue(name string, priority int32, created int) *schedulingv1beta1.Queue {
+	return &schedulingv1beta1.Queue{
+		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: at(created)},
+		Spec:       schedulingv1beta1.QueueSpec{Priority: priority},
+		Status:     schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateOpen},
+	}
+}
+
+func buildPodGroup(name, queue string, minMember int32, phase schedulingv1beta1.PodGroupPhase, created int) *schedulingv1beta1.PodGroup {
+	return &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: at(created)},
+		Spec:       schedulingv1beta1.PodGroupSpec{MinMember: minMember, Queue: queue},
+		Status:     schedulingv1beta1.PodGroupStatus{Phase: phase},
+	}
+}
+
+// buildPod is a pending pod of the group requesting requests; change it with the with* helpers.
+func buildPod(name, group string, requests corev1.ResourceList, changes ...func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "-" + name),
+			Annotations: map[string]string{schedulingv1beta1.KubeGroupNameAnnotationKey: group}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c",
+			Resources: corev1.ResourceRequirements{Requests: requests}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending},
+	}
+	for _, change := range changes {
+		change(p)
+	}
+	return p
+}
+
+func withPriority(prio int32) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Spec.Priority = &prio }
+}
+
+func withRole(role string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Annotations["volcano.sh/task-spec"] = role }
+}
+
+func withNodeSelector(sel map[string]string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Spec.NodeSelector = sel }
+}
+
+func withGate() func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "wait"}} }
+}
+
+// runningOn makes the pod run on the node; releasing makes it one being deleted.
+func runningOn(node string, releasing bool) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.NodeName = node
+		p.Status.Phase = corev1.PodRunning
+		if releasing {
+			now := metav1.NewTime(epoch)
+			p.DeletionTimestamp = &now
+		}
+	}
+}
+
+func buildNode(name string, allocatable corev1.ResourceList, labels map[string]string) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Status:     corev1.NodeStatus{Allocatable: allocatable, Capacity: allocatable},
+	}
+}
+
+// buildCluster turns API objects into a snapshot, as the cache would.
+func buildCluster(queues []*schedulingv1beta1.Queue, groups []*schedulingv1beta1.PodGroup, pods []*corev1.Pod, nodes []*corev1.Node) *api.ClusterInfo {
+	ci := &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{}, Queues: map[api.QueueID]*api.QueueInfo{}}
+	for _, q := range queues {
+		ci.Queues[api.QueueID(q.Name)] = api.NewQueueInfo(q)
+	}
+	for _, n := range nodes {
+		ni := api.NewNodeInfo(n)
+		ci.Nodes[n.Name] = ni
+		ci.NodeList = append(ci.NodeList, ni)
+	}
+	sort.Slice(ci.NodeList, func(i, j int) bool { return ci.NodeList[i].Name < ci.NodeList[j].Name })
+	for _, pg := range groups {
+		job := api.NewJobInfo(api.NewJobID(pg.Namespace, pg.Name))
+		job.SetPodGroup(pg, "default")
+		ci.Jobs[job.UID] = job
+	}
+	for _, p := range pods {
+		task := api.NewTaskInfo(p)
+		if job := ci.Jobs[task.Job]; job != nil {
+			job.AddTask(task)
+		}
+		if n := ci.Nodes[task.NodeName]; n != nil {
+			n.AddTask(task)
+		}
+	}
+	return ci
+}
+
+// openSession opens a session over the snapshot with the given plugins, one tier each
+// (in order), and actions as configured.
+func openSession(cache framework.Cache, actions string, actionArgs conf.Arguments, tiers ...[]framework.Plugin) *framework.Session {
+	reg := framework.NewRegistry()
+	cfg := &conf.SchedulerConfiguration{Actions: actions}
+	if actionArgs != nil {
+		cfg.Configurations = []conf.Configuration{{Name: Name, Arguments: actionArgs}}
+	}
+	for _, tier := range tiers {
+		var opts []conf.PluginOption
+		for _, p := range tier {
+			reg.RegisterPlugin(p.Name(), func(conf.Arguments) (framework.Plugin, error) { return p, nil })
+			opts = append(opts, conf.PluginOption{Name: p.Name()})
+		}
+		cfg.Tiers = append(cfg.Tiers, conf.Tier{Plugins: opts})
+	}
+	return framework.OpenSession(cache, cfg, reg)
+}

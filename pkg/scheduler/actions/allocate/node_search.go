@@ -1,0 +1,288 @@
+package allocate
+
+import (
+	"errors"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+)
+
+// NodeSearch finds the node a task goes to (spec 4.3, 4.4): the nodes that have room for it
+// and pass every predicate, searched from where the previous search stopped, then the best
+// of them. allocate and backfill each keep one for the life of the scheduler, holding only
+// what outlives a session; Open gives the search over one session.
+//
+// The search is sequential. Upstream fans it out over 16 workers; here a predicate is a few
+// hundred nanoseconds and the target is one core, where the fan-out costs more than it saves
+// and makes the result depend on timing.
+type NodeSearch struct {
+	opts Options
+	// offset is where the next search starts. It moves past every node a search examined,
+	// so that every node gets its turn at being first and, with no scoring, pods spread
+	// instead of piling onto the first nodes of the list.
+	offset int
+}
+
+// NewNodeSearch makes a search bounded by opts.
+func NewNodeSearch(opts Options) *NodeSearch { return &NodeSearch{opts: opts} }
+
+// SessionSearch is a NodeSearch over one session's nodes. It is dropped with the session
+// (so that it keeps no snapshot alive), and is not safe for concurrent use: actions run one
+// at a time.
+type SessionSearch struct {
+	owner     *NodeSearch // whose offset the searches move
+	ssn       *framework.Session
+	nodes     []*api.NodeInfo
+	numToFind int
+	// scoring: some plugin ranks nodes. Without one any feasible node is as good as the next,
+	// so the search stops at the first node that can run the task now.
+	scoring bool
+	// errorCache remembers, per job and role, why a node failed: the role's other tasks ask
+	// the same of the node and get the same answer. nil when disabled.
+	errorCache map[roleKey]map[string]*api.Status
+	// insufficient holds one "Insufficient <name>" status per resource name, shared by every
+	// node that lacks it (statuses are read-only once made).
+	insufficient map[corev1.ResourceName]*api.Status
+	// Scratch reused by every search, so that a search allocates nothing when it succeeds.
+	feasible []candidate
+	failures []nodeFailure
+	scalars  []corev1.ResourceName
+}
+
+type roleKey struct {
+	job  api.JobID
+	role string
+}
+
+// candidate is a node that passed; now says it has room at once (gradient 1), not only once
+// releasing tasks are gone (gradient 2).
+type candidate struct {
+	node *api.NodeInfo
+	now  bool
+}
+
+type nodeFailure struct {
+	node   string
+	status *api.Status
+}
+
+// Open starts searching the session's nodes. cacheErrors turns on the predicate error cache.
+func (s *NodeSearch) Open(ssn *framework.Session, cacheErrors bool) *SessionSearch {
+	ss := &SessionSearch{
+		owner:        s,
+		ssn:          ssn,
+		nodes:        ssn.NodeList,
+		numToFind:    s.opts.feasibleNodesToFind(len(ssn.NodeList)),
+		scoring:      ssn.HasNodeOrder(),
+		insufficient: map[corev1.ResourceName]*api.Status{},
+	}
+	if cacheErrors {
+		ss.errorCache = map[roleKey]map[string]*api.Status{}
+	}
+	return ss
+}
+
+// Find returns the node the task should go to, or nil and why every node examined failed.
+// A node the pod was nominated to (by a preemption) is tried first.
+func (s *SessionSearch) Find(task *api.TaskInfo) (*api.NodeInfo, *api.FitErrors) {
+	if node := s.nominated(task); node != nil {
+		return node, nil
+	}
+	s.feasible, s.failures = s.feasible[:0], s.failures[:0]
+	n := len(s.nodes)
+	start := s.owner.offset
+	examined := 0
+	for examined < n {
+		node := s.nodes[(start+examined)%n]
+		examined++
+		if status := s.check(task, node); status != nil {
+			s.failures = append(s.failures, nodeFailure{node: node.Name, status: status})
+			continue
+		}
+		now := fits(task.InitResreq, node, false)
+		s.feasible = append(s.feasible, candidate{node: node, now: now})
+		if (now && !s.scoring) || len(s.feasible) >= s.numToFind {
+			break
+		}
+	}
+	if n > 0 {
+		s.owner.offset = (start + examined) % n
+	}
+	if len(s.feasible) == 0 {
+		fe := api.NewFitErrors()
+		for _, f := range s.failures {
+			fe.SetNodeError(f.node, f.status)
+		}
+		return nil, fe
+	}
+	return s.best(task), nil
+}
+
+// FailAllNodes is the record of a task that failed before any node was looked at (a
+// pre-predicate): the same reason for every node, as upstream reports it.
+func (s *SessionSearch) FailAllNodes(err error) *api.FitErrors {
+	status := api.NewStatus(api.UnschedulableAndUnresolvable, err.Error())
+	fe := api.NewFitErrors()
+	for _, node := range s.nodes {
+		fe.SetNodeError(node.Name, status)
+	}
+	return fe
+}
+
+// nominated returns the node a preemption nominated the pod to, when it still takes the task.
+func (s *SessionSearch) nominated(task *api.TaskInfo) *api.NodeInfo {
+	if task.Pod == nil || task.Pod.Status.NominatedNodeName == "" {
+		return nil
+	}
+	node, ok := s.ssn.Nodes[task.Pod.Status.NominatedNodeName]
+	if !ok || !fits(task.InitResreq, node, true) || s.ssn.Predicate(task, node).Failed() {
+		return nil
+	}
+	return node
+}
+
+// check says why the node cannot take the task, or nil: first the resources, then every
+// predicate, through the error cache of the task's job and role.
+func (s *SessionSearch) check(task *api.TaskInfo, node *api.NodeInfo) *api.Status {
+	var cached map[string]*api.Status
+	if s.errorCache != nil && task.TaskRole != "" {
+		key := roleKey{job: task.Job, role: task.TaskRole}
+		if cached = s.errorCache[key]; cached == nil {
+			cached = map[string]*api.Status{}
+			s.errorCache[key] = cached
+		} else if status, ok := cached[node.Name]; ok {
+			return status
+		}
+	}
+	var status *api.Status
+	if fits(task.InitResreq, node, true) {
+		status = s.ssn.Predicate(task, node)
+	} else {
+		status = s.insufficientStatus(s.shortfall(task.InitResreq, node))
+	}
+	if status != nil && cached != nil {
+		cached[node.Name] = status
+	}
+	return status
+}
+
+// best picks among the feasible nodes: only those with room now if there are any; the one
+// node if there is one; otherwise the highest NodeOrder total. Ties go to the node whose
+// name sorts first, not to a random one as upstream, so that a decision can be replayed.
+func (s *SessionSearch) best(task *api.TaskInfo) *api.NodeInfo {
+	wantNow := slices.ContainsFunc(s.feasible, func(c candidate) bool { return c.now })
+	var best *api.NodeInfo
+	var bestScore float64
+	count := 0
+	for _, c := range s.feasible {
+		if c.now == wantNow {
+			count++
+			if best == nil {
+				best = c.node
+			}
+		}
+	}
+	if count == 1 || !s.scoring {
+		return best
+	}
+	best = nil
+	for _, c := range s.feasible {
+		if c.now != wantNow {
+			continue
+		}
+		score := s.ssn.NodeOrder(task, c.node)
+		if best == nil || score > bestScore || (score == bestScore && c.node.Name < best.Name) {
+			best, bestScore = c.node, score
+		}
+	}
+	return best
+}
+
+// Place puts the task on the node in the statement: allocated when the node has room now,
+// pipelined when the room is still held by releasing tasks.
+func Place(stmt *framework.Statement, task *api.TaskInfo, node *api.NodeInfo) error {
+	if fits(task.InitResreq, node, false) {
+		return stmt.Allocate(task, node)
+	}
+	return stmt.Pipeline(task, node)
+}
+
+// PlacementFailure is the record of a task whose placement a plugin refused (an event
+// handler's error, e.g. no device left): the node and the plugin's reason.
+func PlacementFailure(node *api.NodeInfo, err error) *api.FitErrors {
+	// The statement wraps the handler's error in "place <pod> on <node>: ..."; the histogram
+	// already names the node, so it shows the handler's reason alone.
+	if inner := errors.Unwrap(err); inner != nil {
+		err = inner
+	}
+	fe := api.NewFitErrors()
+	fe.SetNodeError(node.Name, api.NewStatus(api.Error, err.Error()))
+	return fe
+}
+
+// available is how much of a resource the node has for a new task: now (Idle), or in the
+// future (Idle + Releasing - Pipelined, computed here so that no Resource is built per node).
+func available(node *api.NodeInfo, name corev1.ResourceName, future bool) float64 {
+	v := node.Idle.Get(name)
+	if future {
+		v += node.Releasing.Get(name) - node.Pipelined.Get(name)
+	}
+	return v
+}
+
+// fitsAmount is "amount <= avail" with api.Tolerance.
+func fitsAmount(amount, avail float64) bool {
+	return amount <= avail || amount-avail < api.Tolerance
+}
+
+// requested: the task asks for some of the resource. Only requested dimensions are compared,
+// so a node short of a resource the task does not use still takes it.
+func requested(amount float64) bool { return amount >= api.Tolerance }
+
+// fits reports whether every resource the task requests (pods and extended resources
+// included) is available on the node, now or in the future.
+func fits(req *api.Resource, node *api.NodeInfo, future bool) bool {
+	if requested(req.MilliCPU) && !fitsAmount(req.MilliCPU, available(node, corev1.ResourceCPU, future)) {
+		return false
+	}
+	if requested(req.Memory) && !fitsAmount(req.Memory, available(node, corev1.ResourceMemory, future)) {
+		return false
+	}
+	for name, amount := range req.ScalarResources {
+		if requested(amount) && !fitsAmount(amount, available(node, name, future)) {
+			return false
+		}
+	}
+	return true
+}
+
+// shortfall names the first requested resource the node lacks in the future, for
+// "Insufficient <name>". Upstream takes the first in map order, so its message changes from
+// run to run; here it is cpu, then memory, then the extended resources by name.
+func (s *SessionSearch) shortfall(req *api.Resource, node *api.NodeInfo) corev1.ResourceName {
+	if requested(req.MilliCPU) && !fitsAmount(req.MilliCPU, available(node, corev1.ResourceCPU, true)) {
+		return corev1.ResourceCPU
+	}
+	if requested(req.Memory) && !fitsAmount(req.Memory, available(node, corev1.ResourceMemory, true)) {
+		return corev1.ResourceMemory
+	}
+	s.scalars = s.scalars[:0]
+	for name, amount := range req.ScalarResources {
+		if requested(amount) && !fitsAmount(amount, available(node, name, true)) {
+			s.scalars = append(s.scalars, name)
+		}
+	}
+	return slices.Min(s.scalars)
+}
+
+func (s *SessionSearch) insufficientStatus(name corev1.ResourceName) *api.Status {
+	status, ok := s.insufficient[name]
+	if !ok {
+		status = api.NewStatus(api.Unschedulable, "Insufficient "+string(name))
+		s.insufficient[name] = status
+	}
+	return status
+}

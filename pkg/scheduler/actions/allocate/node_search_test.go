@@ -1,0 +1,213 @@
+package allocate
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+)
+
+func TestFeasibleNodesToFind(t *testing.T) {
+	cases := []struct {
+		name  string
+		opts  Options
+		nodes int
+		want  int
+	}{
+		{"small cluster searched whole", DefaultOptions(), 80, 80},
+		{"at the minimum, whole", DefaultOptions(), 100, 100},
+		{"adaptive: 50% less 1% per 125 nodes", DefaultOptions(), 1000, 420},
+		{"adaptive share falls to its floor", DefaultOptions(), 10000, 500},
+		{"never fewer than the minimum", DefaultOptions(), 150, 100},
+		{"fixed percentage", Options{MinimumFeasibleNodes: 100, PercentageNodesToFind: 30, MinimumPercentageNodesToFind: 5}, 1000, 300},
+		{"fixed percentage below the minimum count", Options{MinimumFeasibleNodes: 100, PercentageNodesToFind: 5, MinimumPercentageNodesToFind: 5}, 1000, 100},
+		{"100% means all", Options{MinimumFeasibleNodes: 100, PercentageNodesToFind: 100, MinimumPercentageNodesToFind: 5}, 5000, 5000},
+		{"raised floor", Options{MinimumFeasibleNodes: 100, MinimumPercentageNodesToFind: 20}, 5000, 1000},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.opts.feasibleNodesToFind(c.nodes); got != c.want {
+				t.Errorf("feasibleNodesToFind(%d) = %d, want %d", c.nodes, got, c.want)
+			}
+		})
+	}
+}
+
+// singles is n single-pod jobs (min 1) in one queue, created in order.
+func singles(n int, request corev1.ResourceList) ([]*schedulingv1beta1.PodGroup, []*corev1.Pod) {
+	var groups []*schedulingv1beta1.PodGroup
+	var pods []*corev1.Pod
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("job%d", i)
+		groups = append(groups, buildPodGroup(name, "q1", 1, inqueue, i))
+		pods = append(pods, buildPod(name+"-p", name, request))
+	}
+	return groups, pods
+}
+
+func nodes(n int, allocatable corev1.ResourceList) []*corev1.Node {
+	var list []*corev1.Node
+	for i := 0; i < n; i++ {
+		list = append(list, buildNode(fmt.Sprintf("n%d", i), allocatable, nil))
+	}
+	return list
+}
+
+// Without scoring, the search takes the first feasible node and the next search starts after
+// it, so that pods spread over the nodes rather than filling the first one.
+func TestSearchRotatesWithoutScoring(t *testing.T) {
+	groups, pods := singles(4, resources("1", "1Gi"))
+	tc := allocateCase{
+		queues:    []*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)},
+		podGroups: groups,
+		pods:      pods,
+		nodes:     nodes(3, resources("8", "8Gi", "pods", "10")),
+		wantBinds: map[string]string{"c1/job0-p": "n0", "c1/job1-p": "n1", "c1/job2-p": "n2", "c1/job3-p": "n0"},
+	}
+	ssn, cache := runAllocate(t, tc)
+	checkCase(t, tc, ssn, cache)
+}
+
+// The next session's search starts where the last one stopped.
+func TestSearchOffsetOutlivesTheSession(t *testing.T) {
+	act := New()
+	queues := []*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)}
+	allocatable := resources("8", "8Gi", "pods", "10")
+	want := []string{"n0", "n1", "n2", "n0"}
+	for cycle, node := range want {
+		groups, pods := singles(1, resources("1", "1Gi"))
+		cache := &fakeCache{snap: buildCluster(queues, groups, pods, nodes(3, allocatable)), binds: map[string]string{}}
+		act.Execute(openSession(cache, "allocate", nil, standardTiers(nil)...))
+		if got := cache.binds["c1/job0-p"]; got != node {
+			t.Errorf("cycle %d: bound to %q, want %q", cycle, got, node)
+		}
+	}
+}
+
+// scoreBy registers a node order that reads each node's score from the map.
+func scoreBy(scores map[string]float64) func(ssn *framework.Session) {
+	return func(ssn *framework.Session) {
+		ssn.AddNodeOrderFn("hooks", func(_ *api.TaskInfo, n *api.NodeInfo) (float64, error) { return scores[n.Name], nil })
+	}
+}
+
+func TestScoring(t *testing.T) {
+	free := resources("4", "8Gi", "pods", "10")
+	cases := []struct {
+		name      string
+		scores    map[string]float64
+		opts      *Options
+		nodes     []*corev1.Node
+		releasing string // a node whose cpu is held by a pod being deleted
+		want      string
+	}{
+		{name: "highest total wins", scores: map[string]float64{"n0": 10, "n1": 30, "n2": 20}, nodes: nodes(3, free), want: "n1"},
+		{name: "a tie goes to the first name", scores: map[string]float64{"n0": 10, "n1": 50, "n2": 50}, nodes: nodes(3, free), want: "n1"},
+		{
+			name:   "room now beats a higher score with room only once released",
+			scores: map[string]float64{"n0": 10, "n1": 90, "n2": 20}, nodes: nodes(3, free), releasing: "n1", want: "n2",
+		},
+		{
+			// 6 nodes, 50%, at least 2: the search stops after 3 feasible nodes and never sees
+			// n5's better score.
+			name:   "the search stops after enough feasible nodes",
+			scores: map[string]float64{"n0": 1, "n1": 2, "n2": 3, "n3": 4, "n4": 5, "n5": 100},
+			opts:   &Options{MinimumFeasibleNodes: 2, PercentageNodesToFind: 50},
+			nodes:  nodes(6, free), want: "n2",
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			groups := []*schedulingv1beta1.PodGroup{buildPodGroup("pg1", "q1", 1, inqueue, 1)}
+			pods := []*corev1.Pod{buildPod("p1", "pg1", resources("1", "1Gi"))}
+			if c.releasing != "" {
+				groups = append(groups, buildPodGroup("old", "q1", 1, running, 0))
+				pods = append(pods, buildPod("leaving", "old", resources("4", "1Gi"), runningOn(c.releasing, true)))
+			}
+			tc := allocateCase{
+				queues:    []*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)},
+				podGroups: groups,
+				pods:      pods,
+				nodes:     c.nodes,
+				hooks:     scoreBy(c.scores),
+				opts:      c.opts,
+				wantBinds: map[string]string{"c1/p1": c.want},
+			}
+			ssn, cache := runAllocate(t, tc)
+			checkCase(t, tc, ssn, cache)
+		})
+	}
+}
+
+// A single feasible node is taken without asking the scorers.
+func TestSingleFeasibleNodeIsNotScored(t *testing.T) {
+	calls := 0
+	tc := allocateCase{
+		queues:    []*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)},
+		podGroups: []*schedulingv1beta1.PodGroup{buildPodGroup("pg1", "q1", 1, inqueue, 0)},
+		pods:      []*corev1.Pod{buildPod("p1", "pg1", resources("2", "1Gi"))},
+		nodes: []*corev1.Node{
+			buildNode("big", resources("4", "8Gi", "pods", "10"), nil), buildNode("small", resources("1", "8Gi", "pods", "10"), nil),
+		},
+		hooks: func(ssn *framework.Session) {
+			ssn.AddNodeOrderFn("hooks", func(*api.TaskInfo, *api.NodeInfo) (float64, error) { calls++; return 0, nil })
+		},
+		wantBinds: map[string]string{"c1/p1": "big"},
+	}
+	ssn, cache := runAllocate(t, tc)
+	checkCase(t, tc, ssn, cache)
+	if calls != 0 {
+		t.Errorf("NodeOrder asked %d times, want 0", calls)
+	}
+}
+
+// A tie goes to the first name even when the search wrapped around the node list and met
+// the later name first.
+func TestScoringTieIgnoresSearchOrder(t *testing.T) {
+	// 3 nodes with room for one pod each; each search collects 2 feasible nodes. job0 looks
+	// at n0, n1 and takes n0. job1 starts at n2, skips the full n0, and ties n2 with n1.
+	groups, pods := singles(2, resources("1", "1Gi"))
+	tc := allocateCase{
+		queues:    []*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)},
+		podGroups: groups,
+		pods:      pods,
+		nodes:     nodes(3, resources("1", "8Gi", "pods", "10")),
+		hooks:     scoreBy(nil),
+		opts:      &Options{MinimumFeasibleNodes: 2, PercentageNodesToFind: 50},
+		wantBinds: map[string]string{"c1/job0-p": "n0", "c1/job1-p": "n1"},
+	}
+	ssn, cache := runAllocate(t, tc)
+	checkCase(t, tc, ssn, cache)
+}
+
+// A pod nominated to a node (by a preemption) goes there when it still fits, whatever the
+// search would have picked.
+func TestNominatedNodeFirst(t *testing.T) {
+	cases := []struct {
+		name, nominated, want string
+	}{
+		{"nominated node that fits", "n2", "n2"},
+		{"nominated node that is gone", "n9", "n0"},
+		{"nominated node that is too small", "small", "n0"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tc := allocateCase{
+				queues:    []*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)},
+				podGroups: []*schedulingv1beta1.PodGroup{buildPodGroup("pg1", "q1", 1, inqueue, 0)},
+				pods: []*corev1.Pod{buildPod("p1", "pg1", resources("2", "1Gi"), func(p *corev1.Pod) {
+					p.Status.NominatedNodeName = c.nominated
+				})},
+				nodes: append(nodes(3, resources("4", "8Gi", "pods", "10")),
+					buildNode("small", resources("1", "8Gi", "pods", "10"), nil)),
+				wantBinds: map[string]string{"c1/p1": c.want},
+			}
+			ssn, cache := runAllocate(t, tc)
+			checkCase(t, tc, ssn, cache)
+		})
+	}
+}

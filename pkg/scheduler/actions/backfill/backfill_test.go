@@ -1,0 +1,263 @@
+package backfill
+
+import (
+	"errors"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+)
+
+type fakeCache struct {
+	snap  *api.ClusterInfo
+	binds map[string]string
+}
+
+func (c *fakeCache) Snapshot() *api.ClusterInfo { return c.snap }
+func (c *fakeCache) Bind(t *api.TaskInfo) error {
+	c.binds[t.Key()] = t.NodeName
+	return nil
+}
+func (c *fakeCache) UpdateJobStatus(*api.JobInfo, bool)                  {}
+func (c *fakeCache) UpdateQueueStatus(*api.QueueInfo, *api.Resource)     {}
+func (c *fakeCache) RecordJobEvent(*api.JobInfo, string, string, string) {}
+
+var errNoGPUNode = errors.New("no node has the selected labels")
+
+// stub stands in for gang (valid and ready by api.JobInfo's counts), priority (queues by
+// priority) and predicates (node selectors, pre-checked).
+type stub struct{}
+
+func (stub) Name() string { return "stub" }
+func (stub) OnSessionOpen(ssn *framework.Session) {
+	ssn.AddQueueOrderFn("stub", func(l, r *api.QueueInfo) int { return int(r.Priority) - int(l.Priority) })
+	ssn.AddJobValidFn("stub", func(j *api.JobInfo) *framework.ValidateResult {
+		if j.ValidTaskNum() < j.MinAvailable {
+			return &framework.ValidateResult{Reason: "NotEnoughTasks"}
+		}
+		return nil
+	})
+	ssn.AddJobReadyFn("stub", func(j *api.JobInfo) bool { return j.IsReady() })
+	ssn.AddPrePredicateFn("stub", func(t *api.TaskInfo) error {
+		if t.Pod.Spec.NodeSelector["gpu"] != "" {
+			return errNoGPUNode
+		}
+		return nil
+	})
+}
+func (stub) OnSessionClose(*framework.Session) {}
+
+var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func pod(name, group string, requests corev1.ResourceList, changes ...func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: name, UID: types.UID("c1-" + name),
+			Annotations: map[string]string{schedulingv1beta1.KubeGroupNameAnnotationKey: group}},
+		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: requests}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending},
+	}
+	for _, change := range changes {
+		change(p)
+	}
+	return p
+}
+
+func runningOn(node string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Spec.NodeName, p.Status.Phase = node, corev1.PodRunning }
+}
+
+func group(name, queue string, minMember int32, phase schedulingv1beta1.PodGroupPhase) *schedulingv1beta1.PodGroup {
+	return &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: name, CreationTimestamp: metav1.NewTime(epoch)},
+		Spec:       schedulingv1beta1.PodGroupSpec{MinMember: minMember, Queue: queue},
+		Status:     schedulingv1beta1.PodGroupStatus{Phase: phase},
+	}
+}
+
+func node(name string, pods string) *corev1.Node {
+	alloc := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"),
+		corev1.ResourcePods: resource.MustParse(pods)}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: alloc}}
+}
+
+func TestBackfill(t *testing.T) {
+	const (
+		inqueue = schedulingv1beta1.PodGroupInqueue
+		pending = schedulingv1beta1.PodGroupPending
+		running = schedulingv1beta1.PodGroupRunning
+	)
+	oneCPU := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	hugeCPU := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100")}
+	cases := []struct {
+		name   string
+		queues map[string]int32 // name -> priority
+		groups []*schedulingv1beta1.PodGroup
+		pods   []*corev1.Pod
+		nodes  []*corev1.Node
+
+		wantBinds     map[string]string
+		wantFitErrors map[string]string
+		// wantWouldGo: pods left unbound that must remember the node they were tried on.
+		wantWouldGo map[string]string
+		// wantUntried: pods never placed, not even tentatively.
+		wantUntried []string
+	}{
+		{
+			name:      "a best-effort pod is bound",
+			groups:    []*schedulingv1beta1.PodGroup{group("pg1", "q1", 1, inqueue)},
+			pods:      []*corev1.Pod{pod("be", "pg1", nil)},
+			nodes:     []*corev1.Node{node("n1", "10")},
+			wantBinds: map[string]string{"c1/be": "n1"},
+		},
+		{
+			name:   "pods with requests are left to allocate",
+			groups: []*schedulingv1beta1.PodGroup{group("pg1", "q1", 1, inqueue)},
+			pods:   []*corev1.Pod{pod("p1", "pg1", oneCPU)},
+			nodes:  []*corev1.Node{node("n1", "10")},
+		},
+		{
+			name:        "a job still Pending is not backfilled",
+			groups:      []*schedulingv1beta1.PodGroup{group("pg1", "q1", 1, pending)},
+			pods:        []*corev1.Pod{pod("be", "pg1", nil)},
+			nodes:       []*corev1.Node{node("n1", "10")},
+			wantUntried: []string{"be"},
+		},
+		{
+			name:        "an invalid job is not backfilled",
+			groups:      []*schedulingv1beta1.PodGroup{group("pg1", "q1", 2, inqueue)},
+			pods:        []*corev1.Pod{pod("be", "pg1", nil)},
+			nodes:       []*corev1.Node{node("n1", "10")},
+			wantUntried: []string{"be"},
+		},
+		{
+			name:        "a job whose queue is missing is not backfilled",
+			groups:      []*schedulingv1beta1.PodGroup{group("pg1", "gone", 1, inqueue)},
+			pods:        []*corev1.Pod{pod("be", "pg1", nil)},
+			nodes:       []*corev1.Node{node("n1", "10")},
+			wantUntried: []string{"be"},
+		},
+		{
+			name:   "a gated pod waits",
+			groups: []*schedulingv1beta1.PodGroup{group("pg1", "q1", 1, inqueue)},
+			pods: []*corev1.Pod{pod("be", "pg1", nil, func(p *corev1.Pod) {
+				p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "wait"}}
+			})},
+			nodes: []*corev1.Node{node("n1", "10")},
+		},
+		{
+			// The gang needs its other pod, which does not fit: the best-effort pod is
+			// not bound, and remembers where it would go.
+			name:        "a job that is not ready binds nothing",
+			groups:      []*schedulingv1beta1.PodGroup{group("pg1", "q1", 2, inqueue)},
+			pods:        []*corev1.Pod{pod("be", "pg1", nil), pod("big", "pg1", hugeCPU)},
+			nodes:       []*corev1.Node{node("n1", "10")},
+			wantWouldGo: map[string]string{"be": "n1"},
+		},
+		{
+			name:          "no pod slot left",
+			groups:        []*schedulingv1beta1.PodGroup{group("pg1", "q1", 1, inqueue), group("old", "q1", 1, running)},
+			pods:          []*corev1.Pod{pod("be", "pg1", nil), pod("resident", "old", oneCPU, runningOn("n1"))},
+			nodes:         []*corev1.Node{node("n1", "1")},
+			wantFitErrors: map[string]string{"be": "0/1 nodes are unavailable: 1 Insufficient pods."},
+		},
+		{
+			name:   "a pre-predicate failure is recorded for every node",
+			groups: []*schedulingv1beta1.PodGroup{group("pg1", "q1", 1, inqueue)},
+			pods: []*corev1.Pod{pod("be", "pg1", nil, func(p *corev1.Pod) {
+				p.Spec.NodeSelector = map[string]string{"gpu": "h200"}
+			})},
+			nodes:         []*corev1.Node{node("n1", "10"), node("n2", "10")},
+			wantFitErrors: map[string]string{"be": "0/2 nodes are unavailable: 2 no node has the selected labels."},
+		},
+		{
+			// One pod slot: the queue that goes first gets it.
+			name:          "candidates are taken in queue order",
+			queues:        map[string]int32{"low": 1, "high": 10},
+			groups:        []*schedulingv1beta1.PodGroup{group("pg-low", "low", 1, inqueue), group("pg-high", "high", 1, inqueue)},
+			pods:          []*corev1.Pod{pod("be-low", "pg-low", nil), pod("be-high", "pg-high", nil)},
+			nodes:         []*corev1.Node{node("n1", "1")},
+			wantBinds:     map[string]string{"c1/be-high": "n1"},
+			wantFitErrors: map[string]string{"be-low": "0/1 nodes are unavailable: 1 Insufficient pods."},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			queues := c.queues
+			if queues == nil {
+				queues = map[string]int32{"q1": 0}
+			}
+			snap := &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{}, Queues: map[api.QueueID]*api.QueueInfo{}}
+			for name, prio := range queues {
+				snap.Queues[api.QueueID(name)] = api.NewQueueInfo(&schedulingv1beta1.Queue{
+					ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: schedulingv1beta1.QueueSpec{Priority: prio}})
+			}
+			for _, n := range c.nodes {
+				ni := api.NewNodeInfo(n)
+				snap.Nodes[n.Name] = ni
+				snap.NodeList = append(snap.NodeList, ni)
+			}
+			sort.Slice(snap.NodeList, func(i, j int) bool { return snap.NodeList[i].Name < snap.NodeList[j].Name })
+			for _, pg := range c.groups {
+				j := api.NewJobInfo(api.NewJobID(pg.Namespace, pg.Name))
+				j.SetPodGroup(pg, "default")
+				snap.Jobs[j.UID] = j
+			}
+			for _, p := range c.pods {
+				task := api.NewTaskInfo(p)
+				snap.Jobs[task.Job].AddTask(task)
+				if n := snap.Nodes[task.NodeName]; n != nil {
+					n.AddTask(task)
+				}
+			}
+			cache := &fakeCache{snap: snap, binds: map[string]string{}}
+			reg := framework.NewRegistry()
+			reg.RegisterPlugin("stub", func(conf.Arguments) (framework.Plugin, error) { return stub{}, nil })
+			cfg := &conf.SchedulerConfiguration{Actions: "enqueue, allocate, backfill", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: "stub"}}}}}
+			ssn := framework.OpenSession(cache, cfg, reg)
+
+			New().Execute(ssn)
+
+			want := c.wantBinds
+			if want == nil {
+				want = map[string]string{}
+			}
+			if diff := cmp.Diff(want, cache.binds); diff != "" {
+				t.Errorf("binds (-want +got):\n%s", diff)
+			}
+			tasks := map[string]*api.TaskInfo{}
+			jobs := map[string]*api.JobInfo{}
+			for _, j := range ssn.Jobs {
+				for _, task := range j.Tasks {
+					tasks[task.Name], jobs[task.Name] = task, j
+				}
+			}
+			for name, msg := range c.wantFitErrors {
+				fe := jobs[name].NodesFitErrors[tasks[name].UID]
+				if fe == nil || fe.Error() != msg {
+					t.Errorf("pod %s: fit error %v, want %q", name, fe, msg)
+				}
+			}
+			for _, name := range c.wantUntried {
+				if task := tasks[name]; task.Status != api.Pending || task.LastTransaction != nil {
+					t.Errorf("pod %s was tried: status %v, last placement %+v", name, task.Status, task.LastTransaction)
+				}
+			}
+			for name, n := range c.wantWouldGo {
+				task := tasks[name]
+				if task.Status != api.Pending || task.LastTransaction == nil || task.LastTransaction.NodeName != n {
+					t.Errorf("pod %s: status %v, last placement %+v, want Pending and last placed on %s", name, task.Status, task.LastTransaction, n)
+				}
+			}
+		})
+	}
+}
