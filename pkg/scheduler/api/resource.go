@@ -66,8 +66,8 @@ func EmptyResource() *Resource {
 
 // NewResource converts a ResourceList (a pod's requests, a node's
 // allocatable, a queue's capability) into a Resource: cpu in millicores,
-// memory in bytes, everything else in milli-units. "count/..." quota names
-// are left out, and "pods" also sets MaxTaskNum.
+// memory in bytes, everything else in milli-units. Quota-only names are left
+// out (see isScalarResourceName), and "pods" also sets MaxTaskNum.
 func NewResource(list corev1.ResourceList) *Resource {
 	r := &Resource{}
 	for name, quantity := range list {
@@ -77,7 +77,7 @@ func NewResource(list corev1.ResourceList) *Resource {
 		case corev1.ResourceMemory:
 			r.Memory += float64(quantity.Value())
 		default:
-			if strings.HasPrefix(string(name), countQuotaPrefix) {
+			if !isScalarResourceName(name) {
 				continue
 			}
 			if name == corev1.ResourcePods {
@@ -90,6 +90,25 @@ func NewResource(list corev1.ResourceList) *Resource {
 		}
 	}
 	return r
+}
+
+// isScalarResourceName: the names a task can consume besides cpu and memory, as upstream
+// keeps them. PodGroup minResources are quota usage, which also lists "requests.cpu",
+// "limits.memory", "requests.volcano.sh/vgpu-memory" and "count/pods": those describe the same
+// requests again (or object counts) and are left out, or a queue check would compare them with
+// a capability that never names them.
+func isScalarResourceName(name corev1.ResourceName) bool {
+	n := string(name)
+	switch {
+	case name == corev1.ResourcePods || name == corev1.ResourceEphemeralStorage:
+		return true
+	case strings.HasPrefix(n, corev1.ResourceHugePagesPrefix), strings.HasPrefix(n, "attachable-volumes-"):
+		return true
+	case strings.HasPrefix(n, corev1.DefaultResourceRequestsPrefix), strings.HasPrefix(n, "limits."), strings.HasPrefix(n, countQuotaPrefix):
+		return false
+	}
+	// Extended resources carry a domain ("volcano.sh/vgpu-memory", "nvidia.com/gpu").
+	return strings.Contains(n, "/")
 }
 
 // Clone returns a deep copy of r.

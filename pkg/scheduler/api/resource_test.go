@@ -372,3 +372,26 @@ func BenchmarkAddSubRoundTrip(b *testing.B) {
 		idle.Add(task)
 	}
 }
+
+// A PodGroup's minResources is quota usage (upstream's podgroup controller): the same requests
+// appear again under "requests." and "limits." names, plus object counts. Only the real
+// resources may count, or a queue check would fail on names no capability has.
+func TestNewResourceFromQuotaUsage(t *testing.T) {
+	usage := corev1.ResourceList{
+		"count/pods": resource.MustParse("1"), "pods": resource.MustParse("1"),
+		"cpu": resource.MustParse("1"), "requests.cpu": resource.MustParse("1"), "limits.cpu": resource.MustParse("1"),
+		"memory": resource.MustParse("1Gi"), "requests.memory": resource.MustParse("1Gi"),
+		"volcano.sh/vgpu-memory": resource.MustParse("2000"), "requests.volcano.sh/vgpu-memory": resource.MustParse("2000"),
+		"hugepages-2Mi": resource.MustParse("4Mi"), "gpu": resource.MustParse("1"),
+	}
+	r := NewResource(usage)
+	want := map[corev1.ResourceName]float64{"pods": 1000, "volcano.sh/vgpu-memory": 2000000, "hugepages-2Mi": 4 * 1024 * 1024 * 1000}
+	if r.MilliCPU != 1000 || r.Memory != 1<<30 || len(r.ScalarResources) != len(want) {
+		t.Fatalf("got %s, scalars %v", r, r.ScalarResources)
+	}
+	for name, v := range want {
+		if r.ScalarResources[name] != v {
+			t.Errorf("%s = %v, want %v", name, r.ScalarResources[name], v)
+		}
+	}
+}
