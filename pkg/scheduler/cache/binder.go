@@ -1,0 +1,149 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
+)
+
+// Bind accepts a committed placement (spec 4.5): the cache's copy of the task becomes Binding
+// on the node at once, so the next snapshot already counts it there, and a bind worker sends
+// the Binding. It refuses a task the cache no longer holds as Pending, a node it does not
+// know, and a node whose idle resources cannot take the task.
+func (sc *SchedulerCache) Bind(task *api.TaskInfo) error {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	cur := sc.tasks[task.UID]
+	if cur == nil {
+		return fmt.Errorf("bind pod %s to %s: the pod is no longer in the cache", task.Key(), task.NodeName)
+	}
+	if cur.Status != api.Pending {
+		return fmt.Errorf("bind pod %s to %s: the pod is %s in the cache, not Pending", task.Key(), task.NodeName, cur.Status)
+	}
+	node := sc.nodes[task.NodeName]
+	if node == nil || node.Node == nil {
+		return fmt.Errorf("bind pod %s to %s: the node is not in the cache", task.Key(), task.NodeName)
+	}
+	if !cur.InitResreq.LessEqual(node.Idle, api.MissingAsZero) {
+		return fmt.Errorf("bind pod %s to %s: the node's idle resources cannot take it: insufficient %v",
+			task.Key(), task.NodeName, cur.InitResreq.Exceeding(node.Idle, api.MissingAsZero))
+	}
+	sc.setTaskStatus(cur, api.Binding)
+	cur.NodeName = node.Name
+	cur.BindAnnotations = maps.Clone(task.BindAnnotations)
+	node.AddTask(cur)
+	sc.nodeChanged(node.Name)
+	sc.binds.Add(refOf(cur))
+	return nil
+}
+
+// setTaskStatus moves a cached task to a status, through its job's indexes. Called under mu.
+func (sc *SchedulerCache) setTaskStatus(t *api.TaskInfo, status api.TaskStatus) {
+	if job := sc.jobs[t.Job]; job != nil && job.Tasks[t.UID] == t {
+		job.UpdateTaskStatus(t, status)
+		return
+	}
+	t.Status = status
+}
+
+// processNextBind sends one Binding; false once the cache is shut down.
+func (sc *SchedulerCache) processNextBind(ctx context.Context) bool {
+	ref, shutdown := sc.binds.Get()
+	if shutdown {
+		return false
+	}
+	defer sc.binds.Done(ref)
+
+	sc.mu.Lock()
+	t := sc.tasks[ref.UID]
+	if t == nil || t.Status != api.Binding {
+		// Deleted, or being deleted, since Bind accepted it.
+		sc.mu.Unlock()
+		return true
+	}
+	pod, node := t.Pod, t.NodeName
+	binding := newBinding(t)
+	sc.mu.Unlock()
+
+	if err := sc.kube.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+		sc.bindFailed(ref, pod, node, err)
+		return true
+	}
+	klog.V(3).InfoS("Bound pod", "pod", klog.KObj(pod), "node", node)
+	sc.recorder.Eventf(pod, corev1.EventTypeNormal, EventReasonScheduled, "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
+	metrics.ScheduledPods.Inc()
+	metrics.TaskSchedulingLatency.Observe(metrics.Since(pod.CreationTimestamp.Time))
+	return true
+}
+
+// newBinding is the request that binds the task's pod to its node. It carries the annotations
+// the scheduler owns for this placement; the API server merges them into the pod together
+// with spec.nodeName, so a pod is never bound without its device assignment.
+func newBinding(t *api.TaskInfo) *corev1.Binding {
+	return &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: t.Namespace, Name: t.Name, UID: types.UID(t.UID),
+			Annotations: maps.Clone(t.BindAnnotations),
+		},
+		Target: corev1.ObjectReference{Kind: "Node", Name: t.NodeName},
+	}
+}
+
+// bindFailed reports a refused bind on the pod, undoes the placement in the cache and
+// re-reads the pod from the API server with backoff: the bind may have happened after all
+// (a timeout), or the pod may have changed or gone.
+func (sc *SchedulerCache) bindFailed(ref podRef, pod *corev1.Pod, node string, err error) {
+	klog.ErrorS(err, "Bind failed; undoing the placement", "pod", klog.KObj(pod), "node", node)
+	metrics.BindFailures.Inc()
+	sc.setPodUnscheduled(pod, api.ReasonSchedulerError, fmt.Sprintf("failed to bind to node %s: %v", node, err))
+
+	sc.mu.Lock()
+	if t := sc.tasks[ref.UID]; t != nil && t.Status == api.Binding && t.NodeName == node {
+		sc.nodes[node].RemoveTask(t)
+		sc.setTaskStatus(t, api.Pending)
+		t.NodeName, t.BindAnnotations = "", nil
+		sc.nodeChanged(node)
+	}
+	sc.mu.Unlock()
+	sc.resyncs.AddRateLimited(ref)
+}
+
+// processNextResync re-reads one pod whose bind failed; false once the cache is shut down.
+func (sc *SchedulerCache) processNextResync(ctx context.Context) bool {
+	ref, shutdown := sc.resyncs.Get()
+	if shutdown {
+		return false
+	}
+	defer sc.resyncs.Done(ref)
+
+	pod, err := sc.kube.CoreV1().Pods(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		klog.ErrorS(err, "Re-reading pod after a failed bind; retrying", "pod", klog.KRef(ref.Namespace, ref.Name))
+		sc.resyncs.AddRateLimited(ref)
+		return true
+	}
+	sc.resyncs.Forget(ref)
+
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	t := sc.tasks[ref.UID]
+	switch {
+	case t == nil:
+		// Already deleted through the informer.
+	case err != nil || pod.UID != types.UID(ref.UID):
+		// Gone, perhaps replaced by a pod of the same name, which the informer will bring.
+		sc.nodeChanged(sc.removeTask(t))
+	case pod.ResourceVersion != t.Pod.ResourceVersion:
+		sc.setPod(pod)
+	}
+	return true
+}

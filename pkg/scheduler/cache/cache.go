@@ -1,0 +1,195 @@
+// Package cache keeps the scheduler's view of the cluster up to date from informers (pods,
+// nodes, PodGroups, Queues, PriorityClasses), hands each session a private snapshot of it, and
+// carries the session's decisions back to the API server: binds, PodGroup and Queue status,
+// pod conditions and events. It implements framework.Cache.
+//
+// One mutex guards the cluster maps. Informer handlers and Bind change them under it; Snapshot
+// copies them under it. API requests are made by worker goroutines, never under the mutex.
+package cache
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	"volcano.sh/apis/pkg/client/clientset/versioned"
+	vcscheme "volcano.sh/apis/pkg/client/clientset/versioned/scheme"
+	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+)
+
+var _ framework.Cache = (*SchedulerCache)(nil)
+
+// SchedulerCache is the scheduler's cluster state. Build it with New, start it with Run.
+type SchedulerCache struct {
+	kube kubernetes.Interface
+	vc   versioned.Interface
+
+	schedulerNames sets.Set[string]
+	defaultQueue   string
+	nodeSelector   nodeSelector
+	bindWorkers    int
+	statusWorkers  int
+
+	kubeInformers informers.SharedInformerFactory
+	vcInformers   vcinformers.SharedInformerFactory
+	// synced reports, per registered handler, that it has seen the informer's initial list.
+	synced []toolscache.InformerSynced
+
+	broadcaster record.EventBroadcaster
+	recorder    record.EventRecorder
+	clock       clock.PassiveClock
+
+	// binds holds pods whose placement Bind accepted, for the bind workers.
+	binds workqueue.TypedInterface[podRef]
+	// resyncs holds pods whose bind failed, to re-read from the API server with backoff.
+	resyncs workqueue.TypedRateLimitingInterface[podRef]
+	// writes coalesces status writes per object for the status workers.
+	writes *statusWriter
+	// conditions remembers the PodScheduled condition last sent to each pod.
+	conditions *sentConditions
+
+	mu     sync.Mutex
+	jobs   map[api.JobID]*api.JobInfo
+	nodes  map[string]*api.NodeInfo
+	queues map[api.QueueID]*api.QueueInfo
+	// tasks indexes every task by pod UID; the job's and this index share the object, the node
+	// holds its own copy.
+	tasks           map[api.TaskID]*api.TaskInfo
+	priorityClasses map[string]*schedulingv1.PriorityClass
+	observers       []NodeObserver
+	dangling        *danglingReferences
+}
+
+// podRef names a pod in the work queues (comparable, unlike the pod).
+type podRef struct {
+	Namespace, Name string
+	UID             api.TaskID
+}
+
+func refOf(t *api.TaskInfo) podRef { return podRef{Namespace: t.Namespace, Name: t.Name, UID: t.UID} }
+
+// queueCreationTimeout bounds how long New retries creating the root and default queues.
+const queueCreationTimeout = 60 * time.Second
+
+// New builds the cache, creates the root and default queues (retrying for up to a minute) and
+// registers the informers. Nothing is watched until Run.
+func New(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*SchedulerCache, error) {
+	sc, err := newCache(cfg, kube, vc)
+	if err != nil {
+		return nil, err
+	}
+	if err := createDefaultQueues(context.Background(), vc, sc.defaultQueue, queueCreationBackoff(queueCreationTimeout)); err != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
+// newCache is New without touching the API server.
+func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*SchedulerCache, error) {
+	cfg = cfg.withDefaults()
+	sel, err := parseNodeSelector(cfg.NodeSelector)
+	if err != nil {
+		return nil, err
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("event scheme: %w", err)
+	}
+	if err := vcscheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("event scheme: %w", err)
+	}
+	broadcaster := record.NewBroadcaster()
+	sc := &SchedulerCache{
+		kube:           kube,
+		vc:             vc,
+		schedulerNames: sets.New(cfg.SchedulerNames...),
+		defaultQueue:   cfg.DefaultQueue,
+		nodeSelector:   sel,
+		bindWorkers:    cfg.BindWorkers,
+		statusWorkers:  cfg.StatusWorkers,
+		kubeInformers:  informers.NewSharedInformerFactory(kube, cfg.ResyncPeriod),
+		vcInformers:    vcinformers.NewSharedInformerFactory(vc, cfg.ResyncPeriod),
+		broadcaster:    broadcaster,
+		recorder:       broadcaster.NewRecorder(scheme, corev1.EventSource{Component: cfg.SchedulerNames[0]}),
+		clock:          clock.RealClock{},
+		binds:          workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[podRef]{Name: "bind"}),
+		resyncs: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[podRef](),
+			workqueue.TypedRateLimitingQueueConfig[podRef]{Name: "bind-resync"}),
+		writes:          newStatusWriter(),
+		conditions:      newSentConditions(),
+		jobs:            map[api.JobID]*api.JobInfo{},
+		nodes:           map[string]*api.NodeInfo{},
+		queues:          map[api.QueueID]*api.QueueInfo{},
+		tasks:           map[api.TaskID]*api.TaskInfo{},
+		priorityClasses: map[string]*schedulingv1.PriorityClass{},
+		dangling:        newDanglingReferences(),
+	}
+	if err := sc.addEventHandlers(cfg.PriorityClass); err != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
+// Run starts the informers, the event sink, and the bind, resync and status workers, and
+// returns. Everything stops when ctx is done.
+func (sc *SchedulerCache) Run(ctx context.Context) {
+	sc.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: sc.kube.CoreV1().Events("")})
+	sc.broadcaster.StartStructuredLogging(4)
+	sc.kubeInformers.Start(ctx.Done())
+	sc.vcInformers.Start(ctx.Done())
+	for range sc.bindWorkers {
+		go func() {
+			for sc.processNextBind(ctx) {
+			}
+		}()
+	}
+	go func() {
+		for sc.processNextResync(ctx) {
+		}
+	}()
+	for range sc.statusWorkers {
+		go func() {
+			for sc.writes.processNext(ctx) {
+			}
+		}()
+	}
+	go func() {
+		<-ctx.Done()
+		sc.binds.ShutDown()
+		sc.resyncs.ShutDown()
+		sc.writes.shutDown()
+		sc.broadcaster.Shutdown()
+	}()
+}
+
+// WaitForCacheSync blocks until every informer's initial list has been handled, or ctx ends;
+// it reports whether the cache is synced.
+func (sc *SchedulerCache) WaitForCacheSync(ctx context.Context) bool {
+	return toolscache.WaitForCacheSync(ctx.Done(), sc.synced...)
+}
+
+// Synced reports whether every informer's initial list has been handled (for /healthz).
+func (sc *SchedulerCache) Synced() bool {
+	for _, s := range sc.synced {
+		if !s() {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,270 @@
+package cache
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+)
+
+type step func(t *testing.T, env *testEnv)
+
+func adding(objs ...runtime.Object) step {
+	return func(t *testing.T, env *testEnv) { env.add(t, objs...) }
+}
+
+func updatingPod(pod *corev1.Pod) step {
+	return func(t *testing.T, env *testEnv) { env.sc.onPodUpdate(nil, pod) }
+}
+
+func deleting(obj runtime.Object) step {
+	return func(t *testing.T, env *testEnv) {
+		switch o := obj.(type) {
+		case *corev1.Pod:
+			// As a tombstone, which the handler must unwrap.
+			env.sc.onPodDelete(toolscache.DeletedFinalStateUnknown{Key: o.Namespace + "/" + o.Name, Obj: o})
+		case *corev1.Node:
+			env.sc.onNodeDelete(o)
+		default:
+			env.sc.onPodGroupDelete(o)
+		}
+	}
+}
+
+func binding(pod, node string) step {
+	return func(t *testing.T, env *testEnv) {
+		task := api.NewTaskInfo(newPod(pod, "1", inGroup("pg1")))
+		task.NodeName = node
+		if err := env.sc.Bind(task); err != nil {
+			t.Fatalf("Bind: %v", err)
+		}
+	}
+}
+
+func TestEventHandlers(t *testing.T) {
+	n1 := newNode("n1", "4", nil)
+	tests := []struct {
+		name  string
+		opts  Options
+		steps []step
+		want  []string
+	}{
+		{
+			name:  "a pending pod joins its job and holds no node",
+			steps: []step{adding(n1, newPod("p1", "1", inGroup("pg1")))},
+			want:  []string{"job ns/pg1 p1=Pending", "node n1: idle cpu 4000, tasks none"},
+		},
+		{
+			name:  "a running pod counts on its node",
+			steps: []step{adding(n1, newPod("p1", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning)))},
+			want:  []string{"job ns/pg1 p1=Running@n1", "node n1: idle cpu 3000, tasks p1"},
+		},
+		{
+			name:  "another scheduler's pod on a node counts there, outside any job",
+			steps: []step{adding(n1, newPod("p1", "1", scheduledBy("default-scheduler"), onNode("n1"), inPhase(corev1.PodRunning)))},
+			want:  []string{"node n1: idle cpu 3000, tasks p1"},
+		},
+		{
+			name:  "another scheduler's pod not yet on a node is ignored",
+			steps: []step{adding(n1, newPod("p1", "1", scheduledBy("default-scheduler"), inGroup("pg1")))},
+			want:  []string{"node n1: idle cpu 4000, tasks none"},
+		},
+		{
+			name:  "a pod without the group annotation counts on its node only",
+			steps: []step{adding(n1, newPod("p1", "1", onNode("n1")))},
+			want:  []string{"node n1: idle cpu 3000, tasks p1"},
+		},
+		{
+			name:  "a finished pod stays in its job but frees its node",
+			steps: []step{adding(n1, newPod("p1", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodSucceeded)))},
+			want:  []string{"job ns/pg1 p1=Succeeded@n1", "node n1: idle cpu 4000, tasks none"},
+		},
+		{
+			name: "a pod update moves the pod onto its node",
+			steps: []step{
+				adding(n1, newPod("p1", "1", inGroup("pg1"))),
+				updatingPod(newPod("p1", "1", inGroup("pg1"), onNode("n1"), resourceVersion("2"))),
+			},
+			want: []string{"job ns/pg1 p1=Bound@n1", "node n1: idle cpu 3000, tasks p1"},
+		},
+		{
+			name: "deleting the last pod of a job without PodGroup forgets the job and frees the node",
+			steps: []step{
+				adding(n1, newPod("p1", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning))),
+				deleting(newPod("p1", "1")),
+			},
+			want: []string{"node n1: idle cpu 4000, tasks none"},
+		},
+		{
+			name: "deleting a pod keeps the job of an existing PodGroup",
+			steps: []step{
+				adding(n1, newPodGroup("pg1", "", 1), newPod("p1", "1", inGroup("pg1"))),
+				deleting(newPod("p1", "1")),
+			},
+			want: []string{"job ns/pg1 [pg queue=default]", "node n1: idle cpu 4000, tasks none"},
+		},
+		{
+			name: "a deleted PodGroup leaves its pods counting on their nodes",
+			steps: []step{
+				adding(n1, newPodGroup("pg1", "q1", 1), newPod("p1", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning))),
+				deleting(newPodGroup("pg1", "q1", 1)),
+			},
+			want: []string{"job ns/pg1 p1=Running@n1", "node n1: idle cpu 3000, tasks p1"},
+		},
+		{
+			name:  "a pod on a node not seen yet is accounted until the node arrives",
+			steps: []step{adding(newPod("p1", "1", onNode("n2"), inPhase(corev1.PodRunning)))},
+			want:  []string{"node n2 (no object): idle cpu -1000, tasks p1"},
+		},
+		{
+			name: "a node arriving after its pods starts with their usage",
+			steps: []step{
+				adding(newPod("p1", "1", onNode("n1"), inPhase(corev1.PodRunning))),
+				adding(n1),
+			},
+			want: []string{"node n1: idle cpu 3000, tasks p1"},
+		},
+		{
+			name: "a deleted node keeps its pods' usage until they go",
+			steps: []step{
+				adding(n1, newPod("p1", "1", onNode("n1"), inPhase(corev1.PodRunning))),
+				deleting(n1),
+			},
+			want: []string{"node n1 (no object): idle cpu 3000, tasks p1"},
+		},
+		{
+			name: "a deleted node is forgotten with its last pod",
+			steps: []step{
+				adding(n1, newPod("p1", "1", onNode("n1"), inPhase(corev1.PodRunning))),
+				deleting(n1),
+				deleting(newPod("p1", "1")),
+			},
+			want: nil,
+		},
+		{
+			name:  "nodes outside the node selector are not taken",
+			opts:  Options{NodeSelector: []string{"pool:gpu", "zone:a"}},
+			steps: []step{adding(newNode("n1", "4", map[string]string{"pool": "cpu"}), newNode("n2", "4", map[string]string{"pool": "gpu"}), newNode("n3", "4", map[string]string{"zone": "a"}))},
+			want:  []string{"node n2: idle cpu 4000, tasks none", "node n3: idle cpu 4000, tasks none"},
+		},
+		{
+			name:  "pods of every configured scheduler name are taken",
+			opts:  Options{SchedulerNames: []string{"volcano", "gpu-scheduler"}},
+			steps: []step{adding(newPod("p1", "1", inGroup("pg1"), scheduledBy("gpu-scheduler")), newPod("p2", "1", inGroup("pg1"), scheduledBy("other")))},
+			want:  []string{"job ns/pg1 p1=Pending"},
+		},
+		{
+			name: "an update of a pod whose bind is in flight keeps the placement",
+			steps: []step{
+				adding(n1, newPodGroup("pg1", "", 1), newPod("p1", "1", inGroup("pg1"))),
+				binding("p1", "n1"),
+				updatingPod(newPod("p1", "1", inGroup("pg1"), resourceVersion("2"), withCondition(corev1.PodCondition{Type: "Custom"}))),
+			},
+			want: []string{"job ns/pg1 [pg queue=default] p1=Binding@n1", "node n1: idle cpu 3000, tasks p1"},
+		},
+		{
+			name: "the informer showing the bind makes the pod Bound",
+			steps: []step{
+				adding(n1, newPodGroup("pg1", "", 1), newPod("p1", "1", inGroup("pg1"))),
+				binding("p1", "n1"),
+				updatingPod(newPod("p1", "1", inGroup("pg1"), onNode("n1"), resourceVersion("2"))),
+			},
+			want: []string{"job ns/pg1 [pg queue=default] p1=Bound@n1", "node n1: idle cpu 3000, tasks p1"},
+		},
+		{
+			name: "a pod being deleted while its bind is in flight is no longer Binding",
+			steps: []step{
+				adding(n1, newPodGroup("pg1", "", 1), newPod("p1", "1", inGroup("pg1"))),
+				binding("p1", "n1"),
+				updatingPod(func() *corev1.Pod {
+					p := newPod("p1", "1", inGroup("pg1"), resourceVersion("2"))
+					p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+					return p
+				}()),
+			},
+			want: []string{"job ns/pg1 [pg queue=default] p1=Releasing", "node n1: idle cpu 4000, tasks none"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := newTestEnv(t, tt.opts)
+			for _, s := range tt.steps {
+				s(t, env)
+			}
+			if got := describeCache(env.sc); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("cache:\n got  %q\n want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseNodeSelector(t *testing.T) {
+	tests := []struct {
+		entries []string
+		wantErr bool
+	}{
+		{entries: nil},
+		{entries: []string{"pool:gpu", "zone: a "}},
+		{entries: []string{"empty-value:"}},
+		{entries: []string{"pool=gpu"}, wantErr: true},
+		{entries: []string{":gpu"}, wantErr: true},
+	}
+	for _, tt := range tests {
+		_, err := parseNodeSelector(tt.entries)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("parseNodeSelector(%q) error = %v, want error %v", tt.entries, err, tt.wantErr)
+		}
+	}
+	if _, err := New(Options{NodeSelector: []string{"bad"}}, nil, nil); err == nil {
+		t.Errorf("New accepted a malformed node selector")
+	}
+}
+
+// TestInformersFeedTheCache runs the real informers over fake clientsets: the handlers are
+// wired, filters apply (including a node that stops matching the selector), and Synced
+// follows the informers.
+func TestInformersFeedTheCache(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	env := newTestEnv(t, Options{NodeSelector: []string{"pool:gpu"}})
+	gpu := map[string]string{"pool": "gpu"}
+	for _, o := range []runtime.Object{newNode("n1", "4", gpu), newNode("n2", "4", nil),
+		newPod("p1", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning)),
+		newPod("p2", "1", scheduledBy("other"))} {
+		mustCreate(t, env.kube.Tracker().Add(o))
+	}
+	for _, o := range []runtime.Object{newPodGroup("pg1", "", 1), newQueue("default")} {
+		mustCreate(t, env.vc.Tracker().Add(o))
+	}
+	if env.sc.Synced() {
+		t.Fatalf("Synced before the informers ran")
+	}
+	env.sc.Run(ctx)
+	if !env.sc.WaitForCacheSync(ctx) || !env.sc.Synced() {
+		t.Fatalf("cache did not sync")
+	}
+	want := []string{"job ns/pg1 [pg queue=default] p1=Running@n1", "node n1: idle cpu 3000, tasks p1"}
+	if got := describeCache(env.sc); !reflect.DeepEqual(got, want) {
+		t.Errorf("after sync:\n got  %q\n want %q", got, want)
+	}
+
+	// n1 loses its label: it leaves the cache's schedulable nodes, its pod's usage stays.
+	if _, err := env.kube.CoreV1().Nodes().Update(ctx, newNode("n1", "4", nil), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"job ns/pg1 [pg queue=default] p1=Running@n1", "node n1 (no object): idle cpu 3000, tasks p1"}
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return reflect.DeepEqual(describeCache(env.sc), want), nil
+	})
+	if err != nil {
+		t.Errorf("after relabel:\n got  %q\n want %q", describeCache(env.sc), want)
+	}
+}

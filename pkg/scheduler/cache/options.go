@@ -1,0 +1,89 @@
+package cache
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// Options are the vc-scheduler flags the cache reads.
+type Options struct {
+	// SchedulerNames (--scheduler-name, repeatable): pods whose spec.schedulerName is one of
+	// these are scheduled. The first also names the events' source component.
+	// Empty means "volcano".
+	SchedulerNames []string
+	// DefaultQueue (--default-queue) holds PodGroups that name no queue. The cache creates it.
+	// Empty means "default".
+	DefaultQueue string
+	// NodeSelector (--node-selector, repeatable "key:value"): when set, only nodes carrying at
+	// least one of these labels are scheduled onto.
+	NodeSelector []string
+	// ResyncPeriod (--resync-period) of the informers; 0 never resyncs.
+	ResyncPeriod time.Duration
+	// PriorityClass (--priority-class): job priorities come from PriorityClasses. When false
+	// every job has priority 0.
+	PriorityClass bool
+	// BindWorkers is the number of bind requests in flight at once; 0 means 16. The API
+	// server answers binds in a few milliseconds, so one worker would cap throughput far
+	// below what it can take.
+	BindWorkers int
+	// StatusWorkers is the number of PodGroup, Queue and pod-condition writes in flight at
+	// once; 0 means 8.
+	StatusWorkers int
+}
+
+const (
+	defaultSchedulerName = "volcano"
+	defaultQueueName     = "default"
+	defaultBindWorkers   = 16
+	defaultStatusWorkers = 8
+)
+
+// withDefaults fills the unset options.
+func (o Options) withDefaults() Options {
+	if len(o.SchedulerNames) == 0 {
+		o.SchedulerNames = []string{defaultSchedulerName}
+	}
+	if o.DefaultQueue == "" {
+		o.DefaultQueue = defaultQueueName
+	}
+	if o.BindWorkers <= 0 {
+		o.BindWorkers = defaultBindWorkers
+	}
+	if o.StatusWorkers <= 0 {
+		o.StatusWorkers = defaultStatusWorkers
+	}
+	return o
+}
+
+// nodeSelector is the parsed --node-selector: the "key:value" labels of which a node needs one.
+// An empty selector takes every node.
+type nodeSelector sets.Set[string]
+
+// parseNodeSelector checks every entry is "key:value" with a non-empty key.
+func parseNodeSelector(entries []string) (nodeSelector, error) {
+	sel := sets.New[string]()
+	for _, e := range entries {
+		key, value, ok := strings.Cut(e, ":")
+		if !ok || strings.TrimSpace(key) == "" {
+			return nil, fmt.Errorf("node selector %q: want key:value", e)
+		}
+		sel.Insert(strings.TrimSpace(key) + ":" + strings.TrimSpace(value))
+	}
+	return nodeSelector(sel), nil
+}
+
+// matches: the selector is empty or the node carries one of its labels.
+func (s nodeSelector) matches(labels map[string]string) bool {
+	if len(s) == 0 {
+		return true
+	}
+	for k, v := range labels {
+		if sets.Set[string](s).Has(k + ":" + v) {
+			return true
+		}
+	}
+	return false
+}

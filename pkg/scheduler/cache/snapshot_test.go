@@ -1,0 +1,210 @@
+package cache
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+)
+
+func priorityClass(name string, value int32, globalDefault bool) *schedulingv1.PriorityClass {
+	return &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value, GlobalDefault: globalDefault}
+}
+
+func withPriorityClass(pg *schedulingv1beta1.PodGroup, name string) *schedulingv1beta1.PodGroup {
+	pg.Spec.PriorityClassName = name
+	return pg
+}
+
+// describeSnapshot renders a snapshot's jobs and node order.
+func describeSnapshot(snap *api.ClusterInfo) (jobs []string, nodes []string) {
+	for id, j := range snap.Jobs {
+		jobs = append(jobs, fmt.Sprintf("%s queue=%s priority=%d tasks=%d", id, j.Queue, j.Priority, len(j.Tasks)))
+	}
+	sort.Strings(jobs)
+	for _, n := range snap.NodeList {
+		nodes = append(nodes, n.Name)
+	}
+	return jobs, nodes
+}
+
+func TestSnapshotContents(t *testing.T) {
+	tests := []struct {
+		name      string
+		objs      []runtime.Object
+		classes   []*schedulingv1.PriorityClass
+		wantJobs  []string
+		wantNodes []string
+	}{
+		{
+			name: "a job is in only when its PodGroup and its queue exist",
+			objs: []runtime.Object{newQueue("default"), newQueue("q1"),
+				newPodGroup("ok", "q1", 1), newPod("a", "1", inGroup("ok")),
+				newPod("b", "1", inGroup("no-podgroup")),
+				newPodGroup("no-queue", "missing", 1), newPod("c", "1", inGroup("no-queue"))},
+			wantJobs: []string{"ns/ok queue=q1 priority=0 tasks=1"},
+		},
+		{
+			name:     "a PodGroup naming no queue is in the default queue",
+			objs:     []runtime.Object{newQueue("default"), newPodGroup("pg1", "", 1)},
+			wantJobs: []string{"ns/pg1 queue=default priority=0 tasks=0"},
+		},
+		{
+			name:     "without the default queue, PodGroups naming no queue wait",
+			objs:     []runtime.Object{newQueue("q1"), newPodGroup("pg1", "", 1)},
+			wantJobs: nil,
+		},
+		{
+			name: "priority comes from the PodGroup's PriorityClass, else the global default",
+			objs: []runtime.Object{newQueue("default"),
+				withPriorityClass(newPodGroup("high", "", 1), "high"),
+				withPriorityClass(newPodGroup("unknown-class", "", 1), "nope"),
+				newPodGroup("plain", "", 1)},
+			classes: []*schedulingv1.PriorityClass{priorityClass("high", 1000, false),
+				priorityClass("default-a", 10, true), priorityClass("default-b", 5, true)},
+			wantJobs: []string{"ns/high queue=default priority=1000 tasks=0",
+				"ns/plain queue=default priority=5 tasks=0", "ns/unknown-class queue=default priority=5 tasks=0"},
+		},
+		{
+			name: "nodes are in name order; nodes known only from pods are left out",
+			objs: []runtime.Object{newNode("n3", "1", nil), newNode("n1", "1", nil), newNode("n2", "1", nil),
+				newPod("p", "1", onNode("gone"), inPhase(corev1.PodRunning))},
+			wantNodes: []string{"n1", "n2", "n3"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := newTestEnv(t, Options{PriorityClass: true})
+			for _, pc := range tt.classes {
+				env.sc.onPriorityClassSet(pc)
+			}
+			env.add(t, tt.objs...)
+			jobs, nodes := describeSnapshot(env.sc.Snapshot())
+			if !reflect.DeepEqual(jobs, tt.wantJobs) {
+				t.Errorf("jobs:\n got  %q\n want %q", jobs, tt.wantJobs)
+			}
+			if !reflect.DeepEqual(nodes, tt.wantNodes) {
+				t.Errorf("nodes: got %q, want %q", nodes, tt.wantNodes)
+			}
+		})
+	}
+}
+
+// TestSnapshotIsolation changes everything a session may change in a snapshot and checks
+// that the cache, and so the next snapshot, did not see it.
+func TestSnapshotIsolation(t *testing.T) {
+	env := newTestEnv(t, Options{})
+	env.add(t, newNode("n1", "4", nil), newNode("n2", "4", nil), newQueue("default"), newPodGroup("pg1", "", 2),
+		newPod("run", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning)),
+		newPod("wait", "1", inGroup("pg1")))
+	want := env.sc.Snapshot()
+	cacheBefore := describeCache(env.sc)
+
+	snap := env.sc.Snapshot()
+	job := snap.Jobs["ns/pg1"]
+	waiting := taskNamed(t, job, "wait")
+	waiting.NodeName = "n2"
+	job.UpdateTaskStatus(waiting, api.Allocated)
+	snap.Nodes["n2"].AddTask(waiting)
+	waiting.BindAnnotations = map[string]string{"k": "v"}
+	waiting.LastTransaction = &api.TransactionContext{NodeName: "n2", Status: api.Allocated}
+	running := taskNamed(t, job, "run")
+	running.Resreq.Add(running.Resreq)
+	snap.Nodes["n1"].Idle.Sub(snap.Nodes["n1"].Idle)
+	snap.Nodes["n1"].RemoveTask(running)
+	job.Status.Phase = schedulingv1beta1.PodGroupInqueue
+	job.Status.Conditions = append(job.Status.Conditions, schedulingv1beta1.PodGroupCondition{Type: "Scheduled"})
+	job.NodesFitErrors[running.UID] = api.NewFitErrors()
+	job.MinAvailable = 9
+	snap.Queues["default"].Weight = 9
+	snap.NodeList[0], snap.NodeList[1] = snap.NodeList[1], snap.NodeList[0]
+	delete(snap.Jobs, "ns/pg1")
+
+	if got := env.sc.Snapshot(); !reflect.DeepEqual(got, want) {
+		t.Errorf("changing a snapshot changed the cache")
+	}
+	if got := describeCache(env.sc); !reflect.DeepEqual(got, cacheBefore) {
+		t.Errorf("cache after the session:\n got  %q\n want %q", got, cacheBefore)
+	}
+	if pg := want.Jobs["ns/pg1"].PodGroup; pg.Status.Phase != schedulingv1beta1.PodGroupPending || len(pg.Status.Conditions) != 0 {
+		t.Errorf("the informer's PodGroup was changed: %+v", pg.Status)
+	}
+}
+
+// TestDanglingReferences: a job left out because what it names is missing is reported once,
+// after the grace period, with a log line and a Warning event on the object that names it,
+// and it blocks no other job.
+func TestDanglingReferences(t *testing.T) {
+	tests := []struct {
+		name string
+		objs []runtime.Object
+		// fix makes the reference good, breaks removes it again.
+		fix, breaks func(env *testEnv)
+		want        string
+	}{
+		{
+			name: "PodGroup naming a missing queue",
+			objs: []runtime.Object{newPodGroup("pg1", "q1", 1), newPod("p1", "1", inGroup("pg1"))},
+			fix:  func(env *testEnv) { env.sc.onQueueSet(newQueue("q1")) },
+			breaks: func(env *testEnv) {
+				env.sc.onQueueDelete(newQueue("q1"))
+			},
+			want: "PodGroup ns/pg1 Warning QueueNotFound: Queue q1 does not exist; the PodGroup is not scheduled until it does",
+		},
+		{
+			name: "pod naming a missing PodGroup",
+			objs: []runtime.Object{newPod("p1", "1", inGroup("pg1")),
+				// Pods already on a node wait for nothing: no report for them.
+				newPod("p2", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning))},
+			fix:    func(env *testEnv) { env.sc.onPodGroupSet(newPodGroup("pg1", "", 1)) },
+			breaks: func(env *testEnv) { env.sc.onPodGroupDelete(newPodGroup("pg1", "", 1)) },
+			want:   "Pod ns/p1 Warning PodGroupNotFound: PodGroup ns/pg1 named by annotation scheduling.k8s.io/group-name does not exist; the pod is not scheduled until it does",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := newTestEnv(t, Options{})
+			env.add(t, newQueue("default"), newPodGroup("other", "", 1), newPod("o1", "1", inGroup("other")))
+			env.add(t, tt.objs...)
+			cycle := func(after time.Duration) []string {
+				t.Helper()
+				env.clock.SetTime(env.clock.Now().Add(after))
+				snap := env.sc.Snapshot()
+				if snap.Jobs["ns/other"] == nil {
+					t.Fatalf("the good job is missing from the snapshot")
+				}
+				if snap.Jobs["ns/pg1"] != nil {
+					t.Fatalf("the job with a missing reference is in the snapshot")
+				}
+				return env.events.take()
+			}
+			expect := func(what string, got []string, want ...string) {
+				t.Helper()
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s: events %q, want %q", what, got, want)
+				}
+			}
+			expect("first cycle", cycle(0))
+			expect("inside the grace period", cycle(danglingReferenceGrace-time.Second))
+			expect("grace period over", cycle(time.Second), tt.want)
+			expect("later cycles", cycle(time.Minute))
+
+			tt.fix(env)
+			if env.sc.Snapshot().Jobs["ns/pg1"] == nil {
+				t.Fatalf("the job is still missing once its reference exists")
+			}
+			tt.breaks(env)
+			expect("broken again", cycle(0))
+			expect("broken again, grace period over", cycle(danglingReferenceGrace), tt.want)
+		})
+	}
+}

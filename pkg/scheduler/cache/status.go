@@ -1,0 +1,213 @@
+package cache
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+)
+
+// Event reasons and messages users and tests read (spec section 9).
+const (
+	// EventReasonUnschedulable: on a PodGroup whose gang could not be placed, every cycle.
+	EventReasonUnschedulable = "Unschedulable"
+	// EventReasonScheduled: on a PodGroup whose status changed to ready, and on a bound pod.
+	EventReasonScheduled = "Scheduled"
+	// EventReasonFailedScheduling: on a pod whose PodScheduled condition changed to False.
+	EventReasonFailedScheduling = "FailedScheduling"
+	// PodGroupReady is the message of a PodGroup's Scheduled event.
+	PodGroupReady = "pod group is ready"
+)
+
+// UpdateJobStatus writes what the session decided about a job (spec 2.5, 4.7):
+//   - the PodGroup, with a full Update (the CRD has no status subresource), when statusChanged;
+//   - an event on the PodGroup: Warning Unschedulable while it waits (every cycle, as
+//     upstream), else Normal Scheduled when its status changed;
+//   - for every unplaced pod (Allocated, Pending or Pipelined, not gated), the PodScheduled=False
+//     condition with the task's reason and message, and a Warning FailedScheduling event, both
+//     only when the condition changed.
+//
+// The writes run on the status workers; events go through the recorder. Neither blocks the
+// session.
+func (sc *SchedulerCache) UpdateJobStatus(job *api.JobInfo, statusChanged bool) {
+	if job.PodGroup == nil {
+		return
+	}
+	if statusChanged {
+		pg := job.PodGroup.DeepCopy()
+		pg.Status = *job.Status.DeepCopy()
+		sc.writes.enqueue(writeKey{resource: "podgroups", namespace: pg.Namespace, name: pg.Name}, func(ctx context.Context) error {
+			return sc.updatePodGroup(ctx, pg)
+		})
+	}
+	// FitError walks every task; pods without their own reason share it, so it is computed
+	// once per job rather than once per pod (api.JobInfo.PodScheduledMessage would redo it).
+	fitError := sync.OnceValue(job.FitError)
+	switch job.Status.Phase {
+	case "", schedulingv1beta1.PodGroupPending, schedulingv1beta1.PodGroupInqueue, schedulingv1beta1.PodGroupUnknown:
+		sc.recorder.Eventf(job.PodGroup, corev1.EventTypeWarning, EventReasonUnschedulable, "%d/%d tasks in gang unschedulable: %s",
+			job.TaskCount(api.Pending), len(job.Tasks), fitError())
+	default:
+		if statusChanged {
+			sc.recorder.Event(job.PodGroup, corev1.EventTypeNormal, EventReasonScheduled, PodGroupReady)
+		}
+	}
+	for _, status := range []api.TaskStatus{api.Allocated, api.Pending, api.Pipelined} {
+		for _, t := range job.TaskStatusIndex[status] {
+			if t.SchGated {
+				continue
+			}
+			reason, msg := job.TaskSchedulingReason(t)
+			if msg == "" {
+				msg = fitError()
+			}
+			sc.setPodUnscheduled(t.Pod, reason, msg)
+		}
+	}
+}
+
+// RecordJobEvent emits an event on the job's PodGroup.
+func (sc *SchedulerCache) RecordJobEvent(job *api.JobInfo, eventType, reason, message string) {
+	if job.PodGroup == nil {
+		return
+	}
+	sc.recorder.Event(job.PodGroup, eventType, reason, message)
+}
+
+// updatePodGroup writes pg whole, re-reading it on a conflict so that a newer spec is kept.
+func (sc *SchedulerCache) updatePodGroup(ctx context.Context, pg *schedulingv1beta1.PodGroup) error {
+	client := sc.vc.SchedulingV1beta1().PodGroups(pg.Namespace)
+	status := pg.Status
+	err := updateRefreshingOnConflict(pg,
+		func(pg *schedulingv1beta1.PodGroup) error {
+			_, err := client.Update(ctx, pg, metav1.UpdateOptions{})
+			return err
+		},
+		func() (*schedulingv1beta1.PodGroup, error) { return client.Get(ctx, pg.Name, metav1.GetOptions{}) },
+		func(latest *schedulingv1beta1.PodGroup) { latest.Status = status })
+	if err != nil {
+		return fmt.Errorf("update PodGroup %s/%s: %w", pg.Namespace, pg.Name, err)
+	}
+	return nil
+}
+
+// updateRefreshingOnConflict sends obj with update. On a conflict it re-reads the object,
+// applies the change to the fresh copy and tries again.
+func updateRefreshingOnConflict[T any](obj T, update func(T) error, get func() (T, error), apply func(T)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		err := update(obj)
+		if apierrors.IsConflict(err) {
+			latest, getErr := get()
+			if getErr != nil {
+				return getErr
+			}
+			apply(latest)
+			obj = latest
+		}
+		return err
+	})
+}
+
+// setPodUnscheduled sets the pod's PodScheduled condition to False with reason and message,
+// and emits a Warning FailedScheduling event, when that changes the condition.
+func (sc *SchedulerCache) setPodUnscheduled(pod *corev1.Pod, reason, msg string) {
+	want := podCondition{status: corev1.ConditionFalse, reason: reason, message: msg}
+	if !sc.conditions.change(pod, want) {
+		return
+	}
+	sc.recorder.Event(pod, corev1.EventTypeWarning, EventReasonFailedScheduling, msg)
+	cond := corev1.PodCondition{
+		Type: corev1.PodScheduled, Status: want.status, Reason: reason, Message: msg,
+		LastTransitionTime: metav1.NewTime(sc.clock.Now()),
+	}
+	if cur := podScheduledCondition(pod); cur != nil && cur.Status == want.status {
+		cond.LastTransitionTime = cur.LastTransitionTime
+	}
+	sc.writes.enqueue(writeKey{resource: "pods", namespace: pod.Namespace, name: pod.Name}, func(ctx context.Context) error {
+		err := sc.patchPodCondition(ctx, pod, cond)
+		if err != nil {
+			sc.conditions.forget(pod.UID)
+		}
+		return err
+	})
+}
+
+// patchPodCondition patches one condition into the pod's status (conditions merge by type).
+// The UID in the patch makes it fail on a pod recreated under the same name.
+func (sc *SchedulerCache) patchPodCondition(ctx context.Context, pod *corev1.Pod, cond corev1.PodCondition) error {
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": pod.UID},
+		"status":   map[string]any{"conditions": []corev1.PodCondition{cond}},
+	})
+	if err != nil {
+		return fmt.Errorf("encode condition patch for pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	_, err = sc.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if err != nil {
+		return fmt.Errorf("set %s=%s (%s) on pod %s/%s: %w", cond.Type, cond.Status, cond.Reason, pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+func podScheduledCondition(pod *corev1.Pod) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == corev1.PodScheduled {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// podCondition is what makes a PodScheduled condition different: not its time stamps.
+type podCondition struct {
+	status          corev1.ConditionStatus
+	reason, message string
+}
+
+// sentConditions remembers the PodScheduled condition last sent to each pod. The informer
+// shows a write only after it is done, and under a backlog of writes that can take longer
+// than a cycle; comparing with the informer's pod alone would then send the same condition,
+// and emit the same event, again every cycle.
+type sentConditions struct {
+	mu    sync.Mutex
+	byPod map[types.UID]podCondition
+}
+
+func newSentConditions() *sentConditions {
+	return &sentConditions{byPod: map[types.UID]podCondition{}}
+}
+
+// change records want as the pod's condition and reports whether it differs from the last
+// one sent, or, if none was, from the pod's own.
+func (s *sentConditions) change(pod *corev1.Pod, want podCondition) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.byPod[pod.UID]
+	if !ok {
+		if c := podScheduledCondition(pod); c != nil {
+			cur = podCondition{status: c.Status, reason: c.Reason, message: c.Message}
+		}
+	}
+	if cur == want {
+		return false
+	}
+	s.byPod[pod.UID] = want
+	return true
+}
+
+// forget drops what was sent to the pod: it is gone, or the write failed and the pod's own
+// condition is the truth again.
+func (s *sentConditions) forget(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.byPod, uid)
+}

@@ -1,0 +1,250 @@
+package cache
+
+import (
+	"context"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+)
+
+var podGroupsResource = schedulingv1beta1.SchemeGroupVersion.WithResource("podgroups")
+
+func onlyPrefixed(events []string, prefix string) []string {
+	var out []string
+	for _, e := range events {
+		if strings.HasPrefix(e, prefix) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestUpdateJobStatusPodGroup(t *testing.T) {
+	running := newPod("p1", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning))
+	pending := newPod("p1", "1", inGroup("pg1"))
+	tests := []struct {
+		name          string
+		pod           *corev1.Pod
+		phase         schedulingv1beta1.PodGroupPhase
+		statusChanged bool
+		wantWrite     bool
+		wantEvents    []string
+	}{
+		{
+			name: "waiting, unchanged: no write, the Unschedulable warning every cycle",
+			pod:  pending, phase: schedulingv1beta1.PodGroupPending,
+			wantEvents: []string{"PodGroup ns/pg1 Warning Unschedulable: 1/1 tasks in gang unschedulable: pod group is not ready, 1 Pending, 1 minAvailable; Pending: 1 Unschedulable"},
+		},
+		{
+			name: "admitted: written, still a warning",
+			pod:  pending, phase: schedulingv1beta1.PodGroupInqueue, statusChanged: true, wantWrite: true,
+			wantEvents: []string{"PodGroup ns/pg1 Warning Unschedulable: 1/1 tasks in gang unschedulable: pod group is not ready, 1 Pending, 1 minAvailable; Pending: 1 Unschedulable"},
+		},
+		{
+			name: "unknown: the warning counts pending tasks only",
+			pod:  running, phase: schedulingv1beta1.PodGroupUnknown, statusChanged: true, wantWrite: true,
+			wantEvents: []string{"PodGroup ns/pg1 Warning Unschedulable: 0/1 tasks in gang unschedulable: pod group is not ready, 1 Running, 1 minAvailable"},
+		},
+		{
+			name: "running, changed: written, and pod group is ready",
+			pod:  running, phase: schedulingv1beta1.PodGroupRunning, statusChanged: true, wantWrite: true,
+			wantEvents: []string{"PodGroup ns/pg1 Normal Scheduled: pod group is ready"},
+		},
+		{
+			name: "running, unchanged: nothing",
+			pod:  running, phase: schedulingv1beta1.PodGroupRunning,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			env := bindEnv(t, tt.pod)
+			job := sessionJob(t, env.sc, "ns/pg1")
+			job.Status.Phase = tt.phase
+			job.Status.Running = job.TaskCount(api.Running)
+			env.vc.ClearActions()
+
+			env.sc.UpdateJobStatus(job, tt.statusChanged)
+			env.drainWrites(ctx)
+
+			updates := actionsOn(env.vc.Actions(), "update", podGroupsResource, "")
+			if got := len(updates) == 1; got != tt.wantWrite || len(updates) > 1 {
+				t.Fatalf("PodGroup updates: %d, want write %v", len(updates), tt.wantWrite)
+			}
+			if tt.wantWrite {
+				sent := updates[0].(clienttesting.UpdateAction).GetObject().(*schedulingv1beta1.PodGroup)
+				if diff := cmp.Diff(job.Status, sent.Status); diff != "" {
+					t.Errorf("written status (-want +got):\n%s", diff)
+				}
+				if sent.Spec.MinMember != 1 || sent.Name != "pg1" {
+					t.Errorf("the written PodGroup lost its spec: %+v", sent)
+				}
+			}
+			if got := onlyPrefixed(env.events.take(), "PodGroup"); !reflect.DeepEqual(got, tt.wantEvents) {
+				t.Errorf("PodGroup events:\n got  %q\n want %q", got, tt.wantEvents)
+			}
+		})
+	}
+}
+
+// TestUpdatePodGroupConflict: the PodGroup changed since the snapshot; the write re-reads it
+// and keeps the newer spec.
+func TestUpdatePodGroupConflict(t *testing.T) {
+	ctx := context.Background()
+	env := bindEnv(t, newPod("p1", "1", inGroup("pg1")))
+	newer := newPodGroup("pg1", "", 3)
+	newer.ResourceVersion = "2"
+	mustCreate(t, env.vc.Tracker().Update(podGroupsResource, newer, "ns"))
+	conflicts := 0
+	env.vc.PrependReactor("update", "podgroups", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if action.(clienttesting.UpdateAction).GetObject().(*schedulingv1beta1.PodGroup).ResourceVersion != "2" {
+			conflicts++
+			return true, nil, apierrors.NewConflict(podGroupsResource.GroupResource(), "pg1", nil)
+		}
+		return false, nil, nil
+	})
+
+	job := sessionJob(t, env.sc, "ns/pg1")
+	job.Status.Phase = schedulingv1beta1.PodGroupInqueue
+	env.sc.UpdateJobStatus(job, true)
+	env.drainWrites(ctx)
+
+	pg, err := env.vc.SchedulingV1beta1().PodGroups("ns").Get(ctx, "pg1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conflicts != 1 || pg.Status.Phase != schedulingv1beta1.PodGroupInqueue || pg.Spec.MinMember != 3 {
+		t.Errorf("after %d conflicts: phase %q, minMember %d; want 1 conflict, Inqueue, the newer minMember 3",
+			conflicts, pg.Status.Phase, pg.Spec.MinMember)
+	}
+}
+
+// TestUpdateJobStatusPodConditions: every unplaced, ungated pod gets PodScheduled=False with
+// its reason and message, and a FailedScheduling event, only when that changes.
+func TestUpdateJobStatusPodConditions(t *testing.T) {
+	ctx := context.Background()
+	full := api.NewFitErrors()
+	full.SetNodeError("n1", api.NewStatus(api.Unschedulable, "Insufficient cpu"))
+	fullMsg := "0/1 nodes are unavailable: 1 Insufficient cpu."
+	env := bindEnv(t,
+		newPod("fits-nowhere", "8", inGroup("pg1")),
+		newPod("gated", "8", inGroup("pg1"), gated()),
+		newPod("would-fit", "1", inGroup("pg1")),
+		newPod("already-told", "8", inGroup("pg1"), withCondition(corev1.PodCondition{
+			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: api.ReasonUnschedulable, Message: fullMsg})),
+		newPod("running", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning)),
+	)
+	cycle := func(prepare func(job *api.JobInfo)) (events, patched []string) {
+		t.Helper()
+		job := sessionJob(t, env.sc, "ns/pg1")
+		job.Status.Phase = schedulingv1beta1.PodGroupRunning
+		for _, name := range []string{"fits-nowhere", "gated", "already-told"} {
+			job.NodesFitErrors[taskNamed(t, job, name).UID] = full
+		}
+		taskNamed(t, job, "would-fit").LastTransaction = &api.TransactionContext{NodeName: "n1", Status: api.Allocated}
+		if prepare != nil {
+			prepare(job)
+		}
+		env.kube.ClearActions()
+		env.sc.UpdateJobStatus(job, false)
+		env.drainWrites(ctx)
+		for _, a := range actionsOn(env.kube.Actions(), "patch", corev1.SchemeGroupVersion.WithResource("pods"), "status") {
+			patched = append(patched, a.(clienttesting.PatchAction).GetName())
+		}
+		sort.Strings(patched)
+		events = onlyPrefixed(env.events.take(), "Pod ")
+		sort.Strings(events)
+		return events, patched
+	}
+
+	events, patched := cycle(nil)
+	wantEvents := []string{
+		"Pod ns/fits-nowhere Warning FailedScheduling: " + fullMsg,
+		"Pod ns/would-fit Warning FailedScheduling: Pod ns/would-fit can possibly be assigned to n1, once minAvailable is satisfied",
+	}
+	if !reflect.DeepEqual(events, wantEvents) {
+		t.Errorf("first cycle events:\n got  %q\n want %q", events, wantEvents)
+	}
+	if want := []string{"fits-nowhere", "would-fit"}; !reflect.DeepEqual(patched, want) {
+		t.Errorf("first cycle patched %q, want %q", patched, want)
+	}
+	for name, want := range map[string]corev1.PodCondition{
+		"fits-nowhere": {Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: api.ReasonUnschedulable, Message: fullMsg},
+		"would-fit": {Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: api.ReasonSchedulable,
+			Message: "Pod ns/would-fit can possibly be assigned to n1, once minAvailable is satisfied"},
+	} {
+		pod, err := env.kube.CoreV1().Pods("ns").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := podScheduledCondition(pod)
+		if got == nil {
+			t.Errorf("pod %s has no PodScheduled condition", name)
+			continue
+		}
+		if got.LastTransitionTime.IsZero() {
+			t.Errorf("pod %s: condition without a transition time", name)
+		}
+		got.LastTransitionTime = metav1.Time{}
+		if diff := cmp.Diff(want, *got); diff != "" {
+			t.Errorf("pod %s condition (-want +got):\n%s", name, diff)
+		}
+	}
+
+	// Same decisions, and the informer has not caught up: nothing is sent again.
+	if events, patched := cycle(nil); len(events)+len(patched) != 0 {
+		t.Errorf("unchanged cycle sent events %q and patches %q", events, patched)
+	}
+
+	// One pod's reason changes: only it is told.
+	events, patched = cycle(func(job *api.JobInfo) {
+		other := api.NewFitErrors()
+		other.SetNodeError("n1", api.NewStatus(api.Unschedulable, "node(s) had untolerated taint"))
+		job.NodesFitErrors[taskNamed(t, job, "fits-nowhere").UID] = other
+	})
+	wantEvents = []string{"Pod ns/fits-nowhere Warning FailedScheduling: 0/1 nodes are unavailable: 1 node(s) had untolerated taint."}
+	if !reflect.DeepEqual(events, wantEvents) || !reflect.DeepEqual(patched, []string{"fits-nowhere"}) {
+		t.Errorf("changed cycle: events %q, patched %q; want %q and [fits-nowhere]", events, patched, wantEvents)
+	}
+}
+
+// TestFailedConditionWriteIsRetried: a patch that fails is sent again by the next cycle.
+func TestFailedConditionWriteIsRetried(t *testing.T) {
+	ctx := context.Background()
+	env := bindEnv(t, newPod("p1", "8", inGroup("pg1")))
+	fail := true
+	env.kube.PrependReactor("patch", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if fail {
+			return true, nil, apierrors.NewServiceUnavailable("try later")
+		}
+		return false, nil, nil
+	})
+	patches := func() int {
+		job := sessionJob(t, env.sc, "ns/pg1")
+		env.kube.ClearActions()
+		env.sc.UpdateJobStatus(job, false)
+		env.drainWrites(ctx)
+		return len(actionsOn(env.kube.Actions(), "patch", corev1.SchemeGroupVersion.WithResource("pods"), "status"))
+	}
+	if n := patches(); n != 1 {
+		t.Fatalf("first cycle sent %d patches, want 1", n)
+	}
+	fail = false
+	if n := patches(); n != 1 {
+		t.Errorf("the cycle after a failed patch sent %d patches, want 1", n)
+	}
+	if n := patches(); n != 0 {
+		t.Errorf("the cycle after a successful patch sent %d patches, want 0", n)
+	}
+}
