@@ -8,9 +8,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -36,11 +33,7 @@ const (
 // client connects to the cluster named by $KUBECONFIG, else the one cluster-up.sh starts.
 func client(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	path := os.Getenv("KUBECONFIG")
-	if path == "" {
-		_, file, _, _ := runtime.Caller(0)
-		path = filepath.Join(filepath.Dir(file), "..", "..", ".cache", "testbed", "pki", "admin.kubeconfig")
-	}
+	path := kubeconfigPath()
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		t.Fatalf("kubeconfig %s: %v (is the cluster up? make cluster-up)", path, err)

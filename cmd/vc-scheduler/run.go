@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/cache"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
+)
+
+// configPollInterval: how often the configuration file is re-read. The kubelet refreshes a
+// mounted ConfigMap about once a minute, so a change is picked up soon after it lands.
+const configPollInterval = 2 * time.Second
+
+func run(ctx context.Context, o *options) error {
+	restCfg, err := clientcmd.BuildConfigFromFlags(o.master, o.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig %q, master %q: %w", o.kubeconfig, o.master, err)
+	}
+	restCfg.QPS, restCfg.Burst = o.kubeAPIQPS, o.kubeAPIBurst
+	restCfg.UserAgent = rest.DefaultKubernetesUserAgent() + "/vc-scheduler"
+	kube, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return err
+	}
+	vc, err := vcclient.NewForConfig(restCfg)
+	if err != nil {
+		return err
+	}
+
+	registry := newRegistry(allocate.Options{
+		MinimumFeasibleNodes:         int(o.minNodesToFind),
+		PercentageNodesToFind:        int(o.pctNodesToFind),
+		MinimumPercentageNodesToFind: int(o.minPctNodesFind),
+	})
+	events := newConfigEvents(kube, o)
+	config, err := loadConfig(o, registry, events)
+	if err != nil {
+		return err
+	}
+
+	sc, err := cache.New(cache.Options{
+		SchedulerNames: o.schedulerNames, DefaultQueue: o.defaultQueue, NodeSelector: o.nodeSelector,
+		ResyncPeriod: o.compat.resyncPeriod, PriorityClass: o.compat.priorityClass,
+	}, kube, vc)
+	if err != nil {
+		return err
+	}
+	serveHTTP(ctx, o, sc)
+
+	// Every replica keeps a warm cache (and so a truthful /healthz); only the leader schedules.
+	sc.Run(ctx)
+	syncCtx, cancel := context.WithTimeout(ctx, o.compat.resourceSyncTimeout)
+	synced := sc.WaitForCacheSync(syncCtx)
+	cancel()
+	if !synced {
+		return fmt.Errorf("informers not synced within %s", o.compat.resourceSyncTimeout)
+	}
+	if config != nil {
+		go config.Run(ctx, configPollInterval, func(c *conf.SchedulerConfiguration) {
+			klog.InfoS("Scheduler configuration reloaded", "path", config.Path(), "actions", c.Actions)
+		}, func(err error) {
+			klog.ErrorS(err, "Scheduler configuration rejected; keeping the last good one", "path", config.Path())
+			events.warn("InvalidSchedulerConfig", err.Error())
+		})
+	}
+	current := conf.DefaultConfiguration
+	if config != nil {
+		current = config.Current
+	}
+	s := scheduler.New(sc, current, registry, o.schedulePeriod)
+
+	if !o.leaderElection.LeaderElect {
+		s.Run(ctx)
+		return nil
+	}
+	return runAsLeader(ctx, o, kube, s.Run)
+}
+
+// loadConfig reads --scheduler-conf. Without the flag the built-in configuration is used.
+// A file that is missing or invalid at start keeps the built-in one (with an error in the
+// log and an event), unless --disable-default-scheduler-config makes that fatal.
+func loadConfig(o *options, registry conf.KnownNames, events *configEvents) (*conf.Watcher, error) {
+	if o.schedulerConf == "" {
+		return nil, nil
+	}
+	w := conf.NewWatcher(o.schedulerConf, registry, conf.DefaultConfiguration())
+	if _, err := w.Reload(); err != nil {
+		if o.compat.disableDefaultConfig {
+			return nil, err
+		}
+		klog.ErrorS(err, "Scheduler configuration rejected; using the built-in configuration", "path", o.schedulerConf)
+		events.warn("InvalidSchedulerConfig", err.Error())
+	}
+	return w, nil
+}
+
+// runAsLeader schedules only while holding the Lease; losing it ends the process (as
+// upstream), so a restarted replica starts from a fresh cache.
+func runAsLeader(ctx context.Context, o *options, kube kubernetes.Interface, lead func(context.Context)) error {
+	host, err := os.Hostname()
+	if err != nil {
+		return err
+	}
+	le := o.leaderElection
+	lock, err := resourcelock.New(le.ResourceLock, le.ResourceNamespace, le.ResourceName,
+		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())})
+	if err != nil {
+		return fmt.Errorf("leader election lock %s/%s: %w", le.ResourceNamespace, le.ResourceName, err)
+	}
+	lost := make(chan struct{})
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   le.LeaseDuration.Duration,
+		RenewDeadline:   le.RenewDeadline.Duration,
+		RetryPeriod:     le.RetryPeriod.Duration,
+		ReleaseOnCancel: true,
+		Name:            le.ResourceName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				klog.InfoS("Became leader; scheduling", "lease", klog.KRef(le.ResourceNamespace, le.ResourceName))
+				lead(ctx)
+			},
+			OnStoppedLeading: func() { close(lost) },
+		},
+	})
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-lost:
+		return errors.New("leader election lost")
+	}
+}
+
+// serveHTTP starts /metrics (and pprof) on --listen-address and /healthz on
+// --healthz-address, when enabled. /healthz fails until the cache has synced.
+func serveHTTP(ctx context.Context, o *options, sc *cache.SchedulerCache) {
+	if o.enableMetrics || o.enablePprof {
+		mux := http.NewServeMux()
+		if o.enableMetrics {
+			mux.Handle("/metrics", metrics.Handler())
+		}
+		if o.enablePprof {
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		}
+		go listen(ctx, o.listenAddress, mux)
+	}
+	if o.enableHealthz {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+			if !sc.Synced() {
+				http.Error(w, "cache not synced", http.StatusServiceUnavailable)
+				return
+			}
+			_, _ = w.Write([]byte("ok"))
+		})
+		go listen(ctx, o.healthzAddress, mux)
+	}
+}
+
+func listen(ctx context.Context, addr string, h http.Handler) {
+	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		klog.ErrorS(err, "HTTP server stopped", "address", addr)
+	}
+}
+
+// configEvents reports configuration problems where an operator looks: on the scheduler's
+// own pod when it knows it (POD_NAMESPACE/POD_NAME from the downward API), else on its Lease.
+type configEvents struct {
+	recorder record.EventRecorder
+	target   *corev1.ObjectReference
+}
+
+func newConfigEvents(kube kubernetes.Interface, o *options) *configEvents {
+	b := record.NewBroadcaster()
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	target := &corev1.ObjectReference{APIVersion: "coordination.k8s.io/v1", Kind: "Lease",
+		Namespace: o.leaderElection.ResourceNamespace, Name: o.leaderElection.ResourceName}
+	if ns, name := os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME"); ns != "" && name != "" {
+		target = &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: name}
+	}
+	return &configEvents{
+		recorder: b.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: o.schedulerNames[0]}),
+		target:   target,
+	}
+}
+
+func (e *configEvents) warn(reason, msg string) {
+	e.recorder.Event(e.target, corev1.EventTypeWarning, reason, msg)
+}
