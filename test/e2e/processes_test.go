@@ -99,7 +99,7 @@ func start(t *testing.T, bin string, args ...string) *process {
 	t.Cleanup(func() {
 		p.stop()
 		if t.Failed() {
-			t.Logf("--- log of %s %s ---\n%s", p.name, strings.Join(args, " "), tail(p.log.String(), 60))
+			t.Logf("--- log of %s %s (%d bytes) ---\n%s", p.name, strings.Join(args, " "), len(p.log.String()), tail(p.log.String(), 60))
 		}
 	})
 	return p

@@ -320,7 +320,7 @@ func TestOnlyTheLeaderBinds(t *testing.T) {
 	e := newSchedulerEnv(t)
 	e.node("a", "8")
 	le := []string{"-v", "3", "--leader-elect=true", "--leader-elect-resource-name", e.name,
-		"--leader-elect-lease-duration", "3s", "--leader-elect-renew-deadline", "2s", "--leader-elect-retry-period", "500ms"}
+		"--leader-elect-lease-duration", "6s", "--leader-elect-renew-deadline", "4s", "--leader-elect-retry-period", "1s"}
 	a, _ := e.scheduler(defaultConf, le...)
 	b, _ := e.scheduler(defaultConf, le...)
 	e.gang("first", "", 1, 1, "1", nil)
