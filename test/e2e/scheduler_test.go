@@ -98,7 +98,9 @@ func (e *schedulerEnv) queue(name string, capability corev1.ResourceList) string
 	if _, err := e.vc.SchedulingV1beta1().Queues().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		e.t.Fatalf("open queue %s: %v", full, err)
 	}
-	e.t.Cleanup(func() { _ = e.vc.SchedulingV1beta1().Queues().Delete(context.Background(), full, metav1.DeleteOptions{}) })
+	e.t.Cleanup(func() {
+		_ = e.vc.SchedulingV1beta1().Queues().Delete(context.Background(), full, metav1.DeleteOptions{})
+	})
 	return full
 }
 
