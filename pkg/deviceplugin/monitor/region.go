@@ -2,7 +2,9 @@
 // node: the per-container shared-region files (*.cache) under the cache
 // root the device plugin mounts into each container as /tmp/vgpu. It only
 // reads: it never writes a region, takes its lock or touches its semaphore,
-// so it cannot stall or corrupt the CUDA processes that own it.
+// so it cannot stall or corrupt the CUDA processes that own it. Collector
+// (metrics.go) serves what it reads, with the host GPUs' usage, under the
+// upstream monitor's metric names.
 package monitor
 
 import (

@@ -1,0 +1,43 @@
+package register
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/config"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
+)
+
+// nodeDevices renders the GPUs as the vgpu.NodeDevicesAnnotation value.
+//
+// The order is the device minor number, then the NVML index, whatever
+// order gpus come in: upstream schedulers take a GPU's position in the
+// list as its identity, so the same GPUs must always produce the same
+// string (upstream v1.12 used map order and reshuffled it on every
+// refresh).
+func nodeDevices(cfg config.Config, gpus []nvml.GPU) (string, error) {
+	sorted := append([]nvml.GPU(nil), gpus...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if sorted[i].Minor != sorted[j].Minor {
+			return sorted[i].Minor < sorted[j].Minor
+		}
+		return sorted[i].Index < sorted[j].Index
+	})
+	devices := make([]vgpu.NodeDevice, len(sorted))
+	for i, gpu := range sorted {
+		devices[i] = vgpu.NodeDevice{
+			UUID:    gpu.UUID,
+			Count:   cfg.Device.DeviceSplitCount,
+			Memory:  cfg.GPUMemory(gpu.MemoryMiB),
+			Type:    vgpu.DeviceTypeForModel(gpu.Name),
+			Healthy: gpu.Healthy,
+			Mode:    cfg.Mode,
+		}
+	}
+	value, err := vgpu.EncodeNodeDevices(devices)
+	if err != nil {
+		return "", fmt.Errorf("encode %s: %w", vgpu.NodeDevicesAnnotation, err)
+	}
+	return value, nil
+}
