@@ -1,0 +1,99 @@
+// Package allocate answers kubelet's Allocate calls with the scheduler's
+// decision. Kubelet names only fake device IDs, so the vgpu-number
+// allocator (VGPU) finds the pod and container being admitted from the
+// pods on this node and their assignment annotations, hands the container
+// its GPUs and HAMi-core limits (environment and mounts), and records on
+// the pod that the container was served. The memory and cores servers use
+// CountRequired, which refuses a container that asks for vGPU memory or
+// cores without a vGPU count, something no allocator would otherwise
+// notice.
+package allocate
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
+)
+
+// DefaultHookPath is the host directory that holds HAMi-core's library and
+// the ld.so.preload file naming it; the device plugin's container mounts it
+// at the same path.
+const DefaultHookPath = "/usr/local/vgpu"
+
+// DefaultLockDir is the node-wide directory HAMi-core's processes lock in
+// while they find their host PID; every vGPU container shares it. The
+// device plugin's container mounts the host's /tmp at /tmp.
+const DefaultLockDir = "/tmp/vgpulock"
+
+// Host files under the hook path.
+const (
+	hostLibrary = "libvgpu.so"
+	hostPreload = "ld.so.preload"
+)
+
+// ContainerCacheRoot is the host directory holding one cache directory per
+// vGPU container, "<podUID>_<container>"; the monitor reads the regions
+// HAMi-core writes there.
+func ContainerCacheRoot(hookPath string) string {
+	return filepath.Join(hookPath, "vgpu", "containers")
+}
+
+// hostCacheDir is the cache directory of one container. Pod UIDs and
+// container names hold no "_", so the name splits back unambiguously.
+func hostCacheDir(hookPath, podUID, container string) string {
+	return filepath.Join(ContainerCacheRoot(hookPath), podUID+"_"+container)
+}
+
+// GPULister lists the GPUs the node advertises and their health
+// (kubelet.Inventory).
+type GPULister interface {
+	GPUs() []nvml.GPU
+}
+
+// Config is what the allocators need to know about the node.
+type Config struct {
+	// NodeName is this node: only its pods are considered.
+	NodeName string
+	// Names are the resource names in use.
+	Names vgpu.ResourceNames
+	// MemoryFactor is how many MiB one vGPU memory unit is; the same factor
+	// the memory resource and the node annotation use.
+	MemoryFactor int32
+	// HookPath is the host directory with HAMi-core; empty means
+	// DefaultHookPath.
+	HookPath string
+	// LockDir is the host lock directory; empty means DefaultLockDir.
+	LockDir string
+	// GPUs are the node's GPUs: an assigned device must be one of them and
+	// healthy.
+	GPUs GPULister
+}
+
+func (c *Config) complete() error {
+	if c.HookPath == "" {
+		c.HookPath = DefaultHookPath
+	}
+	if c.LockDir == "" {
+		c.LockDir = DefaultLockDir
+	}
+	var errs []error
+	if c.NodeName == "" {
+		errs = append(errs, errors.New("node name is empty"))
+	}
+	if c.Names.Count == "" {
+		errs = append(errs, errors.New("vGPU count resource name is empty"))
+	}
+	if c.MemoryFactor < 1 {
+		errs = append(errs, fmt.Errorf("memory factor %d: want at least 1", c.MemoryFactor))
+	}
+	if c.GPUs == nil {
+		errs = append(errs, errors.New("no GPU lister"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("allocate config: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package allocate
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
+)
+
+// What HAMi-core reads in the container.
+const (
+	// envVisibleDevices makes the NVIDIA container runtime inject the GPUs.
+	envVisibleDevices = "NVIDIA_VISIBLE_DEVICES"
+	// envMemoryLimitPrefix + i limits the container's i-th device; without
+	// a limit HAMi-core reports the device's memory as 0.
+	envMemoryLimitPrefix = "CUDA_DEVICE_MEMORY_LIMIT_"
+	// envSMLimit is the compute share in percent for every device; 0 means
+	// none.
+	envSMLimit = "CUDA_DEVICE_SM_LIMIT"
+	// envSharedCache is the file the container's processes share their
+	// usage through.
+	envSharedCache = "CUDA_DEVICE_MEMORY_SHARED_CACHE"
+	// envDisableControl in a container's spec (any value) asks for no
+	// HAMi-core: the preload is not mounted.
+	envDisableControl = "CUDA_DISABLE_CONTROL"
+)
+
+// Paths in the container. The library path is fixed: the ld.so.preload
+// file names it and HAMi-core loads itself from it.
+const (
+	containerLibraryPath = "/usr/local/vgpu/libvgpu.so"
+	containerPreloadPath = "/etc/ld.so.preload"
+	containerCachePath   = "/tmp/vgpu"
+	containerLockPath    = "/tmp/vgpulock"
+)
+
+// containerResponse is what the container gets for its devices: the GPUs,
+// HAMi-core's limits, and the mounts that load HAMi-core and give it its
+// shared region. cacheName names the region file; a new one per Allocate,
+// because HAMi-core keeps the limits of the first process that created a
+// region, so a file left from an earlier container with the same
+// directory would impose that container's limits.
+func containerResponse(cfg Config, podUID string, container *corev1.Container, devices vgpu.ContainerDevices, gpus []nvml.GPU, cacheName string) (*pluginapi.ContainerAllocateResponse, error) {
+	envs := make(map[string]string, len(devices)+3)
+	uuids := make([]string, 0, len(devices))
+	for i, d := range devices {
+		gpu, err := assignedGPU(cfg.NodeName, d, gpus)
+		if err != nil {
+			return nil, fmt.Errorf("container %q device %d: %w", container.Name, i, err)
+		}
+		uuids = append(uuids, d.UUID)
+		envs[envMemoryLimitPrefix+strconv.Itoa(i)] = memoryLimit(d, gpu, cfg.MemoryFactor)
+	}
+	envs[envVisibleDevices] = strings.Join(uuids, ",")
+	envs[envSMLimit] = strconv.Itoa(int(devices[0].UsedCores))
+	envs[envSharedCache] = containerCachePath + "/" + cacheName + ".cache"
+
+	mounts := []*pluginapi.Mount{{
+		ContainerPath: containerLibraryPath,
+		HostPath:      filepath.Join(cfg.HookPath, hostLibrary),
+		ReadOnly:      true,
+	}}
+	if !disablesControl(container) {
+		mounts = append(mounts, &pluginapi.Mount{
+			ContainerPath: containerPreloadPath,
+			HostPath:      filepath.Join(cfg.HookPath, hostPreload),
+			ReadOnly:      true,
+		})
+	}
+	mounts = append(mounts,
+		&pluginapi.Mount{ContainerPath: containerCachePath, HostPath: hostCacheDir(cfg.HookPath, podUID, container.Name)},
+		&pluginapi.Mount{ContainerPath: containerLockPath, HostPath: cfg.LockDir},
+	)
+	return &pluginapi.ContainerAllocateResponse{Envs: envs, Mounts: mounts}, nil
+}
+
+// assignedGPU finds the GPU a device was assigned on. A device that is not
+// one of the node's GPUs (an assignment made for other hardware, or a MIG
+// instance, which this plugin does not hand out) or a GPU that has turned
+// unhealthy since it was assigned is refused rather than handed over.
+func assignedGPU(node string, d vgpu.ContainerDevice, gpus []nvml.GPU) (nvml.GPU, error) {
+	i := slices.IndexFunc(gpus, func(g nvml.GPU) bool { return g.UUID == d.UUID })
+	if i < 0 {
+		return nvml.GPU{}, fmt.Errorf("assigned GPU %s is not one of the GPUs node %s advertises", d.UUID, node)
+	}
+	gpu := gpus[i]
+	if !gpu.Healthy {
+		return nvml.GPU{}, fmt.Errorf("assigned GPU %s is unhealthy (%s)", d.UUID, gpu.UnhealthyReason)
+	}
+	return gpu, nil
+}
+
+// memoryLimit is the device's HAMi-core limit in MiB. An assignment that
+// books no memory gets the whole GPU: with no limit at all HAMi-core would
+// report the device as having none.
+func memoryLimit(d vgpu.ContainerDevice, gpu nvml.GPU, factor int32) string {
+	mib := int64(d.UsedMemory) * int64(factor)
+	if mib == 0 {
+		mib = int64(gpu.MemoryMiB)
+	}
+	return strconv.FormatInt(mib, 10) + "m"
+}
+
+func disablesControl(c *corev1.Container) bool {
+	return slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == envDisableControl })
+}
+
+// prepareHost checks that HAMi-core is installed and creates the
+// directories the mounts need: a missing cache directory makes every CUDA
+// process in the container exit (or crash). The container's directory is
+// created if missing and never emptied: it may be in use by a running
+// container of the same pod and name (a restart), and its old region file
+// is harmless, since the new one gets a new name. Both directories are
+// world-writable because the container's processes may run as any user.
+func prepareHost(cfg Config, podUID string, container *corev1.Container) error {
+	required := []string{filepath.Join(cfg.HookPath, hostLibrary)}
+	if !disablesControl(container) {
+		required = append(required, filepath.Join(cfg.HookPath, hostPreload))
+	}
+	for _, path := range required {
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("HAMi-core is not installed on the node: %w", err)
+		}
+	}
+	for _, dir := range []string{hostCacheDir(cfg.HookPath, podUID, container.Name), cfg.LockDir} {
+		if err := os.MkdirAll(dir, 0o777); err != nil {
+			return fmt.Errorf("create %s: %w", dir, err)
+		}
+		if err := os.Chmod(dir, 0o777); err != nil {
+			return fmt.Errorf("make %s writable for every user: %w", dir, err)
+		}
+	}
+	return nil
+}

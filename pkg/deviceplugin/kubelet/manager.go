@@ -1,0 +1,182 @@
+// Package kubelet serves the three vGPU resources to the kubelet through
+// the device-plugin API (k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1):
+// one gRPC server per resource, each on its own socket in the kubelet's
+// device-plugin directory and registered with the kubelet.
+//
+// All three advertise fake devices derived from the node's GPUs:
+// split-count vGPUs per GPU, the GPU's memory in units of the memory factor,
+// and 100 x core-scaling cores per GPU. Kubelet's choice among them is
+// ignored; only their count matters, and the vgpu-number server's
+// Allocator serves the scheduler's assignment instead.
+//
+// The Manager follows kubelet restarts: kubelet deletes every socket in
+// the directory when it starts, so the Manager polls its own sockets and
+// the kubelet's, re-creates what is gone and registers again.
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"k8s.io/klog/v2"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+)
+
+// defaultPollInterval is how often the sockets are checked. Kubelet
+// restarts are noticed and answered within it plus one registration, well
+// inside the 5 s a node may go without its device plugins.
+const defaultPollInterval = time.Second
+
+// registerTimeout bounds one registration call, so that a kubelet that
+// accepts connections but does not answer cannot stall the loop.
+const registerTimeout = 5 * time.Second
+
+// Allocators answer Allocate for each resource; a nil one answers every
+// container with an empty response.
+type Allocators struct {
+	Count, Memory, Cores Allocator
+}
+
+// Config configures a Manager.
+type Config struct {
+	// PluginDir is the kubelet's device-plugin directory; empty means
+	// pluginapi.DevicePluginPath. The kubelet's socket is
+	// "kubelet.sock" in it.
+	PluginDir  string
+	Resources  Resources
+	Allocators Allocators
+	// PollInterval is how often sockets are checked; zero means 1 s.
+	PollInterval time.Duration
+}
+
+// Manager runs the three device-plugin servers and keeps them registered.
+type Manager struct {
+	kubeletSocket string
+	pollInterval  time.Duration
+	servers       []*server
+	// problems holds the last error logged per server, so that a kubelet
+	// that stays away is logged once, not every poll.
+	problems map[*server]string
+}
+
+// NewManager checks cfg and prepares the servers; Run starts them.
+func NewManager(cfg Config, inventory *Inventory) (*Manager, error) {
+	if err := cfg.Resources.validate(); err != nil {
+		return nil, fmt.Errorf("device plugin resources: %w", err)
+	}
+	dir := cfg.PluginDir
+	if dir == "" {
+		dir = pluginapi.DevicePluginPath
+	}
+	m := &Manager{
+		kubeletSocket: filepath.Join(dir, filepath.Base(pluginapi.KubeletSocket)),
+		pollInterval:  cfg.PollInterval,
+		problems:      make(map[*server]string),
+	}
+	if m.pollInterval <= 0 {
+		m.pollInterval = defaultPollInterval
+	}
+	sockets := make(map[string]string)
+	for _, res := range cfg.Resources.list(cfg.Allocators) {
+		if res.name == "" {
+			return nil, errors.New("device plugin resources: a resource name is empty")
+		}
+		if other, dup := sockets[res.socketName()]; dup {
+			return nil, fmt.Errorf("device plugin resources: %s and %s would share socket %s", other, res.name, res.socketName())
+		}
+		sockets[res.socketName()] = string(res.name)
+		m.servers = append(m.servers, newServer(res, inventory, dir))
+	}
+	if size := memoryListSize(inventory.GPUs(), cfg.Resources.MemoryFactor, cfg.Resources.MemoryUnits); size > kubeletMessageLimit {
+		return nil, fmt.Errorf("device plugin resources: memory factor %d MiB: the memory device list would take %d bytes, over kubelet's limit of %d",
+			cfg.Resources.MemoryFactor, size, kubeletMessageLimit)
+	}
+	return m, nil
+}
+
+// Run serves and registers the three resources until ctx is done, then
+// stops the servers and removes their sockets. Failures (kubelet absent,
+// registration refused) are logged and retried every poll.
+func (m *Manager) Run(ctx context.Context) error {
+	defer func() {
+		for _, s := range m.servers {
+			s.stop()
+		}
+	}()
+	ticker := time.NewTicker(m.pollInterval)
+	defer ticker.Stop()
+	for {
+		m.reconcile(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+// reconcile brings every server to "serving on its socket and registered
+// with the kubelet socket that exists now". Running it again changes
+// nothing.
+func (m *Manager) reconcile(ctx context.Context) {
+	kubelet, kubeletErr := statFileID(m.kubeletSocket)
+	for _, s := range m.servers {
+		if !s.socketIntact() {
+			if s.grpc != nil {
+				klog.InfoS("Device plugin socket was removed (kubelet restarted?); serving again", "resource", s.res.name, "socket", s.socket)
+			}
+			s.stop()
+			if err := s.start(); err != nil {
+				m.problem(s, err)
+				continue
+			}
+		}
+		if kubeletErr != nil {
+			m.problem(s, fmt.Errorf("%s: kubelet socket %s: %w", s.res.name, m.kubeletSocket, kubeletErr))
+			continue
+		}
+		if s.registeredWith == kubelet {
+			continue
+		}
+		if err := register(ctx, m.kubeletSocket, s); err != nil {
+			m.problem(s, err)
+			continue
+		}
+		s.registeredWith = kubelet
+		delete(m.problems, s)
+		klog.InfoS("Registered with kubelet", "resource", s.res.name, "endpoint", filepath.Base(s.socket), "kubeletSocket", m.kubeletSocket)
+	}
+}
+
+func (m *Manager) problem(s *server, err error) {
+	if m.problems[s] == err.Error() {
+		return
+	}
+	m.problems[s] = err.Error()
+	klog.ErrorS(err, "Device plugin not registered; retrying", "resource", s.res.name, "every", m.pollInterval)
+}
+
+func register(ctx context.Context, kubeletSocket string, s *server) error {
+	conn, err := grpc.NewClient("unix://"+kubeletSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("%s: connect to kubelet at %s: %w", s.res.name, kubeletSocket, err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, registerTimeout)
+	defer cancel()
+	_, err = pluginapi.NewRegistrationClient(conn).Register(ctx, &pluginapi.RegisterRequest{
+		Version:      pluginapi.Version,
+		Endpoint:     filepath.Base(s.socket),
+		ResourceName: string(s.res.name),
+		Options:      &pluginapi.DevicePluginOptions{},
+	})
+	if err != nil {
+		return fmt.Errorf("%s: register with kubelet at %s: %w", s.res.name, kubeletSocket, err)
+	}
+	return nil
+}
