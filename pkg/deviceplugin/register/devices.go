@@ -9,14 +9,14 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
-// nodeDevices renders the GPUs as the vgpu.NodeDevicesAnnotation value.
+// NodeDevices renders the GPUs as the vgpu.NodeDevicesAnnotation value.
 //
 // The order is the device minor number, then the NVML index, whatever
 // order gpus come in: upstream schedulers take a GPU's position in the
 // list as its identity, so the same GPUs must always produce the same
 // string (upstream v1.12 used map order and reshuffled it on every
 // refresh).
-func nodeDevices(cfg config.Config, gpus []nvml.GPU) (string, error) {
+func NodeDevices(cfg config.Config, gpus []nvml.GPU) (string, error) {
 	sorted := append([]nvml.GPU(nil), gpus...)
 	sort.SliceStable(sorted, func(i, j int) bool {
 		if sorted[i].Minor != sorted[j].Minor {

@@ -252,7 +252,7 @@ func (r *Registrar) desiredDevices() (value string, known bool, err error) {
 	if listErr != nil && len(gpus) == 0 {
 		return "", false, listErr
 	}
-	value, err = nodeDevices(r.cfg, r.cfg.RegisteredGPUs(gpus))
+	value, err = NodeDevices(r.cfg, r.cfg.RegisteredGPUs(gpus))
 	if err != nil {
 		return "", false, err
 	}

@@ -1,0 +1,232 @@
+// Command vgpu-device-plugin shares a node's NVIDIA GPUs among pods: it advertises
+// volcano.sh/vgpu-number, vgpu-memory and vgpu-cores to the kubelet, publishes the node's GPUs
+// in the volcano.sh/node-vgpu-register annotation (the protocol vc-scheduler and upstream
+// Volcano read), hands each container the scheduler's assignment as HAMi-core settings on
+// Allocate, and serves GPU and per-container metrics on :9394.
+//
+// With --inspect it prints the GPUs it finds and the annotation it would write, and exits.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/pflag"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/allocate"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/config"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/kubelet"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/monitor"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/register"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
+)
+
+type options struct {
+	nodeName, kubeconfig, kubeletDir, nvmlMode, fakeGPUs string
+	metricsAddress, hookPath, nodeConfigPath             string
+	inspect                                              bool
+	flags                                                *config.Flags
+}
+
+func main() {
+	o := &options{}
+	fs := pflag.NewFlagSet("vgpu-device-plugin", pflag.ExitOnError)
+	o.flags = config.AddFlags(fs)
+	fs.StringVar(&o.nodeName, "node-name", os.Getenv("NODE_NAME"), "This node's name (default $NODE_NAME)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster configuration when empty")
+	fs.StringVar(&o.kubeletDir, "kubelet-dir", pluginapi.DevicePluginPath, "The kubelet's device-plugin directory")
+	fs.StringVar(&o.nvmlMode, "nvml", "real", "GPU discovery: real (libnvidia-ml) or fake (--fake-gpus)")
+	fs.StringVar(&o.fakeGPUs, "fake-gpus", "", `GPUs of the fake backend, e.g. "1xNVIDIA GeForce RTX 3070 Ti:8192,2xNVIDIA H200:143771"`)
+	fs.StringVar(&o.metricsAddress, "metrics-address", ":9394", "Address of the metrics endpoint")
+	fs.StringVar(&o.hookPath, "hook-path", envOr("HOOK_PATH", allocate.DefaultHookPath), "Host directory holding libvgpu.so and ld.so.preload (default $HOOK_PATH)")
+	fs.StringVar(&o.nodeConfigPath, "node-config", config.DefaultNodeConfigPath, "The node ConfigMap's config.json")
+	fs.BoolVar(&o.inspect, "inspect", false, "Print the GPUs found and the node annotation that would be written, then exit")
+	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
+	klog.InitFlags(klogFlags)
+	fs.AddGoFlagSet(klogFlags)
+	_ = fs.Parse(os.Args[1:])
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		klog.ErrorS(err, "vgpu-device-plugin stopped", "node", o.nodeName)
+		klog.Flush()
+		os.Exit(1)
+	}
+	klog.Flush()
+}
+
+func envOr(key, fallback string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return fallback
+}
+
+// backend opens the GPU discovery the flags ask for.
+func backend(o *options) (nvml.Backend, error) {
+	var b nvml.Backend
+	switch o.nvmlMode {
+	case "real":
+		b = nvml.NewReal(nvml.Options{})
+	case "fake":
+		f, err := nvml.NewFake(o.fakeGPUs, o.nodeName, nvml.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("--fake-gpus %q: %w", o.fakeGPUs, err)
+		}
+		b = f
+	default:
+		return nil, fmt.Errorf("--nvml %q: want real or fake", o.nvmlMode)
+	}
+	if err := b.Init(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func run(ctx context.Context, o *options) error {
+	if o.nodeName == "" {
+		return fmt.Errorf("--node-name (or $NODE_NAME) is required")
+	}
+	gpuBackend, err := backend(o)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = gpuBackend.Shutdown() }()
+	if o.inspect {
+		return inspect(gpuBackend, o)
+	}
+
+	restCfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig %q: %w", o.kubeconfig, err)
+	}
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(ctx, config.Sources{Node: o.nodeName, Flags: o.flags,
+		GetConfigMap: config.ConfigMapGetterFor(client), NodeConfigPath: o.nodeConfigPath})
+	if err != nil {
+		return err
+	}
+	discovered, err := gpuBackend.Devices()
+	if err != nil {
+		return fmt.Errorf("discover GPUs: %w", err)
+	}
+	gpus := cfg.RegisteredGPUs(discovered)
+	memoryUnits := memoryUnitsOf(cfg)
+	factor, err := kubelet.ChooseMemoryFactor(cfg.Device.GPUMemoryFactor, gpus, memoryUnits)
+	if err != nil {
+		return err
+	}
+	cfg.Device.GPUMemoryFactor = factor
+	klog.InfoS("Configuration in force", "config", cfg.String(), "gpus", len(gpus))
+
+	inventory := kubelet.NewInventory(gpus)
+	names := cfg.Device.ResourceNames()
+	registrar := register.New(register.Options{Client: client, Config: cfg, GPUs: gpuBackend})
+	vgpuAllocator, err := allocate.NewVGPU(client, allocate.Config{NodeName: o.nodeName, Names: names, MemoryFactor: factor,
+		HookPath: o.hookPath, GPUs: inventory})
+	if err != nil {
+		return err
+	}
+	manager, err := kubelet.NewManager(kubelet.Config{
+		PluginDir: o.kubeletDir,
+		Resources: kubelet.Resources{Names: names, SplitCount: cfg.Device.DeviceSplitCount,
+			CoreScaling: cfg.Device.DeviceCoreScaling, MemoryFactor: factor, MemoryUnits: memoryUnits},
+		Allocators: kubelet.Allocators{
+			Count:  vgpuAllocator,
+			Memory: allocate.NewCountRequired(client, o.nodeName, names.Count, names.Memory),
+			Cores:  allocate.NewCountRequired(client, o.nodeName, names.Count, names.Cores),
+		},
+	}, inventory)
+	if err != nil {
+		return err
+	}
+
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		return gpuBackend.WatchHealth(ctx, func(ev nvml.HealthEvent) {
+			klog.InfoS("GPU health changed", "uuid", ev.UUID, "healthy", ev.Healthy, "reason", ev.Reason)
+			inventory.SetHealth(ev)
+			registrar.Trigger()
+		})
+	})
+	g.Go(func() error { return registrar.Run(ctx) })
+	g.Go(func() error { return manager.Run(ctx) })
+	g.Go(func() error { return serveMetrics(ctx, o, client, registrar) })
+	return g.Wait()
+}
+
+// memoryUnitsOf is the node's rule for a GPU's vgpu-memory units at a factor, shared by the
+// kubelet's device list and the node annotation so that they always agree.
+func memoryUnitsOf(cfg config.Config) kubelet.MemoryUnits {
+	return func(totalMiB uint64, factor int32) int32 {
+		c := cfg
+		c.Device.GPUMemoryFactor = factor
+		return c.GPUMemory(totalMiB)
+	}
+}
+
+// serveMetrics serves the per-GPU and per-container metrics and the plugin's own counters.
+func serveMetrics(ctx context.Context, o *options, client kubernetes.Interface, registrar *register.Registrar) error {
+	reg := prometheus.NewRegistry()
+	pods := newPodIndex(client, o.nodeName)
+	go pods.run(ctx)
+	reg.MustRegister(monitor.NewCollector(allocate.ContainerCacheRoot(o.hookPath), nil, pods.lookup), registrar.PatchesCollector())
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Addr: o.metricsAddress, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	if err := srv.ListenAndServe(); err != nil && err != http.ErrServerClosed {
+		return fmt.Errorf("metrics on %s: %w", o.metricsAddress, err)
+	}
+	return nil
+}
+
+// inspect prints what the plugin sees on this machine and the annotation it would publish
+// with the default configuration and the flags given.
+func inspect(b nvml.Backend, o *options) error {
+	table, err := nvml.Inspect(b)
+	if err != nil {
+		return err
+	}
+	fmt.Print(table)
+	cfg, err := config.Resolve(o.nodeName, vgpu.DefaultNvidiaConfig(), o.flags, vgpu.NodeConfigFile{})
+	if err != nil {
+		return err
+	}
+	gpus, err := b.Devices()
+	if err != nil {
+		return err
+	}
+	gpus = cfg.RegisteredGPUs(gpus)
+	value, err := register.NodeDevices(cfg, gpus)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\n%s: %s\n", vgpu.NodeDevicesAnnotation, value)
+	factor, err := kubelet.ChooseMemoryFactor(0, gpus, memoryUnitsOf(cfg))
+	if err == nil {
+		fmt.Printf("automatic vgpu-memory factor for the kubelet: %d MiB per unit\n", factor)
+	}
+	return nil
+}

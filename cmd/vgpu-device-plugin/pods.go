@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// podIndex knows the pods on this node only (a field-selected watch, never a cluster-wide
+// one), so metrics name a container's pod and disappear with it.
+type podIndex struct {
+	factory informers.SharedInformerFactory
+	indexer cache.Indexer
+}
+
+const byUID = "uid"
+
+func newPodIndex(client kubernetes.Interface, node string) *podIndex {
+	f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", node).String()
+	}))
+	inf := f.Core().V1().Pods().Informer()
+	_ = inf.AddIndexers(cache.Indexers{byUID: func(obj any) ([]string, error) {
+		if p, ok := obj.(*corev1.Pod); ok {
+			return []string{string(p.UID)}, nil
+		}
+		return nil, nil
+	}})
+	return &podIndex{factory: f, indexer: inf.GetIndexer()}
+}
+
+func (p *podIndex) run(ctx context.Context) {
+	p.factory.Start(ctx.Done())
+}
+
+// lookup implements monitor.PodLookup.
+func (p *podIndex) lookup(uid string) (namespace, name string, ok bool) {
+	objs, err := p.indexer.ByIndex(byUID, uid)
+	if err != nil || len(objs) == 0 {
+		return "", "", false
+	}
+	pod := objs[0].(*corev1.Pod)
+	return pod.Namespace, pod.Name, true
+}
