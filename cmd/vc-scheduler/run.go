@@ -27,6 +27,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/cache"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/deviceshare"
 )
 
 // configPollInterval: how often the configuration file is re-read. The kubelet refreshes a
@@ -67,6 +68,7 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
+	sc.AddDeviceDeriver(deviceshare.NewDeriver())
 	serveHTTP(ctx, o, sc)
 
 	// Every replica keeps a warm cache (and so a truthful /healthz); only the leader schedules.

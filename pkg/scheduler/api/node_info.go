@@ -21,6 +21,17 @@ type NodeInfo struct {
 	// Tasks holds the node's own copies, so that a status change elsewhere cannot change
 	// what the node accounted.
 	Tasks map[TaskID]*TaskInfo
+
+	// Devices holds per-node device state by the name of whoever keeps it (the deviceshare
+	// plugin's GPU ledger). The cache derives it from the node and its pods; Clone copies
+	// every entry, so that a session's tentative allocations stay in the session.
+	Devices map[string]Devices
+}
+
+// Devices is device state derived from a node and the pods on it.
+type Devices interface {
+	// Clone returns a copy that can be changed without changing the original.
+	Clone() Devices
 }
 
 // NewNodeInfo builds the node's accounting from its allocatable (nil for a node known only
@@ -102,6 +113,12 @@ func (n *NodeInfo) Clone() *NodeInfo {
 	}
 	for uid, t := range n.Tasks {
 		c.Tasks[uid] = t // node copies are replaced, never modified, so sharing them is safe
+	}
+	if n.Devices != nil {
+		c.Devices = make(map[string]Devices, len(n.Devices))
+		for name, d := range n.Devices {
+			c.Devices[name] = d.Clone()
+		}
 	}
 	return c
 }

@@ -72,7 +72,7 @@ type SchedulerCache struct {
 	// holds its own copy.
 	tasks           map[api.TaskID]*api.TaskInfo
 	priorityClasses map[string]*schedulingv1.PriorityClass
-	observers       []NodeObserver
+	derivers        []DeviceDeriver
 	dangling        *danglingReferences
 }
 

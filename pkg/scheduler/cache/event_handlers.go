@@ -239,10 +239,8 @@ func (sc *SchedulerCache) onNodeDelete(obj any) {
 	if len(n.Tasks) == 0 {
 		delete(sc.nodes, node.Name)
 	} else {
-		n.Node = nil
-	}
-	for _, o := range sc.observers {
-		o.NodeRemoved(node.Name)
+		// Derived device state is rebuilt when the node object comes back.
+		n.Node, n.Devices = nil, nil
 	}
 }
 

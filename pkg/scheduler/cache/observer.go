@@ -2,38 +2,55 @@ package cache
 
 import "github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 
-// NodeObserver is the hook for state derived from a node object and the pods on it, kept in
-// step with the cache rather than recomputed every cycle. The deviceshare plugin uses it to
-// rebuild a node's GPU ledger from the node's device annotation and its pods' assignment
-// annotations whenever either changes (DESIGN rule 4: device usage is derived from pods).
+// DeviceDeriver derives device state (the deviceshare plugin's GPU ledger) from a node object
+// and the pods on it. The cache calls it whenever either changes and keeps the result in
+// NodeInfo.Devices[Name()], so that every snapshot carries device state consistent with the
+// tasks it holds, and a restarted scheduler rebuilds it from the same pods (DESIGN rule 4:
+// device usage is derived from pods).
 //
-// Both methods run under the cache mutex, so what an observer keeps is always consistent with
-// the next Snapshot. They must be quick and must not call back into the cache.
-type NodeObserver interface {
-	// NodeChanged runs after the node object or any task on it changed: a pod added, updated
-	// or deleted, a bind accepted or undone. node is the cache's own object: read it, never
-	// change it. Its Tasks are the node's full set, terminated pods excluded.
-	NodeChanged(node *api.NodeInfo)
-	// NodeRemoved runs after the node object was deleted (or stopped matching the node
-	// selector). Pods still on it are no longer scheduled around.
-	NodeRemoved(name string)
+// Derive runs under the cache mutex: it must be quick and must not call back into the cache.
+type DeviceDeriver interface {
+	// Name is the key of the state in NodeInfo.Devices.
+	Name() string
+	// Derive computes the node's state. node is the cache's own object, with the node's full
+	// set of tasks (terminated pods excluded) and the previous state in Devices: read it,
+	// never change it. nil means the node has none of these devices.
+	Derive(node *api.NodeInfo) api.Devices
 }
 
-// AddNodeObserver registers an observer. Call it before Run: nodes already in the cache are
-// not replayed.
-func (sc *SchedulerCache) AddNodeObserver(o NodeObserver) {
+// AddDeviceDeriver registers a deriver and derives the state of the nodes already known.
+func (sc *SchedulerCache) AddDeviceDeriver(d DeviceDeriver) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	sc.observers = append(sc.observers, o)
+	sc.derivers = append(sc.derivers, d)
+	for _, n := range sc.nodes {
+		if n.Node != nil {
+			sc.derive(n, d)
+		}
+	}
 }
 
-// nodeChanged tells the observers about a node whose object the cache knows. Called under mu.
+// nodeChanged re-derives the device state of a node whose object the cache knows. Called
+// under mu after the node object or any task on it changed.
 func (sc *SchedulerCache) nodeChanged(name string) {
 	n := sc.nodes[name]
 	if n == nil || n.Node == nil {
 		return
 	}
-	for _, o := range sc.observers {
-		o.NodeChanged(n)
+	for _, d := range sc.derivers {
+		sc.derive(n, d)
 	}
+}
+
+// derive stores one deriver's state for the node. Called under mu.
+func (sc *SchedulerCache) derive(n *api.NodeInfo, d DeviceDeriver) {
+	devices := d.Derive(n)
+	if devices == nil {
+		delete(n.Devices, d.Name())
+		return
+	}
+	if n.Devices == nil {
+		n.Devices = map[string]api.Devices{}
+	}
+	n.Devices[d.Name()] = devices
 }

@@ -14,61 +14,109 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 )
 
-// ledgerSpy records what a device ledger would be told.
-type ledgerSpy struct{ calls []string }
+// taskList is derived device state for the tests: the node's tasks and their statuses.
+type taskList []string
 
-func (s *ledgerSpy) NodeChanged(n *api.NodeInfo) {
-	var tasks []string
+func (l taskList) Clone() api.Devices { return append(taskList(nil), l...) }
+
+// deriverSpy derives a taskList and records every call.
+type deriverSpy struct{ calls []string }
+
+func (s *deriverSpy) Name() string { return "spy" }
+
+func (s *deriverSpy) Derive(n *api.NodeInfo) api.Devices {
+	if len(n.Tasks) == 0 {
+		s.calls = append(s.calls, "derive "+n.Name+" (none)")
+		return nil
+	}
+	var tasks taskList
 	for _, t := range n.Tasks {
 		tasks = append(tasks, t.Name+"="+t.Status.String())
 	}
 	sort.Strings(tasks)
-	s.calls = append(s.calls, fmt.Sprintf("changed %s [%s]", n.Name, strings.Join(tasks, " ")))
+	s.calls = append(s.calls, fmt.Sprintf("derive %s [%s]", n.Name, strings.Join(tasks, " ")))
+	return tasks
 }
 
-func (s *ledgerSpy) NodeRemoved(name string) { s.calls = append(s.calls, "removed "+name) }
-
-func (s *ledgerSpy) take() []string {
+func (s *deriverSpy) take() []string {
 	out := s.calls
 	s.calls = nil
 	return out
 }
 
-// TestNodeObserver: the device-ledger hook hears of every change to a node or the pods on
-// it, once per change, and nothing about nodes the cache does not schedule onto.
-func TestNodeObserver(t *testing.T) {
+// snapshotDevices is what the next snapshot carries for the spy, by node.
+func snapshotDevices(sc *SchedulerCache) map[string]api.Devices {
+	out := map[string]api.Devices{}
+	for name, n := range sc.Snapshot().Nodes {
+		if d, ok := n.Devices["spy"]; ok {
+			out[name] = d
+		}
+	}
+	return out
+}
+
+// TestDeviceDeriver: the cache re-derives a node's device state after every change to the
+// node or the pods on it, once per change, never for nodes it does not schedule onto, and
+// every snapshot carries the state as derived.
+func TestDeviceDeriver(t *testing.T) {
 	ctx := context.Background()
 	env := bindEnv(t)
-	spy := &ledgerSpy{}
-	env.sc.AddNodeObserver(spy)
+	spy := &deriverSpy{}
+	env.sc.AddDeviceDeriver(spy)
+	if got := spy.take(); !reflect.DeepEqual(got, []string{"derive n1 (none)"}) {
+		t.Errorf("registering derives the nodes already known: got %q", got)
+	}
 	capture := &bindingCapture{err: errors.New("refused")}
 	capture.install(env)
 
 	steps := []struct {
-		what string
-		do   func()
-		want []string
+		what    string
+		do      func()
+		want    []string
+		devices map[string]api.Devices
 	}{
-		{"node update", func() { env.sc.onNodeSet(newNode("n1", "8", nil)) }, []string{"changed n1 []"}},
-		{"pending pod", func() { env.add(t, newPod("p1", "1", inGroup("pg1"))) }, nil},
-		{"running pod", func() { env.add(t, newPod("p2", "1", onNode("n1"), inPhase(corev1.PodRunning))) }, []string{"changed n1 [p2=Running]"}},
+		{"node update", func() { env.sc.onNodeSet(newNode("n1", "8", nil)) }, []string{"derive n1 (none)"}, map[string]api.Devices{}},
+		{"pending pod", func() { env.add(t, newPod("p1", "1", inGroup("pg1"))) }, nil, map[string]api.Devices{}},
+		{"running pod", func() { env.add(t, newPod("p2", "1", onNode("n1"), inPhase(corev1.PodRunning))) },
+			[]string{"derive n1 [p2=Running]"}, map[string]api.Devices{"n1": taskList{"p2=Running"}}},
 		{"bind accepted", func() {
 			if err := env.sc.Bind(placed(t, env, "p1", "n1", nil)); err != nil {
 				t.Fatal(err)
 			}
-		}, []string{"changed n1 [p1=Binding p2=Running]"}},
-		{"bind refused by the API server", func() { env.sc.processNextBind(ctx) }, []string{"changed n1 [p2=Running]"}},
+		}, []string{"derive n1 [p1=Binding p2=Running]"}, map[string]api.Devices{"n1": taskList{"p1=Binding", "p2=Running"}}},
+		{"bind refused by the API server", func() { env.sc.processNextBind(ctx) },
+			[]string{"derive n1 [p2=Running]"}, map[string]api.Devices{"n1": taskList{"p2=Running"}}},
 		{"pod finished", func() {
 			env.sc.onPodUpdate(nil, newPod("p2", "1", onNode("n1"), inPhase(corev1.PodSucceeded), resourceVersion("2")))
-		}, []string{"changed n1 []"}},
-		{"pod on a node not known", func() { env.add(t, newPod("p3", "1", onNode("n2"), inPhase(corev1.PodRunning))) }, nil},
-		{"node deleted", func() { env.sc.onNodeDelete(newNode("n1", "8", nil)) }, []string{"removed n1"}},
-		{"pod on the deleted node", func() { env.add(t, newPod("p4", "1", onNode("n1"), inPhase(corev1.PodRunning))) }, nil},
+		}, []string{"derive n1 (none)"}, map[string]api.Devices{}},
+		{"pod on a node not known", func() { env.add(t, newPod("p3", "1", onNode("n2"), inPhase(corev1.PodRunning))) }, nil, map[string]api.Devices{}},
+		{"node object of the pod arrives", func() { env.sc.onNodeSet(newNode("n2", "8", nil)) },
+			[]string{"derive n2 [p3=Running]"}, map[string]api.Devices{"n2": taskList{"p3=Running"}}},
+		{"node deleted with a pod on it", func() { env.sc.onNodeDelete(newNode("n2", "8", nil)) }, nil, map[string]api.Devices{}},
+		{"pod on the deleted node", func() { env.add(t, newPod("p4", "1", onNode("n2"), inPhase(corev1.PodRunning))) }, nil, map[string]api.Devices{}},
+		{"deleted node comes back", func() { env.sc.onNodeSet(newNode("n2", "8", nil)) },
+			[]string{"derive n2 [p3=Running p4=Running]"}, map[string]api.Devices{"n2": taskList{"p3=Running", "p4=Running"}}},
 	}
 	for _, s := range steps {
 		s.do()
 		if got := spy.take(); !reflect.DeepEqual(got, s.want) {
-			t.Errorf("%s: observer told %q, want %q", s.what, got, s.want)
+			t.Errorf("%s: derived %q, want %q", s.what, got, s.want)
 		}
+		if got := snapshotDevices(env.sc); !reflect.DeepEqual(got, s.devices) {
+			t.Errorf("%s: snapshot carries %v, want %v", s.what, got, s.devices)
+		}
+	}
+}
+
+// TestSnapshotDevicesArePrivate: a session that changes its copy of the device state leaves
+// the cache's state and other snapshots alone.
+func TestSnapshotDevicesArePrivate(t *testing.T) {
+	env := bindEnv(t)
+	env.sc.AddDeviceDeriver(&deriverSpy{})
+	env.add(t, newPod("p1", "1", onNode("n1"), inPhase(corev1.PodRunning)))
+	first := env.sc.Snapshot().Nodes["n1"].Devices["spy"].(taskList)
+	first[0] = "changed by a session"
+	if got := snapshotDevices(env.sc)["n1"]; !reflect.DeepEqual(got, taskList{"p1=Running"}) {
+		t.Errorf("the next snapshot carries %v", got)
 	}
 }

@@ -1,22 +1,252 @@
-// Package deviceshare is the vGPU plugin: GPU-level fit, binpack/spread and the device
-// assignment each container gets. This first version only registers the name, so that
-// configurations written for upstream (lab 8's among them) load; the scheduling logic
-// follows in its own change.
+// Package deviceshare is the vGPU plugin: it fits pods' vGPU requests onto the GPUs each node
+// publishes, orders GPUs and nodes by binpack or spread, and hands every placed pod its device
+// assignment inside the Binding (reference spec 5, with upstream HEAD's fixes).
+//
+// Where the state lives:
+//
+//   - The cache keeps a GPU ledger per node (Deriver), derived from the node's register
+//     annotation and its pods' assignments after every change, so a restarted scheduler never
+//     double-books a slot.
+//   - A session works on its own copy of each ledger. A tentative placement books its vGPUs in
+//     that copy and sets the task's BindAnnotations; undoing it takes back exactly the same
+//     vGPUs and annotations. Only Commit sends anything, and then inside the Binding.
+//
+// Node order: with deviceshare.SchedulePolicy set, a node scores the sum of its chosen GPUs'
+// scores (see fitter) times deviceshare.ScheduleWeight, which is 1 when left out (upstream: 0,
+// which ignores the policy between nodes); an explicit 0 keeps upstream's behaviour.
+//
+// Cost: what a pod asks is read once per task (podRequest), so checking a node for a pod that
+// wants no GPU costs a pointer comparison, and checking one for a vGPU pod allocates nothing
+// (the pod-group spread policy aside, which reads its group's assignments); scoring a node
+// right after its check reuses the check's result.
+//
+// Not done yet: reading the device ConfigMap (deviceshare.KnownGeometriesCM*; the shipped
+// defaults are used); MIG sharing (such GPUs are left alone); the node lock
+// (deviceshare.NodeLockEnable is accepted and ignored: this project's device plugin finds a
+// pod by node and identity, but the upstream one, which serves the oldest pending pod of its
+// node, may mix up pods bound to one node in the same moment, which the lock prevented);
+// writing the handshake back (it is only read, see Deriver); vGPU metrics and queue
+// accounting of booked devices. A pipelined task books no vGPU until it is allocated, and
+// the vGPUs of pods being deleted stay booked until they are gone.
 package deviceshare
 
 import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
 // PluginName is the name configurations use.
 const PluginName = "deviceshare"
 
-type plugin struct{}
+// resourceNames are the vGPU resource names in force: those upstream's device ConfigMap
+// ships with, until the ConfigMap itself is read.
+func resourceNames() vgpu.ResourceNames { return vgpu.DefaultResourceNames() }
 
-// New accepts upstream's arguments (deviceshare.VGPUEnable, SchedulePolicy, ...) unchanged.
-func New(conf.Arguments) (framework.Plugin, error) { return plugin{}, nil }
+// assignmentKeys are the pod annotations a placement sets in the task's BindAnnotations.
+var assignmentKeys = [...]string{
+	vgpu.AssignedNodeAnnotation, vgpu.AssignedTimeAnnotation, vgpu.AssignedDevicesAnnotation,
+	vgpu.DevicesToAllocateAnnotation, vgpu.BindPhaseAnnotation, vgpu.BindTimeAnnotation,
+}
 
-func (plugin) Name() string                      { return PluginName }
-func (plugin) OnSessionOpen(*framework.Session)  {}
-func (plugin) OnSessionClose(*framework.Session) {}
+// plugin is built for one session. Its checks keep scratch state between calls, which is
+// safe because actions run, and search nodes, one at a time.
+type plugin struct {
+	args     arguments
+	names    vgpu.ResourceNames
+	verdicts verdicts
+	// now is the clock: the session's time for the handshake, a placement's for its
+	// annotations.
+	now func() time.Time
+
+	sessionTime time.Time
+	// last is the request of the task checked last: a task is checked against many nodes in
+	// a row. requests counts the requests read, to number them.
+	last     *podRequest
+	requests uint64
+	fitter   fitter
+	// placed holds the assignment of every task this session placed, for the exact undo.
+	placed map[api.TaskID]vgpu.PodDevices
+}
+
+// New builds the plugin from its arguments; a malformed one is an error naming it.
+func New(args conf.Arguments) (framework.Plugin, error) {
+	a, err := parseArguments(args)
+	if err != nil {
+		return nil, err
+	}
+	p := &plugin{args: a, names: resourceNames(), now: time.Now, placed: map[api.TaskID]vgpu.PodDevices{}}
+	p.fitter = fitter{policy: a.policy, assignments: p.assignmentOf}
+	return p, nil
+}
+
+func (p *plugin) Name() string { return PluginName }
+
+func (p *plugin) OnSessionOpen(ssn *framework.Session) {
+	if !p.args.vgpuEnable {
+		return
+	}
+	p.verdicts = newVerdicts(p.names)
+	p.sessionTime = p.now()
+	ssn.AddPrePredicateFn(PluginName, p.prePredicate)
+	ssn.AddPredicateFn(PluginName, p.predicate)
+	if p.args.weight > 0 {
+		ssn.AddNodeOrderFn(PluginName, p.nodeOrder)
+	}
+	ssn.AddEventHandler(&framework.EventHandler{AllocateFunc: p.allocate, DeallocateFunc: p.deallocate})
+}
+
+func (p *plugin) OnSessionClose(*framework.Session) {}
+
+// request returns the task's vGPU request, reading it when the task is not the last one seen.
+func (p *plugin) request(task *api.TaskInfo) *podRequest {
+	if p.last == nil || p.last.task != task {
+		p.requests++
+		p.last = newPodRequest(p.requests, task, p.names)
+	}
+	return p.last
+}
+
+// prePredicate refuses a pod whose vGPU requests or device annotations cannot be read: no
+// node can take it, and the error says which container, resource or annotation is wrong.
+func (p *plugin) prePredicate(task *api.TaskInfo) error {
+	return p.request(task).err
+}
+
+// predicate checks that the node's GPUs can take every vGPU of the pod; the reason names the
+// constraint that failed.
+func (p *plugin) predicate(task *api.TaskInfo, node *api.NodeInfo) *api.Status {
+	r := p.request(task)
+	if r.err != nil {
+		return &api.Status{Code: api.UnschedulableAndUnresolvable, Reasons: []string{r.err.Error()}, Plugin: PluginName}
+	}
+	if !r.wantsGPUs() {
+		return nil
+	}
+	l := ledgerOf(node)
+	if s := p.unusable(l); s != nil {
+		return s
+	}
+	score, _, failed := p.fitter.fit(r, node, l, false)
+	if failed != fits {
+		return p.verdicts.constraints[failed]
+	}
+	l.lastFit = fitMemo{request: r.id, score: score}
+	return nil
+}
+
+// unusable says why a node's ledger cannot take vGPUs now, or nil.
+func (p *plugin) unusable(l *ledger) *api.Status {
+	switch {
+	case l == nil:
+		return p.verdicts.notRegistered
+	case l.unavailable != nil:
+		return l.unavailable
+	case !l.handshakeRequested.IsZero() && p.sessionTime.Sub(l.handshakeRequested) > vgpu.HandshakeTimeout:
+		return p.verdicts.handshakeOverdue
+	}
+	return nil
+}
+
+// nodeOrder is the node's device score (see fitter) times the weight; 0 for a pod that wants
+// no GPU or a node that cannot take it.
+func (p *plugin) nodeOrder(task *api.TaskInfo, node *api.NodeInfo) (float64, error) {
+	r := p.request(task)
+	if !r.wantsGPUs() || r.err != nil {
+		return 0, nil
+	}
+	l := ledgerOf(node)
+	if p.unusable(l) != nil {
+		return 0, nil
+	}
+	if l.lastFit.request == r.id {
+		return l.lastFit.score * p.args.weight, nil
+	}
+	score, _, failed := p.fitter.fit(r, node, l, false)
+	if failed != fits {
+		return 0, nil
+	}
+	return score * p.args.weight, nil
+}
+
+// allocate books the vGPUs of a task placed on a node in the session's ledger and puts the
+// assignment in the task's BindAnnotations, which Commit sends inside the Binding. A task
+// only pipelined books nothing: it is not bound in this session. Should the GPUs not take
+// the task after all, the placement is refused with the reason.
+func (p *plugin) allocate(e *framework.Event) {
+	task := e.Task
+	if task.Status != api.Allocated {
+		return
+	}
+	r := p.request(task)
+	if r.err != nil {
+		e.Err = r.err
+		return
+	}
+	if !r.wantsGPUs() {
+		return
+	}
+	l := ledgerOf(e.Node)
+	if s := p.unusable(l); s != nil {
+		e.Err = errors.New(s.Reasons[0])
+		return
+	}
+	_, pd, failed := p.fitter.fit(r, e.Node, l, true)
+	if failed != fits {
+		e.Err = errors.New(p.verdicts.constraints[failed].Reasons[0])
+		return
+	}
+	encoded, err := pd.Encode()
+	if err != nil {
+		e.Err = fmt.Errorf("device assignment of pod %s on node %s: %w", task.Key(), e.Node.Name, err)
+		return
+	}
+	l.book(pd, 1)
+	p.placed[task.UID] = pd
+	now := vgpu.FormatUnixSeconds(p.now())
+	if task.BindAnnotations == nil {
+		task.BindAnnotations = make(map[string]string, len(assignmentKeys))
+	}
+	a := task.BindAnnotations
+	a[vgpu.AssignedNodeAnnotation] = e.Node.Name
+	a[vgpu.AssignedTimeAnnotation] = now
+	a[vgpu.AssignedDevicesAnnotation] = encoded
+	a[vgpu.DevicesToAllocateAnnotation] = encoded
+	a[vgpu.BindPhaseAnnotation] = vgpu.BindPhaseAllocating
+	a[vgpu.BindTimeAnnotation] = now
+}
+
+// deallocate undoes allocate exactly: the same vGPUs leave the ledger of the node the task
+// was on, and the assignment leaves its BindAnnotations.
+func (p *plugin) deallocate(e *framework.Event) {
+	task := e.Task
+	pd, ok := p.placed[task.UID]
+	if !ok {
+		return
+	}
+	delete(p.placed, task.UID)
+	if l := ledgerOf(e.Node); l != nil {
+		l.book(pd, -1)
+	}
+	for _, key := range assignmentKeys {
+		delete(task.BindAnnotations, key)
+	}
+	if len(task.BindAnnotations) == 0 {
+		task.BindAnnotations = nil
+	}
+}
+
+// assignmentOf is the assignment another task on a node holds: the one this session gave
+// it, else the one it carries; nil when unreadable (the deriver reports those).
+func (p *plugin) assignmentOf(t *api.TaskInfo) vgpu.PodDevices {
+	if pd, ok := p.placed[t.UID]; ok {
+		return pd
+	}
+	pd, _ := assignedDevices(t)
+	return pd
+}

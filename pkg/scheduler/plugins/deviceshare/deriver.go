@@ -1,0 +1,133 @@
+package deviceshare
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
+)
+
+// Deriver builds each node's GPU ledger for the scheduler cache (cache.DeviceDeriver): the
+// GPUs from the node's register annotation, and on them the assignments of the pods on the
+// node. The cache derives the ledger again after every change to the node or its pods, so a
+// restarted scheduler finds the same bookings as the one before it.
+//
+// A node counts for vGPU only when it has the register annotation and non-zero allocatable
+// of the three vGPU resources (upstream HEAD's rule). A handshake annotation, which upstream
+// v1.13 to v1.15.0 require, is honoured when present but only read: "Deleted_" means no
+// GPUs, and so does a "Requesting_" older than vgpu.HandshakeTimeout at the session's time.
+// Nothing here writes it back, so a node that keeps an old upstream scheduler's verdict
+// stays without GPUs until the device plugin reports again or someone removes the
+// annotation; the reason says so.
+type Deriver struct {
+	names vgpu.ResourceNames
+}
+
+// NewDeriver is the deriver for the resource names upstream's device ConfigMap ships with.
+func NewDeriver() *Deriver { return &Deriver{names: resourceNames()} }
+
+// Name is the key of the ledger in api.NodeInfo.Devices.
+func (*Deriver) Name() string { return PluginName }
+
+// Derive builds the node's ledger; nil when the node has no register annotation.
+func (d *Deriver) Derive(node *api.NodeInfo) api.Devices {
+	value, registered := node.Node.Annotations[vgpu.NodeDevicesAnnotation]
+	if !registered {
+		return nil
+	}
+	l := &ledger{source: value}
+	if l.unavailable = d.unusable(node); l.unavailable != nil {
+		return l
+	}
+	if h, ok := node.Node.Annotations[vgpu.NodeHandshakeAnnotation]; ok {
+		hs, err := vgpu.ParseHandshake(h)
+		switch {
+		case err != nil:
+			l.unavailable = notInitialized(fmt.Sprintf("%s: %v", vgpu.NodeHandshakeAnnotation, err))
+			return l
+		case hs.State == vgpu.HandshakeDeleted:
+			l.unavailable = notInitialized(fmt.Sprintf("%s %q: an upstream scheduler found the device plugin silent; "+
+				"the device plugin's next report, or removing the annotation, clears it", vgpu.NodeHandshakeAnnotation, h))
+			return l
+		case hs.State == vgpu.HandshakeRequesting:
+			l.handshakeRequested = hs.Time
+		}
+	}
+	gpus, err := decodeGPUs(node, value)
+	if err != nil {
+		l.unavailable = notInitialized(fmt.Sprintf("%s: %v", vgpu.NodeDevicesAnnotation, err))
+		return l
+	}
+	if len(gpus) == 0 {
+		l.unavailable = notInitialized(vgpu.NodeDevicesAnnotation + " lists no GPU")
+		return l
+	}
+	l.gpus = gpus
+	for _, t := range node.Tasks {
+		pd, err := assignedDevices(t)
+		if err != nil {
+			// Its GPUs cannot be known; the pod keeps running and the rest of the node is
+			// still scheduled.
+			klog.ErrorS(err, "Ignoring an unreadable device assignment", "pod", klog.KRef(t.Namespace, t.Name), "node", node.Name)
+			continue
+		}
+		if unknown := l.book(pd, 1); unknown > 0 {
+			klog.V(3).InfoS("Device assignment names GPUs the node does not list", "pod", klog.KRef(t.Namespace, t.Name),
+				"node", node.Name, "devices", unknown)
+		}
+	}
+	return l
+}
+
+// unusable says why a node's vGPU resources rule it out: one of them is not allocatable,
+// which is how kubelet shows a device plugin that is gone.
+func (d *Deriver) unusable(node *api.NodeInfo) *api.Status {
+	for _, name := range [...]corev1.ResourceName{d.names.Count, d.names.Memory, d.names.Cores} {
+		if node.Allocatable.Get(name) <= 0 {
+			return notInitialized("allocatable " + string(name) + " is 0 (is the vGPU device plugin running?)")
+		}
+	}
+	return nil
+}
+
+// decodeGPUs reads the node's GPUs from its register annotation value, reusing those of
+// the node's previous ledger when the value has not changed.
+func decodeGPUs(node *api.NodeInfo, value string) ([]gpu, error) {
+	if prev, ok := node.Devices[PluginName].(*ledger); ok && len(prev.gpus) > 0 && prev.source == value {
+		gpus := make([]gpu, len(prev.gpus))
+		for i := range prev.gpus {
+			gpus[i] = prev.gpus[i]
+			gpus[i].used = usage{}
+		}
+		return gpus, nil
+	}
+	devices, err := vgpu.DecodeNodeDevices(value)
+	if err != nil {
+		return nil, err
+	}
+	gpus := make([]gpu, len(devices))
+	for i, dev := range devices {
+		gpus[i] = newGPU(dev)
+	}
+	return gpus, nil
+}
+
+// assignedDevices is the assignment a task holds: the one it is being bound with, else the
+// one its pod carries; nil when it has none.
+func assignedDevices(t *api.TaskInfo) (vgpu.PodDevices, error) {
+	value, ok := t.BindAnnotations[vgpu.AssignedDevicesAnnotation]
+	if !ok && t.Pod != nil {
+		value, ok = t.Pod.Annotations[vgpu.AssignedDevicesAnnotation]
+	}
+	if !ok {
+		return nil, nil
+	}
+	pd, err := vgpu.DecodePodDevices(value)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", vgpu.AssignedDevicesAnnotation, err)
+	}
+	return pd, nil
+}

@@ -1,0 +1,175 @@
+package deviceshare
+
+import (
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
+)
+
+// fitter places a pod's vGPU containers on one node's GPUs (spec 5.5, with upstream HEAD's
+// fixes). Containers are placed in order, each vGPU of a container on a different GPU; a
+// later container may share a GPU with an earlier one and sees what it took. Among the GPUs
+// that can take a vGPU, the policy picks:
+//
+//   - binpack: the fullest first: most memory booked, then most vGPUs;
+//   - spread: the emptiest first: fewest vGPUs, then least memory booked;
+//   - none: the first in the node's list.
+//
+// Ties go to the GPU listed first. A chosen GPU scores, once the vGPU is booked, 100 x its
+// share of memory booked (binpack) or left free (spread); the node's score is the sum.
+//
+// The fitter keeps scratch space between calls, so that checking a node allocates nothing,
+// and uses it only as far as the pod needs: a pod with one vGPU, the common case, needs none.
+// It is not safe for concurrent use and needs not be: actions search nodes one at a time.
+type fitter struct {
+	policy policy
+	// assignments gives the devices another task on the node holds, for the pod-group spread
+	// filter.
+	assignments func(*api.TaskInfo) vgpu.PodDevices
+
+	// Per GPU of the node being checked:
+	pending []usage // what the pod's earlier vGPUs took; used when the pod has several
+	chosen  []bool  // taken by the container being placed; used when it has several
+	grouped []bool  // used by the pod's group; used with the pod-group spread policy
+}
+
+// fit places every container of r on the node's GPUs, booked as l says. It returns the
+// node's score and, when record is set, the assignment; or the constraint that kept a
+// container off the node. l is not changed.
+func (f *fitter) fit(r *podRequest, node *api.NodeInfo, l *ledger, record bool) (float64, vgpu.PodDevices, constraint) {
+	if int(r.maxCount) > len(l.gpus) {
+		return 0, nil, gpuCount
+	}
+	f.prepare(r, node, l)
+	var pd vgpu.PodDevices
+	if record {
+		pd = make(vgpu.PodDevices, len(r.containers))
+	}
+	var score float64
+	for ci := range r.containers {
+		c := &r.containers[ci]
+		if c.Count > 1 {
+			clear(f.chosen)
+		}
+		for range c.Count {
+			i, adds, failed := f.pick(r, c, l)
+			if i < 0 {
+				return 0, nil, failed
+			}
+			g := &l.gpus[i]
+			before := f.booked(r, l, i)
+			score += f.score(g, before.plus(adds))
+			if record {
+				pd[ci] = append(pd[ci], g.sharing.device(g, before, c.MemoryOn(g.memory), c.Cores))
+			}
+			if c.Count > 1 {
+				f.chosen[i] = true
+			}
+			if r.vgpus > 1 {
+				f.pending[i] = f.pending[i].plus(adds)
+			}
+		}
+	}
+	return score, pd, fits
+}
+
+// prepare sizes the scratch space for the node and clears what the pod will use.
+func (f *fitter) prepare(r *podRequest, node *api.NodeInfo, l *ledger) {
+	n := len(l.gpus)
+	if cap(f.pending) < n {
+		f.pending, f.chosen, f.grouped = make([]usage, n), make([]bool, n), make([]bool, n)
+	}
+	f.pending, f.chosen, f.grouped = f.pending[:n], f.chosen[:n], f.grouped[:n]
+	if r.vgpus > 1 {
+		clear(f.pending)
+	}
+	if r.groupSpread {
+		f.markGroupGPUs(r, node, l)
+	}
+}
+
+// markGroupGPUs marks the GPUs that other pods of the task's PodGroup use on the node.
+func (f *fitter) markGroupGPUs(r *podRequest, node *api.NodeInfo, l *ledger) {
+	clear(f.grouped)
+	for _, t := range node.Tasks {
+		if t.Job != r.task.Job || t.UID == r.task.UID {
+			continue
+		}
+		for _, devices := range f.assignments(t) {
+			for _, d := range devices {
+				if i := l.index(d.PhysicalUUID()); i >= 0 {
+					f.grouped[i] = true
+				}
+			}
+		}
+	}
+}
+
+// pick chooses the GPU for one vGPU of container c: the first, in the policy's order, of the
+// GPUs that pass the filters, can take it and do not already hold one of the container's
+// vGPUs. It returns the GPU and what the vGPU books there; without one, -1 and the
+// constraint the GPUs got furthest to.
+func (f *fitter) pick(r *podRequest, c *vgpu.ContainerRequest, l *ledger) (int, usage, constraint) {
+	best, failed := -1, fits
+	var bestUsage, bestAdds usage
+	for i := range l.gpus {
+		if c.Count > 1 && f.chosen[i] {
+			continue
+		}
+		g := &l.gpus[i]
+		v := r.filter(g)
+		if v == fits && r.groupSpread && f.grouped[i] {
+			v = podGroupShared
+		}
+		if v != fits {
+			failed = max(failed, v)
+			continue
+		}
+		u := f.booked(r, l, i)
+		adds, v := g.sharing.fit(g, u, c.MemoryOn(g.memory), c.Cores)
+		if v != fits {
+			failed = max(failed, v)
+			continue
+		}
+		if best < 0 || f.before(u, bestUsage) {
+			best, bestUsage, bestAdds = i, u, adds
+			if f.policy == policyNone {
+				break
+			}
+		}
+	}
+	return best, bestAdds, failed
+}
+
+// booked is what GPU i holds: the ledger's bookings and the pod's own so far.
+func (f *fitter) booked(r *podRequest, l *ledger, i int) usage {
+	if r.vgpus > 1 {
+		return l.gpus[i].used.plus(f.pending[i])
+	}
+	return l.gpus[i].used
+}
+
+// before says whether a GPU booked as a comes before one booked as b in the policy's order.
+func (f *fitter) before(a, b usage) bool {
+	switch f.policy {
+	case policyBinpack:
+		return a.memory > b.memory || (a.memory == b.memory && a.devices > b.devices)
+	case policySpread:
+		return a.devices < b.devices || (a.devices == b.devices && a.memory < b.memory)
+	}
+	return false
+}
+
+// score is a chosen GPU's score once booked as u.
+func (f *fitter) score(g *gpu, u usage) float64 {
+	if g.memory <= 0 {
+		return 0
+	}
+	share := float64(u.memory) / float64(g.memory)
+	switch f.policy {
+	case policyBinpack:
+		return 100 * share
+	case policySpread:
+		return 100 * (1 - share)
+	}
+	return 0
+}

@@ -1,0 +1,126 @@
+package deviceshare
+
+import (
+	"strings"
+	"time"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
+)
+
+// ledger is one node's GPUs, in the order the device plugin lists them, and what the pods on
+// the node book on each. The cache derives it from the node and its pods (Deriver); a session
+// works on its own copy (Clone), which the plugin's event handlers change for tentative
+// placements and change back exactly when they are undone.
+type ledger struct {
+	gpus []gpu
+	// unavailable says why the node's GPUs cannot be used; nil when they can.
+	unavailable *api.Status
+	// handshakeRequested is when an upstream scheduler asked the device plugin for a sign of
+	// life that has not come yet; zero when no request is outstanding. Whether the request is
+	// overdue depends on the session's time, so the plugin decides that.
+	handshakeRequested time.Time
+	// source is the register annotation the GPUs were decoded from, so that deriving the
+	// ledger again after a pod event reuses them instead of decoding the same text.
+	source string
+	// lastFit is the score of the last pod the predicate fitted here, so that scoring the
+	// node right after does not fit the pod again. It belongs to the session's copy, and
+	// booking clears it.
+	lastFit fitMemo
+}
+
+// fitMemo is a pod's score on a node; request 0 means none.
+type fitMemo struct {
+	request uint64
+	score   float64
+}
+
+// gpu is one physical GPU: what is booked on it and what every node search reads to fit a
+// vGPU, kept together (one cache line) because a search reads it for every GPU of hundreds
+// of nodes. The rest of the GPU's description is in info.
+type gpu struct {
+	used usage
+	// slots is how many vGPUs the GPU takes (deviceSplitCount); memory is in units of
+	// gpuMemoryFactor MiB.
+	slots, memory int32
+	healthy       bool
+	// sharing is how the GPU is divided in its mode; nil for a mode not shared yet (MIG).
+	sharing sharing
+	// info describes the GPU; ledgers and their clones share it, nobody changes it.
+	info *gpuInfo
+}
+
+// gpuInfo is a GPU as the device plugin publishes it, read by the filters and the assignment.
+type gpuInfo struct {
+	vgpu.NodeDevice
+	// upperType is Type in upper case, for the case-insensitive type filters.
+	upperType string
+}
+
+// newGPU is the GPU the device plugin published as d, with nothing booked.
+func newGPU(d vgpu.NodeDevice) gpu {
+	return gpu{slots: d.Count, memory: d.Memory, healthy: d.Healthy, sharing: sharingFor(d.Mode),
+		info: &gpuInfo{NodeDevice: d, upperType: strings.ToUpper(d.Type)}}
+}
+
+// usage is what vGPUs book on a GPU.
+type usage struct {
+	// devices counts the vGPUs; each takes one of the GPU's slots.
+	devices int32
+	// memory in units of gpuMemoryFactor MiB, as the register annotation counts it.
+	memory int64
+	// cores in percent of the GPU.
+	cores int64
+}
+
+// plus is the sum of two usages.
+func (u usage) plus(v usage) usage {
+	return usage{devices: u.devices + v.devices, memory: u.memory + v.memory, cores: u.cores + v.cores}
+}
+
+// Clone copies the bookings; the GPUs' descriptions are shared.
+func (l *ledger) Clone() api.Devices {
+	c := *l
+	if l.gpus != nil {
+		c.gpus = make([]gpu, len(l.gpus))
+		copy(c.gpus, l.gpus)
+	}
+	return &c
+}
+
+// book adds a pod's assignment to the GPUs (sign 1) or takes it back (sign -1). It returns
+// how many devices name a GPU the node does not list: the ledger cannot count those.
+func (l *ledger) book(pd vgpu.PodDevices, sign int32) (unknown int) {
+	l.lastFit = fitMemo{}
+	for _, devices := range pd {
+		for _, d := range devices {
+			i := l.index(d.PhysicalUUID())
+			if i < 0 {
+				unknown++
+				continue
+			}
+			u := &l.gpus[i].used
+			u.devices += sign
+			u.memory += int64(sign) * int64(d.UsedMemory)
+			u.cores += int64(sign) * int64(d.UsedCores)
+		}
+	}
+	return unknown
+}
+
+// index is the position of the GPU with the given UUID, or -1. A node has a handful of GPUs,
+// so a scan beats a map.
+func (l *ledger) index(uuid string) int {
+	for i := range l.gpus {
+		if l.gpus[i].info.UUID == uuid {
+			return i
+		}
+	}
+	return -1
+}
+
+// ledgerOf is the node's ledger in the session, or nil when the node publishes no GPUs.
+func ledgerOf(node *api.NodeInfo) *ledger {
+	l, _ := node.Devices[PluginName].(*ledger)
+	return l
+}

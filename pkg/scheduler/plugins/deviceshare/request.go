@@ -1,0 +1,126 @@
+package deviceshare
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
+)
+
+// podRequest is what a task asks of a node's GPUs, worked out once per task so that the
+// per-node checks only compare numbers and strings already prepared.
+type podRequest struct {
+	// id tells requests apart within a session (fitMemo); never 0.
+	id   uint64
+	task *api.TaskInfo
+	// containers are the vGPU requests in container order (vgpu.PodRequests); entry i of the
+	// assignment belongs to entry i here.
+	containers []vgpu.ContainerRequest
+	// maxCount is the most vGPUs one container asks for; 0 when the pod wants no GPU.
+	maxCount int32
+	// vgpus is the number of vGPUs of all containers.
+	vgpus int32
+
+	// useTypes and noUseTypes are the upper-cased type filters; noUseTypes only when
+	// useTypes is empty, as upstream.
+	useTypes, noUseTypes []string
+	useUUIDs, noUseUUIDs []string
+	// groupSpread keeps the pod off GPUs other pods of its PodGroup use.
+	groupSpread bool
+	// filtered: some type or UUID filter is set.
+	filtered bool
+
+	// err says why the pod's requests or annotations cannot be read: no node can take it.
+	err error
+}
+
+// newPodRequest reads the task's vGPU requests and device annotations.
+func newPodRequest(id uint64, task *api.TaskInfo, names vgpu.ResourceNames) *podRequest {
+	r := &podRequest{id: id, task: task}
+	pod := task.Pod
+	if pod == nil {
+		return r
+	}
+	r.containers, r.err = vgpu.PodRequests(pod, names)
+	for _, c := range r.containers {
+		r.maxCount = max(r.maxCount, c.Count)
+		r.vgpus += c.Count
+	}
+	if !r.wantsGPUs() || r.err != nil {
+		return r
+	}
+	switch mode := pod.Annotations[vgpu.ModeAnnotation]; mode {
+	case "", vgpu.ModeHAMiCore:
+	case vgpu.ModeMIG:
+		r.err = fmt.Errorf("pod %s: %s %q: this scheduler does not share GPUs in MIG mode yet", task.Key(), vgpu.ModeAnnotation, mode)
+	default:
+		r.err = fmt.Errorf("pod %s: %s %q: want %q or %q", task.Key(), vgpu.ModeAnnotation, mode, vgpu.ModeHAMiCore, vgpu.ModeMIG)
+	}
+	r.useTypes = annotationList(pod.Annotations[vgpu.UseGPUTypeAnnotation], strings.ToUpper)
+	if len(r.useTypes) == 0 {
+		r.noUseTypes = annotationList(pod.Annotations[vgpu.NoUseGPUTypeAnnotation], strings.ToUpper)
+	}
+	r.useUUIDs = annotationList(pod.Annotations[vgpu.UseGPUUUIDAnnotation], nil)
+	r.noUseUUIDs = annotationList(pod.Annotations[vgpu.NoUseGPUUUIDAnnotation], nil)
+	r.groupSpread = pod.Annotations[vgpu.PodGroupPolicyAnnotation] == vgpu.PodGroupPolicySpread
+	r.filtered = len(r.useTypes)+len(r.noUseTypes)+len(r.useUUIDs)+len(r.noUseUUIDs) > 0
+	return r
+}
+
+// wantsGPUs: some container asks for at least one vGPU.
+func (r *podRequest) wantsGPUs() bool { return r.maxCount > 0 }
+
+// annotationList splits a comma-separated annotation, trimming blanks and dropping empty
+// items (an empty list filters nothing), each item passed through normalize when given.
+func annotationList(value string, normalize func(string) string) []string {
+	var list []string
+	for _, item := range strings.Split(value, ",") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		if normalize != nil {
+			item = normalize(item)
+		}
+		list = append(list, item)
+	}
+	return list
+}
+
+// filter is the first constraint the GPU fails whatever its usage, or fits. The common case,
+// a shared and healthy GPU and a pod without filters, is decided inline.
+func (r *podRequest) filter(g *gpu) constraint {
+	if g.sharing != nil && g.healthy && !r.filtered {
+		return fits
+	}
+	return r.filterGPU(g)
+}
+
+func (r *podRequest) filterGPU(g *gpu) constraint {
+	switch {
+	case g.sharing == nil:
+		return modeUnsupported
+	case !g.healthy:
+		return unhealthy
+	case len(r.useTypes) > 0 && !containsAny(g.info.upperType, r.useTypes):
+		return typeNotWanted
+	case len(r.noUseTypes) > 0 && containsAny(g.info.upperType, r.noUseTypes):
+		return typeAvoided
+	case slices.Contains(r.noUseUUIDs, g.info.UUID):
+		return uuidAvoided
+	case len(r.useUUIDs) > 0 && !slices.Contains(r.useUUIDs, g.info.UUID):
+		return uuidNotWanted
+	}
+	return fits
+}
+
+// containsAny: some item is a substring of text.
+func containsAny(text string, items []string) bool {
+	for _, item := range items {
+		if strings.Contains(text, item) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,56 @@
+package deviceshare
+
+import "github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
+
+// wholeGPUCores is a whole GPU's compute, in the percent vgpu-cores counts.
+const wholeGPUCores = 100
+
+// sharing is how the GPUs of one operating mode are divided between containers: whether a
+// GPU can take one more vGPU, and what that vGPU is. Filters, GPU order, scores and the
+// ledger's bookkeeping are the same for every mode, so a mode adds one implementation in its
+// own file and a case in sharingFor. A mode whose vGPUs book something other than plain
+// counters (MIG instances) also brings that state into gpu.
+type sharing interface {
+	// fit checks whether g, with u booked on it (the pod's earlier vGPUs included), can take
+	// a vGPU of memory (units of gpuMemoryFactor MiB) and cores (percent). It returns what
+	// the vGPU would book on g, or the constraint that fails. It runs for every GPU of every
+	// node searched, so it only compares numbers.
+	fit(g *gpu, u usage, memory, cores int32) (usage, constraint)
+	// device is the vGPU that g, booked as u, gives a container that fit it.
+	device(g *gpu, u usage, memory, cores int32) vgpu.ContainerDevice
+}
+
+// sharingFor is the sharing of a GPU mode; nil for a mode this scheduler does not share yet.
+func sharingFor(mode string) sharing {
+	switch mode {
+	case vgpu.ModeHAMiCore, vgpu.ModeMPS: // upstream treats mps as hami-core
+		return hamiCore{}
+	}
+	return nil
+}
+
+// hamiCore shares a GPU through HAMi-core's limits: a vGPU takes a slot, its memory and its
+// share of the cores, which HAMi-core enforces in the container.
+type hamiCore struct{}
+
+func (hamiCore) fit(g *gpu, u usage, memory, cores int32) (usage, constraint) {
+	switch {
+	case u.devices >= g.slots:
+		return usage{}, noFreeSlot
+	case cores == wholeGPUCores && u.devices > 0:
+		return usage{}, exclusiveTaken
+	case cores == 0 && u.cores >= wholeGPUCores:
+		// A container without a core limit would run unthrottled on a GPU whose compute is
+		// promised in full to others.
+		return usage{}, coresFull
+	case int64(g.memory)-u.memory < int64(memory):
+		return usage{}, memoryShort
+	case u.cores+int64(cores) > wholeGPUCores:
+		return usage{}, coresShort
+	}
+	return usage{devices: 1, memory: int64(memory), cores: int64(cores)}, fits
+}
+
+func (hamiCore) device(g *gpu, _ usage, memory, cores int32) vgpu.ContainerDevice {
+	return vgpu.ContainerDevice{UUID: g.info.UUID, Type: vgpu.DeviceTypeNVIDIA, UsedMemory: memory, UsedCores: cores}
+}
