@@ -32,10 +32,9 @@ fi
 if ! fresh kwok "$ROOT/hack/lib.sh"; then
   log "building kwok $KWOK_VERSION"
   GOBIN=$BIN go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
-  # kwok needs stage definitions: fast node initialisation, lease heartbeats, pod lifecycle.
+  # kwok needs stage definitions (see KWOK_STAGES).
   KD=$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
-  for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
-           pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+  for f in $KWOK_STAGES; do
     echo '---'; cat "$KD/kustomize/stage/$f"; done > "$BIN/kwok-stages.yaml"
   mark kwok "$ROOT/hack/lib.sh"
 fi

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# demo.sh: the user's lab 8 on the local cluster, with simulated GPUs.
-# Today it sets up what the lab needs (cluster, Volcano CRDs, the lab's namespace and queue, a
-# GPU node advertising one 8 GiB RTX 3070 Ti as 10 vGPU slices) and prints the lab's step-3
-# evidence. The scheduler and device-plugin steps (4-7) join as those components land.
+# demo.sh: the user's lab 8 (Volcano vGPU, gang scheduling and queue limits) replayed on the
+# local cluster with our vc-scheduler, its unchanged scheduler.conf and the lab's manifests.
+# The lab's GPU node is the real kubelet's node with vgpu-device-plugin on the fake NVML backend
+# (one 8 GiB RTX 3070 Ti, split 10); the pods are real containers of the project's tiny image.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 "$ROOT/hack/install-deps.sh"
@@ -10,35 +10,91 @@ source "$(dirname "$0")/lib.sh"
 "$ROOT/hack/cluster-up.sh"
 export KUBECONFIG=$P/admin.kubeconfig
 K=$BIN/kubectl
-LAB=$ROOT/test/e2e/testdata/lab8
-$K create namespace volcano-demo --dry-run=client -o yaml | $K apply -f - >/dev/null
+SEED=$ROOT/test/e2e/testdata/lab8   # the lab's manifests and scheduler.conf, as published
+NS=volcano-demo
+D=$TB/demo; mkdir -p "$D"
+
+log "building vc-scheduler, vgpu-device-plugin and the stand-in Volcano controllers"
+(cd "$ROOT" && go build -o "$D/" ./cmd/vc-scheduler ./cmd/vgpu-device-plugin ./test/standin)
+
+# Step 3: vgpu-device-plugin on the real kubelet's node, with the lab's GPU (one RTX 3070 Ti,
+# 8 GiB) from the fake NVML backend; HAMi-core's files are stand-ins (the container runs no CUDA).
+mkdir -p "$D/hook"
+echo "stand-in for HAMi-core's libvgpu.so" > "$D/hook/libvgpu.so"
+echo /usr/local/vgpu/libvgpu.so > "$D/hook/ld.so.preload"
+start demo-device-plugin "$D/vgpu-device-plugin" --kubeconfig="$KUBECONFIG" --node-name=localhost --nvml=fake \
+  --fake-gpus="1xNVIDIA GeForce RTX 3070 Ti:8192" --hook-path="$D/hook" --node-config="$D/no-node-config.json" \
+  --metrics-address=127.0.0.1:9394
+$K label node localhost volcano-vgpu/demo=gpu --overwrite >/dev/null
+wait_for 60 sh -c "[ \"\$($K get node localhost -o jsonpath='{.status.allocatable.volcano\.sh/vgpu-memory}')\" = 8192 ]"
+
+# The lab's manifests run nvidia/cuda with `sleep infinity`; there is no registry here, so the
+# project's tiny image stands in: it prints its environment and mounts, then sleeps.
+mkdir -p "$D/lab"
+for f in "$SEED"/*.yaml; do
+  sed -e 's|image: nvidia/cuda:12.4.1-base-ubuntu22.04|image: localhost/tiny:v1|' \
+      -e 's|command: \["bash", "-c", "sleep infinity"\]|command: ["/tiny", "printenv"]|' "$f" > "$D/lab/$(basename "$f")"
+done
+LAB=$D/lab
+
+# Step 2: the scheduler with the lab's configuration, unchanged; the stand-in plays
+# vc-controller-manager (VolcanoJob -> PodGroup + pods, queues Open).
+start demo-standin "$D/standin" --kubeconfig="$KUBECONFIG"
+start demo-scheduler "$D/vc-scheduler" --kubeconfig="$KUBECONFIG" --scheduler-conf="$SEED/scheduler.conf" \
+  --node-selector=volcano-vgpu/demo:gpu --leader-elect=false --enable-metrics --listen-address=127.0.0.1:8080
+$K create namespace $NS --dry-run=client -o yaml | $K apply -f - >/dev/null
+
+show() { echo; echo "\$ kubectl $*"; $K "$@"; }
+pg_of() { $K get podgroup -n $NS -o jsonpath="{.items[?(@.metadata.ownerReferences[0].name==\"$1\")].metadata.name}"; }
+wait_pg() { # wait_pg JOB PHASE
+  wait_for 60 sh -c "[ \"\$($K get podgroup -n $NS -o jsonpath='{.items[?(@.metadata.ownerReferences[0].name==\"$1\")].status.phase}')\" = $2 ]"
+}
+running() { $K wait -n $NS --for=condition=Ready pod -l volcano.sh/job-name=$1 --timeout=90s >/dev/null; }
+gone() { wait_for 60 sh -c "[ -z \"\$($K get pods -n $NS -l volcano.sh/job-name=$1 -o name)\" ]"; }
+cond() { $K get podgroup -n $NS "$(pg_of "$1")" -o jsonpath='{range .status.conditions[*]}Type: {.type}{"\n"}Reason: {.reason}{"\n"}Message: {.message}{"\n"}{end}Phase: {.status.phase}{"\n"}'; }
+
+echo; echo "== step 3: the GPU node registers the Volcano vGPU resources"
+$K get node localhost -o custom-columns='NAME:.metadata.name,VGPU:.status.allocatable.volcano\.sh/vgpu-number,MEMORY:.status.allocatable.volcano\.sh/vgpu-memory,CORES:.status.allocatable.volcano\.sh/vgpu-cores'
+
+echo; echo "== step 4: a single vGPU pod gets HAMi-core's limits (2000 MiB, 30%) from the device plugin"
+$K apply -f "$LAB/01-single-pod.yaml" >/dev/null
+$K wait -n $NS --for=condition=Ready pod/volcano-vgpu-single --timeout=90s >/dev/null
+wait_for 30 sh -c "$K logs -n $NS volcano-vgpu-single | grep -q CUDA_DEVICE_SM_LIMIT"
+echo; echo "\$ kubectl logs -n $NS volcano-vgpu-single | grep -E 'CUDA_DEVICE|NVIDIA_VISIBLE_DEVICES|vgpu|ld.so'"
+$K logs -n $NS volcano-vgpu-single | grep -E 'CUDA_DEVICE|NVIDIA_VISIBLE_DEVICES|vgpu|ld.so'
+echo; echo "\$ kubectl get pod -n $NS volcano-vgpu-single  # the scheduler's assignment, consumed by the device plugin"
+$K get pod -n $NS volcano-vgpu-single -o go-template='{{range $k, $v := .metadata.annotations}}{{if ne $k "kubectl.kubernetes.io/last-applied-configuration"}}{{$k}}={{$v}}{{"\n"}}{{end}}{{end}}'
+$K delete pod volcano-vgpu-single -n $NS --grace-period=1 >/dev/null
+
+echo; echo "== step 5: a two-worker gang (2 x 2000 MiB) starts as a whole"
+$K apply -f "$LAB/02-gang-job.yaml" >/dev/null
+wait_pg vcjob-vgpu-gang Running
+running vcjob-vgpu-gang
+show get vcjob,podgroup,pod -n $NS
+$K delete vcjob vcjob-vgpu-gang -n $NS >/dev/null; gone vcjob-vgpu-gang
+
+echo; echo "== step 6: a gang that does not fit (2 x 6000 MiB on 8 GiB) never starts partly"
+$K apply -f "$LAB/03-gang-insufficient.yaml" >/dev/null
+wait_pg vcjob-vgpu-gang-insufficient Inqueue
+wait_for 30 sh -c "$K get podgroup -n $NS -o yaml | grep -q NotEnoughResources"
+show get vcjob,podgroup,pod -n $NS
+echo; cond vcjob-vgpu-gang-insufficient
+$K delete vcjob vcjob-vgpu-gang-insufficient -n $NS >/dev/null; gone vcjob-vgpu-gang-insufficient
+
+echo; echo "== step 7: the queue's capability (4000 MiB) holds, though the node has 8 GiB free"
 $K apply -f "$LAB/04-queue.yaml" >/dev/null
-# The lab's node: one RTX 3070 Ti (8192 MiB), split 10, as the device plugin would register it.
-$K apply -f - >/dev/null <<EON
-apiVersion: v1
-kind: Node
-metadata:
-  name: master-01
-  annotations:
-    kwok.x-k8s.io/node: fake
-    volcano.sh/node-vgpu-register: "GPU-3070ti-demo-0,10,8192,NVIDIA-NVIDIA GeForce RTX 3070 Ti,true,hami-core:"
-  labels: {kubernetes.io/hostname: master-01, kubernetes.io/os: linux, type: kwok}
-spec:
-  taints: [{key: kwok.x-k8s.io/node, value: fake, effect: NoSchedule}]
-status:
-  capacity: &res {cpu: "16", memory: 64Gi, pods: "110", volcano.sh/vgpu-number: "10", volcano.sh/vgpu-memory: "8192", volcano.sh/vgpu-cores: "100"}
-  allocatable: *res
-EON
-$K wait --for=condition=Ready node/master-01 --timeout=30s >/dev/null
+show get queue gpu-small-queue -o jsonpath='{.spec.capability}{"\n"}'
+$K apply -f "$LAB/05-queue-fit-job.yaml" >/dev/null
+wait_pg vcjob-vgpu-queue-fit Running
+running vcjob-vgpu-queue-fit
+show get vcjob,podgroup,pod -n $NS
+$K delete vcjob vcjob-vgpu-queue-fit -n $NS >/dev/null; gone vcjob-vgpu-queue-fit
+$K apply -f "$LAB/06-queue-exceeds-job.yaml" >/dev/null
+wait_pg vcjob-vgpu-queue-exceeds Inqueue
+wait_for 30 sh -c "$K get podgroup -n $NS -o yaml | grep -q NotEnoughResources"
+show get vcjob,podgroup,pod -n $NS
+echo; cond vcjob-vgpu-queue-exceeds
+$K delete vcjob vcjob-vgpu-queue-exceeds -n $NS >/dev/null
+
 echo
-echo "== lab 8, step 3: the GPU node registers the Volcano vGPU resources"
-$K get node master-01 -o custom-columns='NAME:.metadata.name,VGPU:.status.allocatable.volcano\.sh/vgpu-number,MEMORY:.status.allocatable.volcano\.sh/vgpu-memory,CORES:.status.allocatable.volcano\.sh/vgpu-cores'
-echo
-echo "== the queue of step 7"
-$K get queue gpu-small-queue -o custom-columns='NAME:.metadata.name,CAPABILITY:.spec.capability'
-echo
-echo "== nodes"
-$K get nodes -o wide
-echo
-echo "Steps 4-7 (vc-scheduler with deviceshare, vgpu-device-plugin) are not in this build yet."
-echo "The cluster stays up: KUBECONFIG=$KUBECONFIG $K get pods -A; make cluster-down stops it."
+echo "The cluster stays up (KUBECONFIG=$KUBECONFIG); scheduler log: $L/demo-scheduler.log; make cluster-down stops it all."

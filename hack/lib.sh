@@ -8,6 +8,10 @@ K8S_VERSION=v1.35.4
 ETCD_VERSION=v3.6.5
 KWOK_VERSION=v0.8.0
 CONTROLLER_GEN_VERSION=v0.19.0
+# kwok's stages: fast node start, lease heartbeats, pods Running and deleted. Without its
+# pod-complete stage, which finishes every pod owned by a "Job" (VolcanoJobs too), simulated
+# workers keep running like the lab's `sleep infinity`.
+KWOK_STAGES="node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml pod/fast/pod-ready.yaml pod/fast/pod-delete.yaml"
 PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
 TINY_IMAGE=localhost/tiny:v1
 export PATH=/usr/local/go/bin:$PATH
@@ -45,3 +49,5 @@ stop_process() {                                            # stop_process NAME:
   rm -f "$R/$name.pid"
 }
 P=$TB/pki; L=$TB/logs; R=$TB/run
+# go-nvml's header marks many NVML calls deprecated; the warnings would bury real output.
+export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g} -Wno-deprecated-declarations"

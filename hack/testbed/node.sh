@@ -9,7 +9,7 @@
 C=$TB/containerd; K=$TB/kubelet
 KUBELET_ROOT=/var/lib/kubelet
 # Paths the node may create outside $TB; node_down removes those that were absent before.
-NODE_SYSTEM_PATHS=(/var/lib/kubelet /run/containerd /var/lib/cni /var/log/containers /var/log/pods /run/netns /var/run/netns /etc/cni)
+NODE_SYSTEM_PATHS=(/var/lib/kubelet /run/containerd /var/lib/cni /var/log/containers /var/log/pods /run/netns /var/run/netns /etc/cni /tmp/vgpulock)
 NODE_SYSCTLS=(vm.overcommit_memory kernel.panic kernel.panic_on_oops)
 CTR() { ctr -a "$C/containerd.sock" -n k8s.io "$@"; }
 

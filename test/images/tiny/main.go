@@ -2,18 +2,20 @@
 // pause image and localhost/tiny): the cluster has no registry, so the project builds its images.
 //
 //	tiny               wait for SIGTERM (what a pause container does)
-//	tiny printenv      print the sorted environment, then wait
+//	tiny printenv      print the sorted environment and the mount points, then wait
 //	tiny hello         print a line and exit
 //
 // It is named by its argv[0] too, so the pause image can run it as /pause.
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -29,6 +31,7 @@ func main() {
 		for _, e := range env {
 			fmt.Println(e)
 		}
+		printMounts()
 	case "hello":
 		fmt.Println("hello from a locally built image")
 		return
@@ -36,4 +39,28 @@ func main() {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
 	<-stop
+}
+
+// printMounts prints "mount <path> <ro|rw>" for every mount point, so tests can check what a
+// device plugin mounted into the container.
+func printMounts() {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		fmt.Println("mountinfo:", err)
+		return
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// mountinfo: id parent major:minor root mount-point options ...
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 {
+			continue
+		}
+		mode := "rw"
+		if strings.HasPrefix(fields[5], "ro") {
+			mode = "ro"
+		}
+		fmt.Println("mount", fields[4], mode)
+	}
 }
