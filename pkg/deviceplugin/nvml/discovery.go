@@ -34,7 +34,7 @@ func (l *Library) Devices() ([]GPU, error) {
 		}
 		gpus = append(gpus, gpu)
 	}
-	sortGPUs(gpus)
+	SortGPUs(gpus)
 	return gpus, errors.Join(errs...)
 }
 

@@ -78,10 +78,10 @@ type Backend interface {
 	WatchHealth(ctx context.Context, report func(HealthEvent)) error
 }
 
-// sortGPUs puts GPUs in the order the plugin publishes them: by device
+// SortGPUs puts GPUs in the order the plugin publishes them: by device
 // minor number (the /dev/nvidiaN a container sees), then by NVML index, so
 // the order is stable even if NVML enumerates differently after a reboot.
-func sortGPUs(gpus []GPU) {
+func SortGPUs(gpus []GPU) {
 	sort.SliceStable(gpus, func(i, j int) bool {
 		if gpus[i].Minor != gpus[j].Minor {
 			return gpus[i].Minor < gpus[j].Minor

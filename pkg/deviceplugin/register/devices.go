@@ -2,7 +2,6 @@ package register
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/config"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
@@ -18,12 +17,7 @@ import (
 // refresh).
 func NodeDevices(cfg config.Config, gpus []nvml.GPU) (string, error) {
 	sorted := append([]nvml.GPU(nil), gpus...)
-	sort.SliceStable(sorted, func(i, j int) bool {
-		if sorted[i].Minor != sorted[j].Minor {
-			return sorted[i].Minor < sorted[j].Minor
-		}
-		return sorted[i].Index < sorted[j].Index
-	})
+	nvml.SortGPUs(sorted)
 	devices := make([]vgpu.NodeDevice, len(sorted))
 	for i, gpu := range sorted {
 		devices[i] = vgpu.NodeDevice{
