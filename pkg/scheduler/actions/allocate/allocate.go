@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/priorityqueue"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 )
@@ -125,10 +126,10 @@ func (c *cycle) run() {
 
 // pickJobs gathers the jobs to allocate, by queue (spec 4.1 step 2). Pending jobs wait for
 // enqueue when it is configured; without it, allocate admits them itself.
-func (c *cycle) pickJobs() (*priorityQueue[*api.QueueInfo], map[api.QueueID]*jobQueue) {
+func (c *cycle) pickJobs() (*priorityqueue.Queue[*api.QueueInfo], map[api.QueueID]*jobQueue) {
 	ssn := c.ssn
 	enqueueConfigured := ssn.EnabledActions[enqueueAction]
-	queues := newPriorityQueue(ssn.QueueOrderFn)
+	queues := priorityqueue.New(ssn.QueueOrderFn)
 	picked := map[api.QueueID][]*api.JobInfo{}
 	for _, job := range ssn.Jobs {
 		if job.IsPending() {

@@ -8,12 +8,12 @@
 package enqueue
 
 import (
-	"container/heap"
 	"sort"
 
 	"k8s.io/klog/v2"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/priorityqueue"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 )
@@ -34,7 +34,7 @@ func (action) Name() string { return Name }
 // default plugins) the first queue is served until it has no Pending job left, as upstream.
 // A job without spec.minResources asks for nothing up front and is always admitted.
 func (action) Execute(ssn *framework.Session) {
-	queues := &queueHeap{less: ssn.QueueOrderFn}
+	queues := priorityqueue.New(ssn.QueueOrderFn)
 	jobsByQueue := map[api.QueueID][]*api.JobInfo{}
 	for _, job := range ssn.Jobs {
 		if job.PodGroup == nil || !job.IsPending() {
@@ -47,7 +47,7 @@ func (action) Execute(ssn *framework.Session) {
 			continue
 		}
 		if _, seen := jobsByQueue[queue.UID]; !seen {
-			heap.Push(queues, queue)
+			queues.Push(queue)
 		}
 		jobsByQueue[queue.UID] = append(jobsByQueue[queue.UID], job)
 	}
@@ -58,7 +58,7 @@ func (action) Execute(ssn *framework.Session) {
 	}
 
 	for queues.Len() > 0 {
-		queue := heap.Pop(queues).(*api.QueueInfo)
+		queue := queues.Pop()
 		jobs := jobsByQueue[queue.UID]
 		if len(jobs) == 0 {
 			continue
@@ -70,22 +70,6 @@ func (action) Execute(ssn *framework.Session) {
 			job.Status.Phase = schedulingv1beta1.PodGroupInqueue
 			klog.V(4).InfoS("Job enqueued", "podGroup", klog.KRef(job.Namespace, job.Name), "queue", queue.Name)
 		}
-		heap.Push(queues, queue)
+		queues.Push(queue)
 	}
-}
-
-// queueHeap orders queues by QueueOrderFn (heap.Interface).
-type queueHeap struct {
-	list []*api.QueueInfo
-	less func(l, r *api.QueueInfo) bool
-}
-
-func (h *queueHeap) Len() int           { return len(h.list) }
-func (h *queueHeap) Less(i, j int) bool { return h.less(h.list[i], h.list[j]) }
-func (h *queueHeap) Swap(i, j int)      { h.list[i], h.list[j] = h.list[j], h.list[i] }
-func (h *queueHeap) Push(x any)         { h.list = append(h.list, x.(*api.QueueInfo)) }
-func (h *queueHeap) Pop() any {
-	last := h.list[len(h.list)-1]
-	h.list = h.list[:len(h.list)-1]
-	return last
 }
