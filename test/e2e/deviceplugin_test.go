@@ -20,9 +20,9 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
-// devicePlugin runs vgpu-device-plugin for the real kubelet's node with two fake 8 GiB GPUs,
-// and waits until the kubelet advertises what it registered.
-func devicePlugin(t *testing.T, cs kubernetes.Interface) (gpus []string) {
+// devicePlugin runs vgpu-device-plugin for the real kubelet's node with n fake 8 GiB GPUs
+// (split 10), and waits until the kubelet advertises what it registered.
+func devicePlugin(t *testing.T, cs kubernetes.Interface, n int) (gpus []string) {
 	t.Helper()
 	hook := t.TempDir()
 	for name, content := range map[string]string{"libvgpu.so": "not a real library\n", "ld.so.preload": "/usr/local/vgpu/libvgpu.so\n"} {
@@ -31,10 +31,13 @@ func devicePlugin(t *testing.T, cs kubernetes.Interface) (gpus []string) {
 		}
 	}
 	start(t, "vgpu-device-plugin", "--kubeconfig", kubeconfigPath(), "--node-name", realNode, "--nvml", "fake",
-		"--fake-gpus", "2xNVIDIA GeForce RTX 3070 Ti:8192", "--hook-path", hook, "--metrics-address", "127.0.0.1:19394",
+		"--fake-gpus", fmt.Sprintf("%dxNVIDIA GeForce RTX 3070 Ti:8192", n), "--hook-path", hook, "--metrics-address", "127.0.0.1:19394",
 		"--node-config", filepath.Join(hook, "absent-config.json"))
-	gpus = []string{nvml.FakeUUID(realNode, 0), nvml.FakeUUID(realNode, 1)}
-	want := map[corev1.ResourceName]int64{vgpu.DefaultCountResource: 20, vgpu.DefaultMemoryResource: 16384, vgpu.DefaultCoresResource: 200}
+	for i := 0; i < n; i++ {
+		gpus = append(gpus, nvml.FakeUUID(realNode, i))
+	}
+	want := map[corev1.ResourceName]int64{vgpu.DefaultCountResource: int64(10 * n), vgpu.DefaultMemoryResource: int64(8192 * n),
+		vgpu.DefaultCoresResource: int64(100 * n)}
 	eventually(t, 60*time.Second, "kubelet advertises the vGPU resources", func(ctx context.Context) (bool, string, error) {
 		n, err := cs.CoreV1().Nodes().Get(ctx, realNode, metav1.GetOptions{})
 		if err != nil {
@@ -47,7 +50,7 @@ func devicePlugin(t *testing.T, cs kubernetes.Interface) (gpus []string) {
 			}
 		}
 		reg := n.Annotations[vgpu.NodeDevicesAnnotation]
-		return strings.Contains(reg, gpus[0]) && strings.Contains(reg, gpus[1]), "register=" + reg, nil
+		return strings.Count(reg, ":") == len(gpus) && strings.Contains(reg, gpus[len(gpus)-1]), "register=" + reg, nil
 	})
 	return gpus
 }
@@ -111,7 +114,7 @@ func wantLines(t *testing.T, what, log string, lines ...string) {
 func TestDevicePluginAllocatesPerContainer(t *testing.T) {
 	cs := client(t)
 	ns := namespace(t, cs)
-	gpus := devicePlugin(t, cs)
+	gpus := devicePlugin(t, cs, 2)
 	ctx := context.Background()
 
 	pod := tinyPod(ns, "two-vgpu-containers", "")
