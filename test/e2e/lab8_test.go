@@ -135,7 +135,9 @@ func TestLab8GangAndQueue(t *testing.T) {
 	if _, err := e.vc.SchedulingV1beta1().Queues().Create(ctx, q, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.vc.SchedulingV1beta1().Queues().Delete(context.Background(), q.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = e.vc.SchedulingV1beta1().Queues().Delete(context.Background(), q.Name, metav1.DeleteOptions{})
+	})
 	fits := job("05-queue-fit-job.yaml")
 	runs(fits)
 	remove(fits)
