@@ -1,6 +1,7 @@
 package deviceshare
 
 import (
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -199,11 +200,16 @@ func TestChecksDoNotAllocate(t *testing.T) {
 			if err := p.prePredicate(task); err != nil {
 				t.Fatal(err)
 			}
-			allocs := testing.AllocsPerRun(100, func() {
-				p.predicate(task, gpuNodeInfo)
-				p.predicate(task, plain)
-				_, _ = p.nodeOrder(task, gpuNodeInfo)
-			})
+			// The count is process-wide: goroutines other tests left winding down (informers)
+			// can add to one measurement, never take away, so the least of a few is the checks'.
+			allocs := math.MaxFloat64
+			for range 5 {
+				allocs = min(allocs, testing.AllocsPerRun(100, func() {
+					p.predicate(task, gpuNodeInfo)
+					p.predicate(task, plain)
+					_, _ = p.nodeOrder(task, gpuNodeInfo)
+				}))
+			}
 			if allocs != 0 {
 				t.Errorf("%v allocations per check", allocs)
 			}
