@@ -23,6 +23,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 )
 
 // PluginName is the plugin's name in volcano-scheduler.conf.
@@ -101,24 +102,34 @@ func notReadyFirst(l, r *api.JobInfo) int {
 // OnSessionClose writes each job's gang condition: Scheduled when its minimum is placed,
 // Unschedulable with the reason otherwise. A condition replaces the one of the same type,
 // so an earlier Unschedulable stays beside a later Scheduled, as upstream.
+//
+// It also keeps upstream's gang metrics: volcano_unschedule_task_count and
+// volcano_job_retry_counts per unready job (labelled with the PodGroup name, as upstream),
+// and volcano_unschedule_job_count.
 func (gangPlugin) OnSessionClose(ssn *framework.Session) {
 	now := metav1.Now()
+	unreadyJobs := 0
 	for _, job := range ssn.Jobs {
 		// A job without pods (a VolcanoJob before its controller creates them) has nothing to
 		// explain yet.
 		if len(job.Tasks) == 0 {
 			continue
 		}
-		cond := gangCondition(job, ssn.UID, now)
+		cond, unready := gangCondition(job, ssn.UID, now)
 		if cond.Type == schedulingv1beta1.PodGroupUnschedulableType {
 			klog.V(3).InfoS("Gang unschedulable", "podGroup", klog.KRef(job.Namespace, job.Name), "message", cond.Message)
+			unreadyJobs++
+			metrics.JobRetryCounts.WithLabelValues(job.Name).Inc()
+			metrics.UnscheduleTaskCount.WithLabelValues(job.Name).Set(float64(unready))
 		}
 		ssn.UpdatePodGroupCondition(job, cond)
 	}
+	metrics.UnscheduleJobCount.Set(float64(unreadyJobs))
 }
 
-// gangCondition is the condition the job's PodGroup gets from this session.
-func gangCondition(job *api.JobInfo, session types.UID, now metav1.Time) schedulingv1beta1.PodGroupCondition {
+// gangCondition is the condition the job's PodGroup gets from this session, and how many
+// more tasks the gang needs placed (0 when it is ready).
+func gangCondition(job *api.JobInfo, session types.UID, now metav1.Time) (schedulingv1beta1.PodGroupCondition, int32) {
 	cond := schedulingv1beta1.PodGroupCondition{
 		Status:             corev1.ConditionTrue,
 		TransitionID:       string(session),
@@ -127,13 +138,13 @@ func gangCondition(job *api.JobInfo, session types.UID, now metav1.Time) schedul
 	if job.IsReady() {
 		cond.Type = schedulingv1beta1.PodGroupScheduled
 		cond.Reason = ScheduledReason
-		return cond
+		return cond, 0
 	}
 	unready := job.MinAvailable - schedulableTaskNum(job)
 	cond.Type = schedulingv1beta1.PodGroupUnschedulableType
 	cond.Reason = schedulingv1beta1.NotEnoughResourcesReason
 	cond.Message = fmt.Sprintf(unschedulableFormat, unready, len(job.Tasks), job.FitError())
-	return cond
+	return cond, unready
 }
 
 // schedulableTaskNum counts the tasks that have or found a place: ready ones, and pending

@@ -2,6 +2,8 @@ package gang
 
 import (
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -302,4 +304,26 @@ func allocateFirstThenDiscard(t *testing.T, ssn *framework.Session, job *api.Job
 		t.Fatal("half a gang must be neither ready nor pipelined")
 	}
 	stmt.Discard()
+}
+
+// The gang metrics follow what the conditions say: the unready job's missing tasks and a
+// retry, and the number of unready jobs (upstream's names and labels).
+func TestOnSessionCloseMetrics(t *testing.T) {
+	unready := newJob("short", 3, nil, nil, running, pending, pending)
+	ssn := openSession(t, unready)
+	retriesBefore := testutil.ToFloat64(metrics.JobRetryCounts.WithLabelValues("short"))
+	framework.CloseSession(ssn)
+	if got := testutil.ToFloat64(metrics.UnscheduleTaskCount.WithLabelValues("short")); got != 2 {
+		t.Errorf("volcano_unschedule_task_count{job_id=short} = %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(metrics.JobRetryCounts.WithLabelValues("short")) - retriesBefore; got != 1 {
+		t.Errorf("volcano_job_retry_counts{job_id=short} grew by %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(metrics.UnscheduleJobCount); got != 1 {
+		t.Errorf("volcano_unschedule_job_count = %v, want 1", got)
+	}
+	framework.CloseSession(openSession(t, newJob("ready", 2, nil, nil, running, running)))
+	if got := testutil.ToFloat64(metrics.UnscheduleJobCount); got != 0 {
+		t.Errorf("after a ready cycle volcano_unschedule_job_count = %v, want 0", got)
+	}
 }
