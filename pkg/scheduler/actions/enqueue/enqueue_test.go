@@ -13,15 +13,8 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 )
-
-type fakeCache struct{ snap *api.ClusterInfo }
-
-func (c *fakeCache) Snapshot() *api.ClusterInfo                          { return c.snap }
-func (c *fakeCache) Bind(*api.TaskInfo) error                            { return nil }
-func (c *fakeCache) UpdateJobStatus(*api.JobInfo, bool)                  {}
-func (c *fakeCache) UpdateQueueStatus(*api.QueueInfo, *api.Resource)     {}
-func (c *fakeCache) RecordJobEvent(*api.JobInfo, string, string, string) {}
 
 // voter stands in for the quota plugins: it orders queues by priority, votes on each job
 // by its rule, and records the jobs it is told were admitted.
@@ -184,7 +177,7 @@ func TestEnqueue(t *testing.T) {
 			reg := framework.NewRegistry()
 			reg.RegisterPlugin(v.Name(), func(conf.Arguments) (framework.Plugin, error) { return v, nil })
 			cfg := &conf.SchedulerConfiguration{Actions: "enqueue, allocate", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: v.Name()}}}}}
-			ssn := framework.OpenSession(&fakeCache{snap: snap}, cfg, reg)
+			ssn := framework.OpenSession(&frameworktest.Cache{Snap: snap}, cfg, reg)
 
 			informerPhases := map[string]schedulingv1beta1.PodGroupPhase{}
 			for _, j := range c.jobs {

@@ -15,6 +15,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 )
 
 const vgpuMemory = corev1.ResourceName("volcano.sh/vgpu-memory")
@@ -126,14 +127,6 @@ func TestNewRejectsMalformedArguments(t *testing.T) {
 	}
 }
 
-type fakeCache struct{ snap *api.ClusterInfo }
-
-func (c *fakeCache) Snapshot() *api.ClusterInfo                          { return c.snap }
-func (c *fakeCache) Bind(*api.TaskInfo) error                            { return nil }
-func (c *fakeCache) UpdateJobStatus(*api.JobInfo, bool)                  {}
-func (c *fakeCache) UpdateQueueStatus(*api.QueueInfo, *api.Resource)     {}
-func (c *fakeCache) RecordJobEvent(*api.JobInfo, string, string, string) {}
-
 // TestSessionScore: the session sums the score; a weight of 0 registers nothing.
 func TestSessionScore(t *testing.T) {
 	cases := []struct {
@@ -151,7 +144,7 @@ func TestSessionScore(t *testing.T) {
 				NodeList: []*api.NodeInfo{node}, Queues: map[api.QueueID]*api.QueueInfo{}}
 			reg := framework.NewRegistry()
 			reg.RegisterPlugin(PluginName, New)
-			ssn := framework.OpenSession(&fakeCache{snap: ci}, &conf.SchedulerConfiguration{Actions: "allocate",
+			ssn := framework.OpenSession(&frameworktest.Cache{Snap: ci}, &conf.SchedulerConfiguration{Actions: "allocate",
 				Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName, Arguments: tc.args}}}}}, reg)
 			if ssn.HasNodeOrder() != tc.wantScore {
 				t.Fatalf("HasNodeOrder %v, want %v", ssn.HasNodeOrder(), tc.wantScore)

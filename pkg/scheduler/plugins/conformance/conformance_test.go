@@ -10,15 +10,8 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 )
-
-type fakeCache struct{ snap *api.ClusterInfo }
-
-func (c *fakeCache) Snapshot() *api.ClusterInfo                          { return c.snap }
-func (c *fakeCache) Bind(*api.TaskInfo) error                            { return nil }
-func (c *fakeCache) UpdateJobStatus(*api.JobInfo, bool)                  {}
-func (c *fakeCache) UpdateQueueStatus(*api.QueueInfo, *api.Resource)     {}
-func (c *fakeCache) RecordJobEvent(*api.JobInfo, string, string, string) {}
 
 // TestUpstreamDefaultTierLoads: the tier upstream's default configuration and Helm chart
 // write for conformance (no arguments, or stray ones) is accepted by validation.
@@ -54,7 +47,7 @@ func TestChangesNoDecision(t *testing.T) {
 	reg := framework.NewRegistry()
 	reg.RegisterPlugin(PluginName, New)
 	cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName}}}}}
-	ssn := framework.OpenSession(&fakeCache{snap: ci}, cfg, reg)
+	ssn := framework.OpenSession(&frameworktest.Cache{Snap: ci}, cfg, reg)
 	if r := ssn.JobValid(job); r != nil {
 		t.Errorf("JobValid = %+v, want nil", r)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 )
 
 const vgpuMemory corev1.ResourceName = "volcano.sh/vgpu-memory"
@@ -43,15 +44,6 @@ func TestDominantShare(t *testing.T) {
 		})
 	}
 }
-
-// fakeCache hands the session a fixed snapshot and drops what the session writes back.
-type fakeCache struct{ snap *api.ClusterInfo }
-
-func (c *fakeCache) Snapshot() *api.ClusterInfo                          { return c.snap }
-func (c *fakeCache) Bind(*api.TaskInfo) error                            { return nil }
-func (c *fakeCache) UpdateJobStatus(*api.JobInfo, bool)                  {}
-func (c *fakeCache) UpdateQueueStatus(*api.QueueInfo, *api.Resource)     {}
-func (c *fakeCache) RecordJobEvent(*api.JobInfo, string, string, string) {}
 
 // pod is one pod of a test job: running on n0, or pending when node is empty.
 type pod struct {
@@ -98,7 +90,7 @@ func openSession(t *testing.T, jobs ...*api.JobInfo) *framework.Session {
 	reg := framework.NewRegistry()
 	reg.RegisterPlugin(PluginName, New)
 	cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName}}}}}
-	return framework.OpenSession(&fakeCache{snap: ci}, cfg, reg)
+	return framework.OpenSession(&frameworktest.Cache{Snap: ci}, cfg, reg)
 }
 
 // jobOrder lists the session's jobs as JobOrderFn sorts them.

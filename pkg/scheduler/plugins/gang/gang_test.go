@@ -16,17 +16,9 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 )
-
-// fakeCache hands the session a fixed snapshot and drops what the session writes back.
-type fakeCache struct{ snap *api.ClusterInfo }
-
-func (c *fakeCache) Snapshot() *api.ClusterInfo                          { return c.snap }
-func (c *fakeCache) Bind(*api.TaskInfo) error                            { return nil }
-func (c *fakeCache) UpdateJobStatus(*api.JobInfo, bool)                  {}
-func (c *fakeCache) UpdateQueueStatus(*api.QueueInfo, *api.Resource)     {}
-func (c *fakeCache) RecordJobEvent(*api.JobInfo, string, string, string) {}
 
 // task describes one pod of a test job.
 type task struct {
@@ -82,7 +74,7 @@ func openSession(t *testing.T, jobs ...*api.JobInfo) *framework.Session {
 	reg := framework.NewRegistry()
 	reg.RegisterPlugin(PluginName, New)
 	cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName}}}}}
-	return framework.OpenSession(&fakeCache{snap: ci}, cfg, reg)
+	return framework.OpenSession(&frameworktest.Cache{Snap: ci}, cfg, reg)
 }
 
 func repeat(n int, t task) []task {

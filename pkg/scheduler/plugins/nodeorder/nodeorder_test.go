@@ -15,6 +15,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 )
 
 func newPod(name, cpu, mem string, opts ...func(*corev1.Pod)) *corev1.Pod {
@@ -76,14 +77,6 @@ func onlyWeights(kv ...interface{}) conf.Arguments {
 	return args
 }
 
-type fakeCache struct{ snap *api.ClusterInfo }
-
-func (c *fakeCache) Snapshot() *api.ClusterInfo                          { return c.snap }
-func (c *fakeCache) Bind(*api.TaskInfo) error                            { return nil }
-func (c *fakeCache) UpdateJobStatus(*api.JobInfo, bool)                  {}
-func (c *fakeCache) UpdateQueueStatus(*api.QueueInfo, *api.Resource)     {}
-func (c *fakeCache) RecordJobEvent(*api.JobInfo, string, string, string) {}
-
 // openSession opens a session with this plugin alone; the pod's task is returned.
 func openSession(t testing.TB, args conf.Arguments, pod *corev1.Pod, nodes ...*api.NodeInfo) (*framework.Session, *api.TaskInfo) {
 	t.Helper()
@@ -103,7 +96,7 @@ func openSession(t testing.TB, args conf.Arguments, pod *corev1.Pod, nodes ...*a
 	reg.RegisterPlugin(PluginName, New)
 	cfg := &conf.SchedulerConfiguration{Actions: "allocate",
 		Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName, Arguments: args}}}}}
-	ssn := framework.OpenSession(&fakeCache{snap: ci}, cfg, reg)
+	ssn := framework.OpenSession(&frameworktest.Cache{Snap: ci}, cfg, reg)
 	return ssn, job.Tasks[api.TaskID(pod.UID)]
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 )
 
 // podOpt and nodeOpt shape the test objects.
@@ -326,15 +327,6 @@ func TestNewRejectsMalformedArguments(t *testing.T) {
 	}
 }
 
-// fakeCache is the least a session needs.
-type fakeCache struct{ snap *api.ClusterInfo }
-
-func (c *fakeCache) Snapshot() *api.ClusterInfo                          { return c.snap }
-func (c *fakeCache) Bind(*api.TaskInfo) error                            { return nil }
-func (c *fakeCache) UpdateJobStatus(*api.JobInfo, bool)                  {}
-func (c *fakeCache) UpdateQueueStatus(*api.QueueInfo, *api.Resource)     {}
-func (c *fakeCache) RecordJobEvent(*api.JobInfo, string, string, string) {}
-
 // openSession opens a session with this plugin alone over the nodes and one job holding pods.
 func openSession(t *testing.T, args conf.Arguments, nodes []*api.NodeInfo, pods ...*corev1.Pod) *framework.Session {
 	t.Helper()
@@ -353,7 +345,7 @@ func openSession(t *testing.T, args conf.Arguments, nodes []*api.NodeInfo, pods 
 	reg.RegisterPlugin(PluginName, New)
 	cfg := &conf.SchedulerConfiguration{Actions: "allocate",
 		Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName, Arguments: args}}}}}
-	return framework.OpenSession(&fakeCache{snap: ci}, cfg, reg)
+	return framework.OpenSession(&frameworktest.Cache{Snap: ci}, cfg, reg)
 }
 
 // TestHostPortsFollowPlacements: a tentative placement takes its ports on the node for the

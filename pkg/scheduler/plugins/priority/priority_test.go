@@ -11,25 +11,15 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 )
-
-// fakeCache hands the session an empty snapshot; the orderings need no cluster.
-type fakeCache struct{}
-
-func (fakeCache) Snapshot() *api.ClusterInfo {
-	return &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{}, Queues: map[api.QueueID]*api.QueueInfo{}}
-}
-func (fakeCache) Bind(*api.TaskInfo) error                            { return nil }
-func (fakeCache) UpdateJobStatus(*api.JobInfo, bool)                  {}
-func (fakeCache) UpdateQueueStatus(*api.QueueInfo, *api.Resource)     {}
-func (fakeCache) RecordJobEvent(*api.JobInfo, string, string, string) {}
 
 func openSession(t *testing.T) *framework.Session {
 	t.Helper()
 	reg := framework.NewRegistry()
 	reg.RegisterPlugin(PluginName, New)
 	cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName}}}}}
-	return framework.OpenSession(fakeCache{}, cfg, reg)
+	return framework.OpenSession(&frameworktest.Cache{}, cfg, reg)
 }
 
 // entry is a job or task with a priority and a creation time. The times run against the
