@@ -129,12 +129,10 @@ func run(ctx context.Context, o *options) error {
 		return fmt.Errorf("discover GPUs: %w", err)
 	}
 	gpus := cfg.RegisteredGPUs(discovered)
-	memoryUnits := memoryUnitsOf(cfg)
-	factor, err := kubelet.ChooseMemoryFactor(cfg.Device.GPUMemoryFactor, gpus, memoryUnits)
-	if err != nil {
+	if err := settleMemoryFactor(&cfg, gpus); err != nil {
 		return err
 	}
-	cfg.Device.GPUMemoryFactor = factor
+	factor, memoryUnits := cfg.Device.GPUMemoryFactor, memoryUnitsOf(cfg)
 	klog.InfoS("Configuration in force", "config", cfg.String(), "gpus", len(gpus))
 
 	inventory := kubelet.NewInventory(gpus)
@@ -171,6 +169,17 @@ func run(ctx context.Context, o *options) error {
 	g.Go(func() error { return manager.Run(ctx) })
 	g.Go(func() error { return serveMetrics(ctx, o, client, registrar) })
 	return g.Wait()
+}
+
+// settleMemoryFactor replaces a configured factor of 0 with the smallest one the kubelet can
+// take for gpus, and checks a configured one against the same limit.
+func settleMemoryFactor(cfg *config.Config, gpus []nvml.GPU) error {
+	factor, err := kubelet.ChooseMemoryFactor(cfg.Device.GPUMemoryFactor, gpus, memoryUnitsOf(*cfg))
+	if err != nil {
+		return fmt.Errorf("node %s: %w", cfg.Node, err)
+	}
+	cfg.Device.GPUMemoryFactor = factor
+	return nil
 }
 
 // memoryUnitsOf is the node's rule for a GPU's vgpu-memory units at a factor, shared by the
@@ -219,14 +228,13 @@ func inspect(b nvml.Backend, o *options) error {
 		return err
 	}
 	gpus = cfg.RegisteredGPUs(gpus)
+	if err := settleMemoryFactor(&cfg, gpus); err != nil {
+		return err
+	}
 	value, err := register.NodeDevices(cfg, gpus)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("\n%s: %s\n", vgpu.NodeDevicesAnnotation, value)
-	factor, err := kubelet.ChooseMemoryFactor(0, gpus, memoryUnitsOf(cfg))
-	if err == nil {
-		fmt.Printf("automatic vgpu-memory factor for the kubelet: %d MiB per unit\n", factor)
-	}
+	fmt.Printf("\nvgpu-memory factor: %d MiB per unit\n%s: %s\n", cfg.Device.GPUMemoryFactor, vgpu.NodeDevicesAnnotation, value)
 	return nil
 }

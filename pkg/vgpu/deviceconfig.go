@@ -34,7 +34,9 @@ type NvidiaConfig struct {
 	DeviceCoreScaling float64 `json:"deviceCoreScaling"`
 	// DisableCoreLimit asks for vgpu-cores not to be enforced; upstream never acts on it.
 	DisableCoreLimit bool `json:"disableCoreLimit"`
-	// GPUMemoryFactor is how many MiB one unit of vgpu-memory is.
+	// GPUMemoryFactor is how many MiB one unit of vgpu-memory is; 0 lets each device plugin
+	// choose the smallest factor its kubelet can take (upstream has no such value and
+	// defaults to 1, which advertises no memory at all on large GPUs).
 	GPUMemoryFactor    int32           `json:"gpuMemoryFactor"`
 	KnownMIGGeometries []MIGGeometries `json:"knownMigGeometries"`
 	PassDeviceSpecs    bool            `json:"passDeviceSpecs,omitempty"`
@@ -103,9 +105,6 @@ func (c *NvidiaConfig) applyDefaults() {
 	}
 	if c.DeviceCoreScaling == 0 {
 		c.DeviceCoreScaling = 1
-	}
-	if c.GPUMemoryFactor == 0 {
-		c.GPUMemoryFactor = 1
 	}
 }
 
@@ -196,8 +195,8 @@ func (c NvidiaConfig) Validate() error {
 		return invalid("deviceMemoryScaling", ftoa(c.DeviceMemoryScaling), "must be a number above 0")
 	case !positiveFinite(c.DeviceCoreScaling):
 		return invalid("deviceCoreScaling", ftoa(c.DeviceCoreScaling), "must be a number above 0")
-	case c.GPUMemoryFactor < 1:
-		return invalid("gpuMemoryFactor", itoa(c.GPUMemoryFactor), "must be at least 1")
+	case c.GPUMemoryFactor < 0:
+		return invalid("gpuMemoryFactor", itoa(c.GPUMemoryFactor), "want 0 (automatic) or a number of MiB")
 	}
 	for i, entry := range c.KnownMIGGeometries {
 		if err := entry.validate(); err != nil {

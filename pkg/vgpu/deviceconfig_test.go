@@ -19,7 +19,13 @@ func TestParseDeviceConfigShipped(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ParseDeviceConfig: %v", err)
 	}
-	if want := DefaultNvidiaConfig(); !reflect.DeepEqual(got, want) {
+	// Upstream pins the factor to 1 MiB; left out, ours is chosen per node.
+	want := DefaultNvidiaConfig()
+	if want.GPUMemoryFactor != 0 || got.GPUMemoryFactor != 1 {
+		t.Fatalf("gpuMemoryFactor: default %d, upstream's shipped %d; want 0 and 1", want.GPUMemoryFactor, got.GPUMemoryFactor)
+	}
+	want.GPUMemoryFactor = 1
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("shipped config differs from DefaultNvidiaConfig:\n got %+v\nwant %+v", got, want)
 	}
 	if got.ResourceNames() != DefaultResourceNames() {

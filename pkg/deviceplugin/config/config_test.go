@@ -97,6 +97,12 @@ func TestResolvePrecedence(t *testing.T) {
 			}),
 		},
 		{
+			name:   "--gpu-memory-factor=0 asks for the automatic factor over the ConfigMap's",
+			device: cluster,
+			args:   []string{"--gpu-memory-factor=0"},
+			want:   want(func(c *Config) { c.Device.GPUMemoryFactor = 0 }),
+		},
+		{
 			name:   "a flag given with its default value still wins",
 			device: cluster,
 			args:   []string{"--device-split-count=10"},
@@ -158,7 +164,7 @@ func TestResolveRejectsBadFlags(t *testing.T) {
 	}{
 		{"--device-split-count=0", "flag --device-split-count=0: want 1 to"},
 		{"--device-split-count=2147483648", "flag --device-split-count=2147483648: want 1 to"},
-		{"--gpu-memory-factor=0", "flag --gpu-memory-factor=0: want 1 to"},
+		{"--gpu-memory-factor=2147483648", "flag --gpu-memory-factor=2147483648: want 0 (automatic) to"},
 		{"--device-cores-scaling=0", "flag --device-cores-scaling=0: must be a number above 0"},
 		{"--device-cores-scaling=-1", "flag --device-cores-scaling=-1: must be a number above 0"},
 		{"--device-cores-scaling=NaN", "flag --device-cores-scaling=NaN: must be a number above 0"},

@@ -39,7 +39,7 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 	fs.UintVar(&f.DeviceSplitCount, FlagDeviceSplitCount, uint(defaults.DeviceSplitCount),
 		"how many vGPUs may share one GPU; when given, overrides deviceSplitCount of the device ConfigMap (a node's devicesplitcount in config.json still wins)")
 	fs.UintVar(&f.GPUMemoryFactor, FlagGPUMemoryFactor, uint(defaults.GPUMemoryFactor),
-		"MiB per unit of the vGPU memory resource; when given, overrides gpuMemoryFactor of the device ConfigMap; must match what pods request on every node")
+		"MiB per unit of the vGPU memory resource, 0 = the smallest the kubelet can take on this node; when given, overrides gpuMemoryFactor of the device ConfigMap")
 	fs.Float64Var(&f.DeviceCoresScaling, FlagDeviceCoresScaling, defaults.DeviceCoreScaling,
 		"multiplies the 100 vGPU cores each GPU advertises; when given, overrides deviceCoreScaling of the device ConfigMap (a node's devicecorescaling in config.json still wins)")
 	fs.StringVar(&f.MIGStrategy, FlagMIGStrategy, vgpu.MIGStrategyNone,
@@ -63,8 +63,8 @@ func (f *Flags) apply(c *Config) error {
 		c.Device.DeviceSplitCount = int32(f.DeviceSplitCount)
 	}
 	if f.given(FlagGPUMemoryFactor) {
-		if f.GPUMemoryFactor < 1 || f.GPUMemoryFactor > math.MaxInt32 {
-			return invalid(FlagGPUMemoryFactor, f.GPUMemoryFactor, fmt.Sprintf("want 1 to %d", math.MaxInt32))
+		if f.GPUMemoryFactor > math.MaxInt32 {
+			return invalid(FlagGPUMemoryFactor, f.GPUMemoryFactor, fmt.Sprintf("want 0 (automatic) to %d", math.MaxInt32))
 		}
 		c.Device.GPUMemoryFactor = int32(f.GPUMemoryFactor)
 	}

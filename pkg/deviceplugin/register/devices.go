@@ -16,6 +16,10 @@ import (
 // string (upstream v1.12 used map order and reshuffled it on every
 // refresh).
 func NodeDevices(cfg config.Config, gpus []nvml.GPU) (string, error) {
+	if cfg.Device.GPUMemoryFactor < 1 {
+		return "", fmt.Errorf("node %s: vGPU memory factor %d is not settled; choose it before publishing GPUs",
+			cfg.Node, cfg.Device.GPUMemoryFactor)
+	}
 	sorted := append([]nvml.GPU(nil), gpus...)
 	nvml.SortGPUs(sorted)
 	devices := make([]vgpu.NodeDevice, len(sorted))

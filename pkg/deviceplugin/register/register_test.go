@@ -80,6 +80,7 @@ func defaultConfig() config.Config {
 	if err != nil {
 		panic(err)
 	}
+	c.Device.GPUMemoryFactor = 1 // as the command settles it for two H200s at factor 1
 	return c
 }
 
