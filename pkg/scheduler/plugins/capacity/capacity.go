@@ -25,7 +25,10 @@ import (
 // PluginName is the plugin's name in the scheduler configuration.
 const PluginName = "capacity"
 
-type capacityPlugin struct{}
+type capacityPlugin struct {
+	// ledger is this session's queue accounts, reported as metrics when the session closes.
+	ledger *quota.Ledger
+}
 
 // New builds the plugin; it takes no arguments.
 func New(conf.Arguments) (framework.Plugin, error) {
@@ -34,13 +37,19 @@ func New(conf.Arguments) (framework.Plugin, error) {
 
 func (*capacityPlugin) Name() string { return PluginName }
 
-func (*capacityPlugin) OnSessionOpen(ssn *framework.Session) {
+func (cp *capacityPlugin) OnSessionOpen(ssn *framework.Session) {
 	if hierarchyRequested(ssn) {
 		warnHierarchyIgnored.Do(func() {
 			klog.Warning("Plugin capacity: enableHierarchy is not supported yet; every queue is treated as flat and parent queues are not checked")
 		})
 	}
 	ledger := quota.NewLedger(ssn)
+	cp.ledger = ledger
+	// A queue declares its deserved share whether or not it has jobs; the idle ones' is
+	// only reported.
+	for _, q := range ledger.Idle {
+		q.Deserved = declaredDeserved(q)
+	}
 	for _, q := range ledger.Sorted() {
 		q.Deserved = declaredDeserved(q)
 		q.UpdateShare()
@@ -55,7 +64,10 @@ func (*capacityPlugin) OnSessionOpen(ssn *framework.Session) {
 	ssn.AddEventHandler(ledger.EventHandler())
 }
 
-func (*capacityPlugin) OnSessionClose(*framework.Session) {}
+// OnSessionClose publishes the queue metrics. volcano_queue_overused says whether a queue
+// holds its deserved share, as upstream's capacity reports it, although this plugin makes no
+// decision on it.
+func (cp *capacityPlugin) OnSessionClose(*framework.Session) { cp.ledger.ReportMetrics() }
 
 // declaredDeserved is spec.deserved cut to the real capability (dimensions the capability does
 // not name stay as declared) and raised to the guarantee.

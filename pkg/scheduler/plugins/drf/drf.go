@@ -7,15 +7,23 @@
 // Hierarchical DRF (enableHierarchy: true on the drf entry) is not supported: the flag is a
 // plugin option, not an argument, so this plugin never sees it; it orders jobs flat either
 // way. Upstream's share-based preemption victim filter is left out too: the framework has no
-// preemptable extension point (there is no preempt action).
+// preemptable extension point (there is no preempt action). Namespace shares are not
+// computed, so upstream's volcano_namespace_* metrics are not exposed.
+//
+// When the session closes the plugin publishes volcano_job_share and, because it already
+// follows every job's placements, upstream's volcano_e2e_job_scheduling_* gauges.
 package drf
 
 import (
 	"math"
+	"time"
+
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 )
 
 // PluginName is the plugin's name in volcano-scheduler.conf.
@@ -32,6 +40,10 @@ type drfPlugin struct {
 	allocated map[api.JobID]*api.Resource
 	// shares caches dominantShare(allocated[job], total), read by every comparison.
 	shares map[api.JobID]float64
+	// placed are the tasks placed in this session. Those the binder got (Binding at close;
+	// a discarded or refused placement is Pending again) mark their job as scheduled for the
+	// e2e metrics.
+	placed map[api.TaskID]*api.TaskInfo
 }
 
 // New builds the plugin. It takes no arguments; any given are ignored, as upstream.
@@ -43,6 +55,7 @@ func (d *drfPlugin) OnSessionOpen(ssn *framework.Session) {
 	d.total = ssn.TotalResource
 	d.allocated = make(map[api.JobID]*api.Resource, len(ssn.Jobs))
 	d.shares = make(map[api.JobID]float64, len(ssn.Jobs))
+	d.placed = map[api.TaskID]*api.TaskInfo{}
 	for uid, job := range ssn.Jobs {
 		d.allocated[uid] = job.Allocated.Clone()
 		d.shares[uid] = dominantShare(d.allocated[uid], d.total)
@@ -51,6 +64,7 @@ func (d *drfPlugin) OnSessionOpen(ssn *framework.Session) {
 	ssn.AddEventHandler(&framework.EventHandler{
 		AllocateFunc: func(e *framework.Event) {
 			d.update(e.Task.Job, func(a *api.Resource) { a.Add(e.Task.Resreq) })
+			d.placed[e.Task.UID] = e.Task
 		},
 		DeallocateFunc: func(e *framework.Event) {
 			d.update(e.Task.Job, func(a *api.Resource) { a.SubTotal(e.Task.Resreq) })
@@ -58,7 +72,27 @@ func (d *drfPlugin) OnSessionOpen(ssn *framework.Session) {
 	})
 }
 
-func (d *drfPlugin) OnSessionClose(*framework.Session) {}
+// OnSessionClose publishes the job metrics for every job of the session whose PodGroup is
+// not Completed; finished and deleted jobs are left out, which deletes their series.
+func (d *drfPlugin) OnSessionClose(ssn *framework.Session) {
+	scheduled := map[api.JobID]bool{}
+	for _, t := range d.placed {
+		if t.Status == api.Binding {
+			scheduled[t.Job] = true
+		}
+	}
+	figures := make([]metrics.JobFigures, 0, len(ssn.Jobs))
+	for uid, job := range ssn.Jobs {
+		if job.PodGroup == nil || job.PodGroup.Status.Phase == schedulingv1beta1.PodGroupCompleted {
+			continue
+		}
+		figures = append(figures, metrics.JobFigures{
+			Namespace: job.Namespace, Name: job.Name, Queue: string(job.Queue),
+			Created: job.CreationTimestamp.Time, Share: d.shares[uid], Scheduled: scheduled[uid],
+		})
+	}
+	metrics.ReportJobs(figures, time.Now())
+}
 
 func (d *drfPlugin) smallerShareFirst(l, r *api.JobInfo) int {
 	ls, rs := d.shares[l.UID], d.shares[r.UID]

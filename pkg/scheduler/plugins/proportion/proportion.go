@@ -20,7 +20,10 @@ import (
 // PluginName is the plugin's name in the scheduler configuration.
 const PluginName = "proportion"
 
-type proportionPlugin struct{}
+type proportionPlugin struct {
+	// ledger is this session's queue accounts, reported as metrics when the session closes.
+	ledger *quota.Ledger
+}
 
 // New builds the plugin; it takes no arguments.
 func New(conf.Arguments) (framework.Plugin, error) {
@@ -29,8 +32,9 @@ func New(conf.Arguments) (framework.Plugin, error) {
 
 func (*proportionPlugin) Name() string { return PluginName }
 
-func (*proportionPlugin) OnSessionOpen(ssn *framework.Session) {
+func (pp *proportionPlugin) OnSessionOpen(ssn *framework.Session) {
 	ledger := quota.NewLedger(ssn)
+	pp.ledger = ledger
 	divideByWeight(ledger)
 	for _, q := range ledger.Sorted() {
 		klog.V(4).InfoS("Queue accounts", "queue", q.Info.Name, "weight", q.Info.Weight, "deserved", q.Deserved,
@@ -46,7 +50,9 @@ func (*proportionPlugin) OnSessionOpen(ssn *framework.Session) {
 	ssn.AddEventHandler(ledger.EventHandler())
 }
 
-func (*proportionPlugin) OnSessionClose(*framework.Session) {}
+// OnSessionClose publishes the queue metrics. A queue with no job deserves nothing here:
+// water-filling divides the cluster only between queues that have work.
+func (pp *proportionPlugin) OnSessionClose(*framework.Session) { pp.ledger.ReportMetrics() }
 
 // overused: the queue already holds its deserved share in every dimension of Deserved (cpu
 // and memory always), so allocate passes it by.
@@ -55,7 +61,7 @@ func overused(ledger *quota.Ledger, queue *api.QueueInfo) bool {
 	if q == nil {
 		return false
 	}
-	over := q.Deserved.LessEqual(q.Allocated, api.MissingAsZero)
+	over := q.HoldsDeserved()
 	if over {
 		klog.V(4).InfoS("Queue holds its deserved share", "queue", q.Info.Name, "deserved", q.Deserved,
 			"allocated", q.Allocated, "share", q.Share)

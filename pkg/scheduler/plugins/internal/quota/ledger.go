@@ -88,6 +88,11 @@ type Ledger struct {
 	// Total is the cluster's allocatable, the amount deserved shares divide.
 	Total  *api.Resource
 	Queues map[api.QueueID]*Queue
+	// Idle are empty accounts (nothing allocated, requested or deserved) of the session's
+	// queues without a job, in name order. They take no part in the plugins' decisions; the
+	// queue metrics show them, so that a queue whose jobs are gone reads zero rather than
+	// keeping its last figures.
+	Idle []*Queue
 }
 
 // NewLedger opens the accounts of every queue that has a job in the session. A job whose
@@ -116,6 +121,12 @@ func NewLedger(ssn *framework.Session) *Ledger {
 		}
 		q.addJob(job)
 	}
+	for _, info := range ssn.Queues {
+		if l.Queues[info.UID] == nil {
+			l.Idle = append(l.Idle, newQueue(info, unguaranteed))
+		}
+	}
+	sort.Slice(l.Idle, func(i, j int) bool { return l.Idle[i].Info.Name < l.Idle[j].Info.Name })
 	return l
 }
 
@@ -186,6 +197,12 @@ func (q *Queue) UpdateShare() {
 		ratio(q.Allocated.ScalarResources[name], deserved)
 	}
 	q.Share = share
+}
+
+// HoldsDeserved reports whether the queue holds its deserved share in every dimension of
+// Deserved (cpu and memory always).
+func (q *Queue) HoldsDeserved() bool {
+	return q.Deserved.LessEqual(q.Allocated, api.MissingAsZero)
 }
 
 // CompareQueues is the queue order: higher spec.priority first, then the lower share.

@@ -1,0 +1,102 @@
+package metrics
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+var (
+	jobShare = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Subsystem: subsystem, Name: "job_share",
+		Help: "The job's dominant resource share: the largest fraction of any cluster resource it holds",
+	}, []string{"job_ns", "job_id"})
+
+	// The e2e job gauges follow upstream's labels. Times of day are Unix seconds, the
+	// Prometheus convention for timestamps; the duration is in milliseconds, the unit of every
+	// latency metric here.
+	e2eJobSchedulingDuration = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Subsystem: subsystem, Name: "e2e_job_scheduling_duration",
+		Help: "Milliseconds from the job's creation to the last time this scheduler bound tasks of it",
+	}, []string{"job_name", "queue", "job_namespace"})
+	e2eJobSchedulingStartTime = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Subsystem: subsystem, Name: "e2e_job_scheduling_start_time",
+		Help: "Unix time in seconds at which this scheduler first bound tasks of the job",
+	}, []string{"job_name", "queue", "job_namespace"})
+	e2eJobSchedulingLastTime = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Subsystem: subsystem, Name: "e2e_job_scheduling_last_time",
+		Help: "Unix time in seconds at which this scheduler last bound tasks of the job",
+	}, []string{"job_name", "queue", "job_namespace"})
+
+	jobSeries = jobState{scheduled: map[jobKey]scheduledJob{}}
+)
+
+func init() {
+	Registry.MustRegister(jobShare, e2eJobSchedulingDuration, e2eJobSchedulingStartTime, e2eJobSchedulingLastTime)
+}
+
+// JobFigures is one job of the session as the job metrics show it.
+type JobFigures struct {
+	Namespace, Name, Queue string
+	// Created is the PodGroup's creation time, where the e2e scheduling duration starts.
+	Created time.Time
+	// Share is the job's dominant resource share.
+	Share float64
+	// Scheduled: the session handed tasks of the job to the binder.
+	Scheduled bool
+}
+
+type jobKey struct{ namespace, name string }
+
+// scheduledJob is what the e2e gauges of a job show, remembered between sessions because
+// the start time is the first time the job was scheduled in this process.
+type scheduledJob struct {
+	created, start, last time.Time
+}
+
+type jobState struct {
+	mu        sync.Mutex
+	published publisher
+	// scheduled holds the jobs of the last report that have been scheduled at least once.
+	scheduled map[jobKey]scheduledJob
+}
+
+// ReportJobs sets the job metrics to exactly the given jobs, which should be every job the
+// session still schedules, at time now: their shares, and the e2e gauges of the jobs ever
+// scheduled. The series of a job left out (finished or deleted) are deleted and its first
+// scheduling time forgotten, so neither the series nor this memory grows with old jobs.
+func ReportJobs(figures []JobFigures, now time.Time) {
+	jobSeries.mu.Lock()
+	defer jobSeries.mu.Unlock()
+	r := report{}
+	scheduled := make(map[jobKey]scheduledJob, len(jobSeries.scheduled))
+	for _, j := range figures {
+		r.set(jobShare, j.Share, j.Namespace, j.Name)
+		key := jobKey{j.Namespace, j.Name}
+		rec, known := jobSeries.scheduled[key]
+		if known && !rec.created.Equal(j.Created) {
+			// Deleted and created again between two sessions: a new job under the old name.
+			known = false
+		}
+		switch {
+		case j.Scheduled && !known:
+			rec = scheduledJob{created: j.Created, start: now, last: now}
+		case j.Scheduled:
+			rec.last = now
+		case !known:
+			continue
+		}
+		scheduled[key] = rec
+		// The queue label is the job's queue now: were it moved, the series under the old
+		// queue is left out of the report and so deleted.
+		labels := []string{j.Name, j.Queue, j.Namespace}
+		r.set(e2eJobSchedulingDuration, float64(rec.last.Sub(rec.created).Microseconds())/1000, labels...)
+		r.set(e2eJobSchedulingStartTime, unixSeconds(rec.start), labels...)
+		r.set(e2eJobSchedulingLastTime, unixSeconds(rec.last), labels...)
+	}
+	jobSeries.scheduled = scheduled
+	jobSeries.published.publish(r)
+}
+
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

@@ -1,0 +1,59 @@
+package capacity
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
+	qt "github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/internal/quota/quotatest"
+)
+
+// TestQueueMetrics: a queue's deserved share is the one it declares, also when it has no
+// job; a queue holding its deserved share reads overused.
+func TestQueueMetrics(t *testing.T) {
+	t.Cleanup(func() { metrics.ReportQueues(nil) })
+	cluster := qt.Cluster{
+		Nodes: []*corev1.Node{qt.Node("n1", qt.List("cpu=4", "memory=4Gi"))},
+		Queues: []*schedulingv1beta1.Queue{
+			declaredQueue("busy", qt.List("cpu=2", "memory=2Gi"), qt.List("cpu=1", "memory=1Gi")),
+			declaredQueue("idle", nil, qt.List("cpu=3")),
+		},
+		PodGroups: []*schedulingv1beta1.PodGroup{qt.PodGroup("running", "busy", 1, nil, schedulingv1beta1.PodGroupRunning)},
+		Pods:      []*corev1.Pod{qt.Pod("running-0", "running", "n1", qt.List("cpu=1", "memory=1Gi"))},
+	}
+	framework.CloseSession(qt.OpenSession(t, &qt.Cache{Cluster: cluster}, builders, conf.PluginOption{Name: PluginName}))
+
+	want := `
+# HELP volcano_queue_deserved_milli_cpu The queue's deserved share of the cluster: cpu in millicores
+# TYPE volcano_queue_deserved_milli_cpu gauge
+volcano_queue_deserved_milli_cpu{queue_name="busy"} 1000
+volcano_queue_deserved_milli_cpu{queue_name="idle"} 3000
+# HELP volcano_queue_capacity_milli_cpu The queue's spec.capability (an unbounded cpu or memory reads as the largest float64): cpu in millicores
+# TYPE volcano_queue_capacity_milli_cpu gauge
+volcano_queue_capacity_milli_cpu{queue_name="busy"} 2000
+volcano_queue_capacity_milli_cpu{queue_name="idle"} 1.7976931348623157e+308
+# HELP volcano_queue_real_capacity_memory_bytes Most the queue can hold: the cluster less other queues' guarantees, within its capability: memory in bytes
+# TYPE volcano_queue_real_capacity_memory_bytes gauge
+volcano_queue_real_capacity_memory_bytes{queue_name="busy"} 2147483648
+volcano_queue_real_capacity_memory_bytes{queue_name="idle"} 4294967296
+# HELP volcano_queue_share Largest ratio of allocated to deserved over the queue's resources
+# TYPE volcano_queue_share gauge
+volcano_queue_share{queue_name="busy"} 1
+volcano_queue_share{queue_name="idle"} 0
+# HELP volcano_queue_overused 1 when the queue holds its deserved share in every resource, else 0
+# TYPE volcano_queue_overused gauge
+volcano_queue_overused{queue_name="busy"} 1
+volcano_queue_overused{queue_name="idle"} 0
+`
+	if err := testutil.GatherAndCompare(metrics.Registry, strings.NewReader(want),
+		"volcano_queue_deserved_milli_cpu", "volcano_queue_capacity_milli_cpu", "volcano_queue_real_capacity_memory_bytes",
+		"volcano_queue_share", "volcano_queue_overused"); err != nil {
+		t.Error(err)
+	}
+}
