@@ -167,7 +167,7 @@ func run(ctx context.Context, o *options) error {
 	})
 	g.Go(func() error { return registrar.Run(ctx) })
 	g.Go(func() error { return manager.Run(ctx) })
-	g.Go(func() error { return serveMetrics(ctx, o, client, registrar) })
+	g.Go(func() error { return serveMetrics(ctx, o, client, gpuBackend, registrar) })
 	return g.Wait()
 }
 
@@ -192,12 +192,12 @@ func memoryUnitsOf(cfg config.Config) kubelet.MemoryUnits {
 	}
 }
 
-// serveMetrics serves the per-GPU and per-container metrics and the plugin's own counters.
-func serveMetrics(ctx context.Context, o *options, client kubernetes.Interface, registrar *register.Registrar) error {
+// serveMetrics serves the host GPUs' usage, the per-container metrics and the plugin's own counters.
+func serveMetrics(ctx context.Context, o *options, client kubernetes.Interface, gpus nvml.Backend, registrar *register.Registrar) error {
 	reg := prometheus.NewRegistry()
 	pods := newPodIndex(client, o.nodeName)
 	go pods.run(ctx)
-	reg.MustRegister(monitor.NewCollector(allocate.ContainerCacheRoot(o.hookPath), nil, pods.lookup), registrar.PatchesCollector())
+	reg.MustRegister(monitor.NewCollector(allocate.ContainerCacheRoot(o.hookPath), gpus, pods.lookup), registrar.PatchesCollector())
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	srv := &http.Server{Addr: o.metricsAddress, Handler: mux, ReadHeaderTimeout: 10 * time.Second}

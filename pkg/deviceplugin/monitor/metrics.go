@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/klog/v2"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
 )
 
 // The metrics below keep the upstream vGPU monitor's names, types and
@@ -13,23 +15,10 @@ import (
 // series, so that existing dashboards and alerts keep working.
 const zoneLabel, zoneValue = "zone", "vGPU"
 
-// HostGPUUsage is one GPU's usage by every process on the node, as NVML
-// reports it.
-type HostGPUUsage struct {
-	// Index is the NVML device index.
-	Index int
-	UUID  string
-	// MemoryUsedBytes is NVML's used memory (nvmlDeviceGetMemoryInfo).
-	MemoryUsedBytes uint64
-	// UtilizationPercent is NVML's GPU utilisation over the last sample
-	// period (nvmlDeviceGetUtilizationRates().gpu).
-	UtilizationPercent uint32
-}
-
-// HostGPUReader reads the node's GPUs' current usage. The nvml package
-// does not offer this yet; its Library is the natural implementation.
+// HostGPUReader reads the node's GPUs' current usage; the device plugin's
+// NVML backend is one.
 type HostGPUReader interface {
-	HostGPUUsage() ([]HostGPUUsage, error)
+	Usage() ([]nvml.Usage, error)
 }
 
 // PodLookup returns the namespace and name of the pod with this UID if it
@@ -100,7 +89,7 @@ func (c *Collector) collectHost(ch chan<- prometheus.Metric) {
 	if c.host == nil {
 		return
 	}
-	gpus, err := c.host.HostGPUUsage()
+	gpus, err := c.host.Usage()
 	if err != nil {
 		klog.ErrorS(err, "Cannot read host GPU usage; serving what was read")
 	}

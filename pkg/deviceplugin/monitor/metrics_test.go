@@ -9,14 +9,16 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
 )
 
 type fakeHost struct {
-	gpus []HostGPUUsage
+	gpus []nvml.Usage
 	err  error
 }
 
-func (f fakeHost) HostGPUUsage() ([]HostGPUUsage, error) { return f.gpus, f.err }
+func (f fakeHost) Usage() ([]nvml.Usage, error) { return f.gpus, f.err }
 
 // pods maps pod UIDs to namespace/name; a UID not listed is a pod that no
 // longer exists on the node.
@@ -88,7 +90,7 @@ var metricsPods = podLookup(map[string][2]string{
 })
 
 func TestCollectorGolden(t *testing.T) {
-	host := fakeHost{gpus: []HostGPUUsage{
+	host := fakeHost{gpus: []nvml.Usage{
 		{Index: 0, UUID: gpu0, MemoryUsedBytes: 2_160_066_560, UtilizationPercent: 37},
 		{Index: 1, UUID: gpu1, MemoryUsedBytes: 0, UtilizationPercent: 0},
 	}}
@@ -148,7 +150,7 @@ func TestCollectorPartialFailures(t *testing.T) {
 	}{
 		{
 			name: "host read fails after one GPU: that GPU and all containers are served",
-			host: fakeHost{gpus: []HostGPUUsage{{Index: 0, UUID: gpu0}}, err: errors.New("GPU 1: Unknown Error")},
+			host: fakeHost{gpus: []nvml.Usage{{Index: 0, UUID: gpu0}}, err: errors.New("GPU 1: Unknown Error")},
 			root: metricsRoot,
 			// 2 host series + the 18 container series of the golden test.
 			want: 2 + 18,
@@ -160,7 +162,7 @@ func TestCollectorPartialFailures(t *testing.T) {
 		},
 		{
 			name: "cache root not created yet",
-			host: fakeHost{gpus: []HostGPUUsage{{Index: 0, UUID: gpu0}}},
+			host: fakeHost{gpus: []nvml.Usage{{Index: 0, UUID: gpu0}}},
 			root: func(t *testing.T) string { return filepath.Join(t.TempDir(), "vgpu", "containers") },
 			want: 2,
 		},

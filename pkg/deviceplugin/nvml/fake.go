@@ -45,6 +45,8 @@ type fakeDevice struct {
 	minor  int
 	memory gonvml.Memory
 	busID  string
+	// utilization is what GetUtilizationRates reports; SetUsage changes it.
+	utilization gonvml.Utilization
 }
 
 // NewFake builds a fake NVML backend for node from spec (see ParseFakeSpec).
@@ -94,6 +96,7 @@ func newFakeDevice(node string, i int, gpu FakeGPU) *fakeDevice {
 	d.GetIndexFunc = func() (int, gonvml.Return) { return d.index, gonvml.SUCCESS }
 	d.GetMinorNumberFunc = func() (int, gonvml.Return) { return d.minor, gonvml.SUCCESS }
 	d.GetMemoryInfoFunc = func() (gonvml.Memory, gonvml.Return) { return d.memory, gonvml.SUCCESS }
+	d.GetUtilizationRatesFunc = func() (gonvml.Utilization, gonvml.Return) { return d.utilization, gonvml.SUCCESS }
 	d.GetPciInfoFunc = func() (gonvml.PciInfo, gonvml.Return) {
 		var info gonvml.PciInfo
 		for j := 0; j < len(d.busID) && j < len(info.BusId)-1; j++ {
@@ -194,4 +197,20 @@ func (f *Fake) inject(event gonvml.EventData) error {
 	default:
 		return fmt.Errorf("%s: inject event: %d events already queued and not read", f.source, fakeEventQueue)
 	}
+}
+
+// SetUsage sets what the GPU reports as used memory and utilisation, for
+// tests of the host metrics. Call it before the usage is read: the mock
+// reads the values without locking.
+func (f *Fake) SetUsage(uuid string, usedBytes uint64, utilizationPercent uint32) error {
+	d := f.device(uuid)
+	if d == nil {
+		return fmt.Errorf("%s: set usage: no GPU with UUID %q", f.source, uuid)
+	}
+	if usedBytes > d.memory.Total {
+		return fmt.Errorf("%s: set usage of %s: %d bytes used of %d", f.source, uuid, usedBytes, d.memory.Total)
+	}
+	d.memory.Used, d.memory.Free = usedBytes, d.memory.Total-usedBytes
+	d.utilization.Gpu = utilizationPercent
+	return nil
 }

@@ -76,6 +76,9 @@ type Backend interface {
 	// are disabled. Devices reflects the same state, so a caller may also
 	// just re-read Devices after each report.
 	WatchHealth(ctx context.Context, report func(HealthEvent)) error
+	// Usage reads each GPU's current memory use and utilisation by all
+	// processes of the node.
+	Usage() ([]Usage, error)
 }
 
 // SortGPUs puts GPUs in the order the plugin publishes them: by device

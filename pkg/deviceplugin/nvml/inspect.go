@@ -25,9 +25,20 @@ func Inspect(b Backend) (string, error) {
 		return "", listErr
 	}
 	fmt.Fprintf(&out, "%d GPU(s), ordered by minor number\n", len(gpus))
+	// Usage is what the host metrics serve; a GPU whose usage cannot be
+	// read shows "-" there and its error is listed under the table.
+	usage, usageErr := b.Usage()
+	used := make(map[string]Usage, len(usage))
+	for _, u := range usage {
+		used[u.UUID] = u
+	}
 	table := tabwriter.NewWriter(&out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(table, "INDEX\tMINOR\tUUID\tNAME\tMEMORY(MiB)\tBUS ID\tNUMA\tMIG\tHEALTH")
+	fmt.Fprintln(table, "INDEX\tMINOR\tUUID\tNAME\tMEMORY(MiB)\tUSED(MiB)\tUTIL\tBUS ID\tNUMA\tMIG\tHEALTH")
 	for _, g := range gpus {
+		usedMiB, util := "-", "-"
+		if u, ok := used[g.UUID]; ok {
+			usedMiB, util = fmt.Sprint(u.MemoryUsedBytes/bytesPerMiB), fmt.Sprintf("%d%%", u.UtilizationPercent)
+		}
 		health := "healthy"
 		if !g.Healthy {
 			health = "unhealthy: " + g.UnhealthyReason
@@ -40,14 +51,17 @@ func Inspect(b Backend) (string, error) {
 		if g.NUMANode >= 0 {
 			numa = fmt.Sprint(g.NUMANode)
 		}
-		fmt.Fprintf(table, "%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n",
-			g.Index, g.Minor, g.UUID, g.Name, g.MemoryMiB, g.BusID, numa, mig, health)
+		fmt.Fprintf(table, "%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			g.Index, g.Minor, g.UUID, g.Name, g.MemoryMiB, usedMiB, util, g.BusID, numa, mig, health)
 	}
 	if err := table.Flush(); err != nil {
 		return "", fmt.Errorf("format GPU table: %w", err)
 	}
 	if listErr != nil {
 		fmt.Fprintf(&out, "not listed: %v\n", listErr)
+	}
+	if usageErr != nil {
+		fmt.Fprintf(&out, "usage not read: %v\n", usageErr)
 	}
 	return out.String(), listErr
 }
