@@ -5,9 +5,12 @@ package frameworktest
 import "github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 
 // Cache is a framework.Cache that hands the session a fixed snapshot (an empty cluster when
-// Snap is nil) and drops everything the session writes back.
+// Snap is nil) and drops everything the session writes back, except that binds go to OnBind
+// when it is set.
 type Cache struct {
 	Snap *api.ClusterInfo
+	// OnBind sees every task the session binds; its error fails the bind.
+	OnBind func(*api.TaskInfo) error
 }
 
 // Snapshot returns Snap, or an empty cluster.
@@ -18,7 +21,37 @@ func (c *Cache) Snapshot() *api.ClusterInfo {
 	return c.Snap
 }
 
-func (*Cache) Bind(*api.TaskInfo) error                            { return nil }
 func (*Cache) UpdateJobStatus(*api.JobInfo, bool)                  {}
 func (*Cache) UpdateQueueStatus(*api.QueueInfo, *api.Resource)     {}
 func (*Cache) RecordJobEvent(*api.JobInfo, string, string, string) {}
+
+// Bind hands the task to OnBind, if set.
+func (c *Cache) Bind(t *api.TaskInfo) error {
+	if c.OnBind != nil {
+		return c.OnBind(t)
+	}
+	return nil
+}
+
+// CloneCluster is a fresh copy of a snapshot, as the cache hands one to each session, for
+// benchmarks that run many sessions over the same cluster.
+func CloneCluster(ci *api.ClusterInfo) *api.ClusterInfo {
+	c := &api.ClusterInfo{
+		Jobs:     make(map[api.JobID]*api.JobInfo, len(ci.Jobs)),
+		Nodes:    make(map[string]*api.NodeInfo, len(ci.Nodes)),
+		Queues:   make(map[api.QueueID]*api.QueueInfo, len(ci.Queues)),
+		NodeList: make([]*api.NodeInfo, 0, len(ci.NodeList)),
+	}
+	for id, j := range ci.Jobs {
+		c.Jobs[id] = j.Clone()
+	}
+	for id, q := range ci.Queues {
+		c.Queues[id] = q.Clone()
+	}
+	for _, n := range ci.NodeList {
+		nc := n.Clone()
+		c.Nodes[nc.Name] = nc
+		c.NodeList = append(c.NodeList, nc)
+	}
+	return c
+}
