@@ -1,5 +1,5 @@
 # node.sh: the real node of the local cluster: containerd (Debian) + CNI bridge + kubelet "localhost".
-# Sourced by cluster-up.sh / cluster-down.sh after lib.sh; defines node_up and node_down.
+# Sourced by cluster-up.sh / cluster-down.sh after lib.sh; defines node_up, node_down and kubelet_restart.
 #
 # The kubelet and containerd change the machine: directories under /var/lib, /run and /var/log,
 # bind mounts, cgroups, network namespaces, the tbr0 bridge, iptables chains and three sysctls.
@@ -84,6 +84,10 @@ evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available:
 nodeStatusUpdateFrequency: 5s
 podLogsDir: $K/pod-logs
 EOK
+  kubelet_start
+}
+
+kubelet_start() {
   if ! alive kubelet; then
     local t; t=$(now)
     # The device-plugin socket directory is fixed at /var/lib/kubelet/device-plugins, so the
@@ -93,6 +97,13 @@ EOK
     wait_for 120 node_ready
     log "kubelet node Ready: $(since "$t")s"
   fi
+}
+
+# kubelet_restart stops the kubelet and starts it again with its pods left running, as an
+# upgrade or a crash would: device plugins see their kubelet.sock removed and re-created.
+kubelet_restart() {
+  stop_process kubelet
+  kubelet_start
 }
 
 node_down() {

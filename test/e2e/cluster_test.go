@@ -31,7 +31,7 @@ const (
 )
 
 // client connects to the cluster named by $KUBECONFIG, else the one cluster-up.sh starts.
-func client(t *testing.T) kubernetes.Interface {
+func client(t testing.TB) kubernetes.Interface {
 	t.Helper()
 	path := kubeconfigPath()
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
@@ -47,7 +47,7 @@ func client(t *testing.T) kubernetes.Interface {
 }
 
 // namespace creates a namespace for one test and deletes it when the test ends.
-func namespace(t *testing.T, cs kubernetes.Interface) string {
+func namespace(t testing.TB, cs kubernetes.Interface) string {
 	t.Helper()
 	name := "e2e-" + rand.String(6)
 	ctx := context.Background()

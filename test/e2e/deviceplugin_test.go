@@ -5,7 +5,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,14 +18,28 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/allocate"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
-// devicePlugin runs vgpu-device-plugin for the real kubelet's node with n fake 8 GiB GPUs
-// (split 10), and waits until the kubelet advertises what it registered.
-func devicePlugin(t *testing.T, cs kubernetes.Interface, n int) (gpus []string) {
+// pluginRun is vgpu-device-plugin running for the real kubelet's node with fake 8 GiB GPUs
+// (split 10).
+type pluginRun struct {
+	cs   kubernetes.Interface
+	hook string
+	args []string
+	gpus []string
+	proc *process
+}
+
+const pluginMetrics = "127.0.0.1:19394"
+
+// devicePlugin starts the plugin with n GPUs and waits until the kubelet advertises what it
+// registered.
+func devicePlugin(t *testing.T, cs kubernetes.Interface, n int) *pluginRun {
 	t.Helper()
 	hook := t.TempDir()
 	for name, content := range map[string]string{"libvgpu.so": "not a real library\n", "ld.so.preload": "/usr/local/vgpu/libvgpu.so\n"} {
@@ -30,29 +47,78 @@ func devicePlugin(t *testing.T, cs kubernetes.Interface, n int) (gpus []string) 
 			t.Fatal(err)
 		}
 	}
-	start(t, "vgpu-device-plugin", "--kubeconfig", kubeconfigPath(), "--node-name", realNode, "--nvml", "fake",
-		"--fake-gpus", fmt.Sprintf("%dxNVIDIA GeForce RTX 3070 Ti:8192", n), "--hook-path", hook, "--metrics-address", "127.0.0.1:19394",
-		"--node-config", filepath.Join(hook, "absent-config.json"))
+	p := &pluginRun{cs: cs, hook: hook, args: []string{"--kubeconfig", kubeconfigPath(), "--node-name", realNode, "--nvml", "fake",
+		"--fake-gpus", fmt.Sprintf("%dxNVIDIA GeForce RTX 3070 Ti:8192", n), "--hook-path", hook, "--metrics-address", pluginMetrics,
+		"--node-config", filepath.Join(hook, "absent-config.json"), "-v", "2"}}
 	for i := 0; i < n; i++ {
-		gpus = append(gpus, nvml.FakeUUID(realNode, i))
+		p.gpus = append(p.gpus, nvml.FakeUUID(realNode, i))
 	}
-	want := map[corev1.ResourceName]int64{vgpu.DefaultCountResource: int64(10 * n), vgpu.DefaultMemoryResource: int64(8192 * n),
-		vgpu.DefaultCoresResource: int64(100 * n)}
+	p.proc = start(t, "vgpu-device-plugin", p.args...)
+	p.waitServing(t, 0)
+	return p
+}
+
+// restart stops the plugin and starts it again with the same flags and hook directory, as a
+// DaemonSet rollout would, and waits until the kubelet advertises its resources again.
+func (p *pluginRun) restart(t *testing.T) {
+	t.Helper()
+	p.proc.stop()
+	p.proc = start(t, "vgpu-device-plugin", p.args...)
+	p.waitServing(t, 0)
+}
+
+// waitServing waits until the plugin has sent the kubelet all three device lists since it had
+// sent the first `before`, and the node advertises them. The node status alone would not do:
+// it keeps showing a stopped plugin's devices for a while, and the kubelet admits vGPU pods
+// only once a running plugin has sent its lists.
+func (p *pluginRun) waitServing(t *testing.T, before int) {
+	t.Helper()
+	eventually(t, 60*time.Second, "the plugin sends the kubelet its device lists", func(context.Context) (bool, string, error) {
+		return p.sends() >= before+3, tail(p.proc.log.String(), 3), nil
+	})
+	p.waitAdvertised(t)
+}
+
+// sends counts the device lists the plugin has sent the kubelet (logged at -v 2).
+func (p *pluginRun) sends() int {
+	return strings.Count(p.proc.log.String(), "Sent device list to kubelet")
+}
+
+func (p *pluginRun) waitAdvertised(t *testing.T) {
+	t.Helper()
+	n := int64(len(p.gpus))
+	want := map[corev1.ResourceName]int64{vgpu.DefaultCountResource: 10 * n, vgpu.DefaultMemoryResource: 8192 * n,
+		vgpu.DefaultCoresResource: 100 * n}
 	eventually(t, 60*time.Second, "kubelet advertises the vGPU resources", func(ctx context.Context) (bool, string, error) {
-		n, err := cs.CoreV1().Nodes().Get(ctx, realNode, metav1.GetOptions{})
+		node, err := p.cs.CoreV1().Nodes().Get(ctx, realNode, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error(), nil
 		}
 		for name, v := range want {
-			q := n.Status.Allocatable[name]
+			q := node.Status.Allocatable[name]
 			if q.Value() != v {
 				return false, fmt.Sprintf("%s=%s (want %d)", name, q.String(), v), nil
 			}
 		}
-		reg := n.Annotations[vgpu.NodeDevicesAnnotation]
-		return strings.Count(reg, ":") == len(gpus) && strings.Contains(reg, gpus[len(gpus)-1]), "register=" + reg, nil
+		reg := node.Annotations[vgpu.NodeDevicesAnnotation]
+		return strings.Count(reg, ":") == len(p.gpus) && strings.Contains(reg, p.gpus[len(p.gpus)-1]), "register=" + reg, nil
 	})
-	return gpus
+}
+
+// runAssigned creates a pod with one vGPU container, binds it with the assignment of one
+// device and waits until it runs with that device's settings.
+func runAssigned(t *testing.T, cs kubernetes.Interface, ns, name string, device vgpu.ContainerDevice) *corev1.Pod {
+	t.Helper()
+	pod := tinyPod(ns, name, "")
+	pod.Spec.Containers = []corev1.Container{vgpuContainer("main", int64(device.UsedMemory), int64(device.UsedCores))}
+	if _, err := cs.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bind(t, cs, ns, name, realNode, assignment(vgpu.PodDevices{{device}}))
+	got := podPhase(t, cs, ns, name, corev1.PodRunning, 90*time.Second)
+	wantLines(t, name, containerLog(t, cs, ns, name, "main"), "NVIDIA_VISIBLE_DEVICES="+device.UUID,
+		fmt.Sprintf("CUDA_DEVICE_MEMORY_LIMIT_0=%dm", device.UsedMemory), fmt.Sprintf("CUDA_DEVICE_SM_LIMIT=%d", device.UsedCores))
+	return got
 }
 
 // vgpuContainer asks for one vGPU with the memory and cores.
@@ -114,7 +180,7 @@ func wantLines(t *testing.T, what, log string, lines ...string) {
 func TestDevicePluginAllocatesPerContainer(t *testing.T) {
 	cs := client(t)
 	ns := namespace(t, cs)
-	gpus := devicePlugin(t, cs, 2)
+	gpus := devicePlugin(t, cs, 2).gpus
 	ctx := context.Background()
 
 	pod := tinyPod(ns, "two-vgpu-containers", "")
@@ -144,4 +210,104 @@ func TestDevicePluginAllocatesPerContainer(t *testing.T) {
 	if got.Annotations[vgpu.DevicesToAllocateAnnotation] != "" && got.Annotations[vgpu.DevicesToAllocateAnnotation] != ";" {
 		t.Errorf("devices-to-allocate not consumed: %q", got.Annotations[vgpu.DevicesToAllocateAnnotation])
 	}
+}
+
+// A restarted plugin loses nothing: the same annotation, the same allocatable, running pods
+// keep their devices and cache directories, and new pods are served. It also serves the host
+// GPU metrics for every GPU.
+func TestDevicePluginRestartLosesNothing(t *testing.T) {
+	cs := client(t)
+	ns := namespace(t, cs)
+	plugin := devicePlugin(t, cs, 2)
+	ctx := context.Background()
+	before := runAssigned(t, cs, ns, "before-restart", vgpu.ContainerDevice{UUID: plugin.gpus[0], Type: vgpu.DeviceTypeNVIDIA, UsedMemory: 1000, UsedCores: 20})
+	cacheDir := filepath.Join(allocate.ContainerCacheRoot(plugin.hook), string(before.UID)+"_main")
+	node, err := cs.CoreV1().Nodes().Get(ctx, realNode, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	published := node.Annotations[vgpu.NodeDevicesAnnotation]
+
+	plugin.restart(t)
+
+	node, err = cs.CoreV1().Nodes().Get(ctx, realNode, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := node.Annotations[vgpu.NodeDevicesAnnotation]; got != published {
+		t.Errorf("%s changed across the restart:\n before %s\n after  %s", vgpu.NodeDevicesAnnotation, published, got)
+	}
+	if _, err := os.Stat(cacheDir); err != nil {
+		t.Errorf("the running pod's cache directory is gone after the restart: %v", err)
+	}
+	runAssigned(t, cs, ns, "after-restart", vgpu.ContainerDevice{UUID: plugin.gpus[1], Type: vgpu.DeviceTypeNVIDIA, UsedMemory: 3000, UsedCores: 50})
+	still, err := cs.CoreV1().Pods(ns).Get(ctx, before.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if still.Status.Phase != corev1.PodRunning || still.Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Errorf("pod started before the restart: phase %s, restarts %d", still.Status.Phase, still.Status.ContainerStatuses[0].RestartCount)
+	}
+
+	metrics := scrape(t, "http://"+pluginMetrics+"/metrics")
+	for i, uuid := range plugin.gpus {
+		for _, name := range []string{"HostGPUMemoryUsage", "HostCoreUtilization"} {
+			series := fmt.Sprintf(`%s{deviceidx="%d",deviceuuid="%s",zone="vGPU"} 0`, name, i, uuid)
+			if !strings.Contains(metrics, series) {
+				t.Errorf("metrics lack %s", series)
+			}
+		}
+	}
+}
+
+// After a kubelet restart (it removes every device-plugin socket) the plugin serves and
+// registers all three resources again by itself, and new pods get their devices.
+func TestDevicePluginReregistersAfterKubeletRestart(t *testing.T) {
+	cs := client(t)
+	ns := namespace(t, cs)
+	plugin := devicePlugin(t, cs, 1)
+	sent := plugin.sends()
+	socket := filepath.Join(pluginapi.DevicePluginPath, "kubelet.sock")
+
+	restarted := time.Now()
+	out, err := exec.Command(filepath.Join(repoRoot(), "hack/testbed/kubelet-restart.sh")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("restart the kubelet: %v\n%s", err, out)
+	}
+	var socketBack time.Time
+	eventually(t, 60*time.Second, "the kubelet re-creates its socket", func(context.Context) (bool, string, error) {
+		fi, err := os.Stat(socket)
+		if err != nil || !fi.ModTime().After(restarted) {
+			return false, fmt.Sprint(err), nil
+		}
+		socketBack = fi.ModTime()
+		return true, "", nil
+	})
+	eventually(t, 60*time.Second, "the plugin sends the kubelet its device lists again", func(context.Context) (bool, string, error) {
+		return plugin.sends() >= sent+3, tail(plugin.proc.log.String(), 3), nil
+	})
+	t.Logf("serving the kubelet again at most %v after it re-created its socket", time.Since(socketBack).Round(time.Millisecond))
+	plugin.waitAdvertised(t)
+	runAssigned(t, cs, ns, "after-kubelet-restart", vgpu.ContainerDevice{UUID: plugin.gpus[0], Type: vgpu.DeviceTypeNVIDIA, UsedMemory: 2000, UsedCores: 30})
+}
+
+// scrape reads a metrics endpoint, retrying until it answers.
+func scrape(t *testing.T, url string) string {
+	t.Helper()
+	var body string
+	eventually(t, 30*time.Second, "scrape "+url, func(ctx context.Context) (bool, string, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, "", err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		body = string(b)
+		return err == nil && resp.StatusCode == http.StatusOK, resp.Status, nil
+	})
+	return body
 }

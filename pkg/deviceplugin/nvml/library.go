@@ -14,8 +14,10 @@ import (
 const DefaultLibraryPath = "libnvidia-ml.so.1"
 
 // defaultEventWait is how long one NVML event wait blocks. It bounds how
-// late WatchHealth notices that its context is done.
-const defaultEventWait = 5 * time.Second
+// late WatchHealth notices that its context is done, and so how long a
+// stopping plugin keeps its successor (and the pods the kubelet admits
+// meanwhile) waiting; a wake-up per second costs nothing.
+const defaultEventWait = time.Second
 
 // Options tune a Library. The zero value is the production setting.
 type Options struct {
@@ -25,7 +27,7 @@ type Options struct {
 	// XIDs decides which XID events make a GPU unhealthy; nil means
 	// DefaultXIDPolicy(). Production callers pass XIDPolicyFromEnv's result.
 	XIDs *XIDPolicy
-	// EventWait is how long one NVML event wait blocks; zero means 5 s.
+	// EventWait is how long one NVML event wait blocks; zero means 1 s.
 	EventWait time.Duration
 }
 
