@@ -240,3 +240,39 @@ func TestVoteTierRules(t *testing.T) {
 		})
 	}
 }
+
+// predicateOf registers a predicate that fails with its own name, to check which plugins a
+// call reaches.
+type predicateOf struct{ name string }
+
+func (p *predicateOf) Name() string { return p.name }
+func (p *predicateOf) OnSessionOpen(ssn *Session) {
+	ssn.AddPredicateFn(p.name, func(*api.TaskInfo, *api.NodeInfo) *api.Status {
+		return api.NewStatus(api.Unschedulable, p.name+" says no")
+	})
+}
+func (p *predicateOf) OnSessionClose(*Session) {}
+
+// The extension points follow the enable flags, and a function registered after the session
+// opened replaces the one before it.
+func TestPredicateFollowsFlagsAndRegistrations(t *testing.T) {
+	off := false
+	reg := NewRegistry()
+	for _, name := range []string{"a", "b"} {
+		p := &predicateOf{name: name}
+		reg.RegisterPlugin(name, func(conf.Arguments) (Plugin, error) { return p, nil })
+	}
+	cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{
+		{Plugins: []conf.PluginOption{{Name: "a", EnabledPredicate: &off}}},
+		{Plugins: []conf.PluginOption{{Name: "b"}}},
+	}}
+	ssn := OpenSession(&fakeCache{snap: cluster(1, 1)}, cfg, reg)
+	task, node := ssn.Jobs["ns/pg"].Tasks["uid-0"], ssn.NodeList[0]
+	if s := ssn.Predicate(task, node); s == nil || s.Plugin != "b" || s.Reasons[0] != "b says no" {
+		t.Fatalf("Predicate = %+v, want b's refusal (a is disabled)", s)
+	}
+	ssn.AddPredicateFn("b", func(*api.TaskInfo, *api.NodeInfo) *api.Status { return nil })
+	if s := ssn.Predicate(task, node); s != nil {
+		t.Errorf("Predicate after b registered anew = %+v, want nil", s)
+	}
+}

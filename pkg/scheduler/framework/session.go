@@ -51,6 +51,7 @@ type Session struct {
 
 	plugins []Plugin // in tier order
 	fns     sessionFns
+	linked  *sessionChains // fns in call order; nil until used after a registration
 	// eventHandlers run inside every tentative allocate and its undo.
 	eventHandlers []*EventHandler
 }

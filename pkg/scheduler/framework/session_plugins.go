@@ -39,7 +39,7 @@ type ValidateResult struct {
 	Message string
 }
 
-// sessionFns holds each extension point's functions by plugin name.
+// sessionFns holds each extension point's functions by plugin name, as plugins register them.
 type sessionFns struct {
 	jobOrder                     map[string]JobCompareFn
 	queueOrder                   map[string]QueueCompareFn
@@ -68,51 +68,131 @@ func newSessionFns() sessionFns {
 	}
 }
 
-// Registration, called by plugins in OnSessionOpen.
-func (ssn *Session) AddJobOrderFn(plugin string, fn JobCompareFn) { ssn.fns.jobOrder[plugin] = fn }
-func (ssn *Session) AddQueueOrderFn(plugin string, fn QueueCompareFn) {
-	ssn.fns.queueOrder[plugin] = fn
-}
-func (ssn *Session) AddTaskOrderFn(plugin string, fn TaskCompareFn) { ssn.fns.taskOrder[plugin] = fn }
-func (ssn *Session) AddPrePredicateFn(plugin string, fn PrePredicateFn) {
-	ssn.fns.prePredicate[plugin] = fn
-}
-func (ssn *Session) AddPredicateFn(plugin string, fn PredicateFn) { ssn.fns.predicate[plugin] = fn }
-func (ssn *Session) AddNodeOrderFn(plugin string, fn NodeOrderFn) { ssn.fns.nodeOrder[plugin] = fn }
-func (ssn *Session) AddOverusedFn(plugin string, fn QueueFn)      { ssn.fns.overused[plugin] = fn }
-func (ssn *Session) AddAllocatableFn(plugin string, fn AllocatableFn) {
-	ssn.fns.allocatable[plugin] = fn
-}
-func (ssn *Session) AddJobReadyFn(plugin string, fn JobBoolFn)  { ssn.fns.jobReady[plugin] = fn }
-func (ssn *Session) AddJobPipelinedFn(plugin string, fn VoteFn) { ssn.fns.jobPipelined[plugin] = fn }
-func (ssn *Session) AddJobEnqueueableFn(plugin string, fn VoteFn) {
-	ssn.fns.jobEnqueueable[plugin] = fn
-}
-func (ssn *Session) AddJobEnqueuedFn(plugin string, fn JobFn)       { ssn.fns.jobEnqueued[plugin] = fn }
-func (ssn *Session) AddJobValidFn(plugin string, fn JobValidFn)     { ssn.fns.jobValid[plugin] = fn }
-func (ssn *Session) AddQueueUsageFn(plugin string, fn QueueUsageFn) { ssn.fns.queueUsage[plugin] = fn }
-func (ssn *Session) AddEventHandler(h *EventHandler) {
-	ssn.eventHandlers = append(ssn.eventHandlers, h)
+// link is one function of a chain: the plugin that registered it and its tier's index.
+type link[F any] struct {
+	plugin string
+	tier   int
+	fn     F
 }
 
-// eachEnabled calls visit for every configured plugin, tier by tier, whose flag (picked by
-// flag from its options) is on. visit returns false to stop; each tier end is reported by
-// tierDone (nil to ignore), which also may stop the walk.
-func (ssn *Session) eachEnabled(flag func(*conf.PluginOption) *bool, visit func(name string) bool, tierDone func() bool) {
-	for t := range ssn.Tiers {
-		for p := range ssn.Tiers[t].Plugins {
-			opt := &ssn.Tiers[t].Plugins[p]
+// chain is an extension point's functions in the order calls combine them: tier by tier, in
+// configuration order, those of the plugins whose flag enables the point (a plugin listed
+// twice comes twice). The predicate and scoring calls run for every node of every search;
+// walking the tiers and looking each plugin up by name there cost more than the plugins'
+// own checks.
+type chain[F any] []link[F]
+
+// newChain lays out the functions of fns in the order of tiers. flag picks the option that
+// enables the point; nil means always enabled.
+func newChain[F any](tiers []conf.Tier, fns map[string]F, flag func(*conf.PluginOption) *bool) chain[F] {
+	var c chain[F]
+	for t := range tiers {
+		for p := range tiers[t].Plugins {
+			opt := &tiers[t].Plugins[p]
 			if flag != nil && !conf.IsEnabled(flag(opt)) {
 				continue
 			}
-			if !visit(opt.Name) {
-				return
+			if fn, ok := fns[opt.Name]; ok {
+				c = append(c, link[F]{plugin: opt.Name, tier: t, fn: fn})
 			}
 		}
-		if tierDone != nil && !tierDone() {
-			return
-		}
 	}
+	return c
+}
+
+// sessionChains are the chains of every extension point combined across tiers.
+type sessionChains struct {
+	jobOrder                     chain[JobCompareFn]
+	queueOrder                   chain[QueueCompareFn]
+	taskOrder                    chain[TaskCompareFn]
+	prePredicate                 chain[PrePredicateFn]
+	predicate                    chain[PredicateFn]
+	nodeOrder                    chain[NodeOrderFn]
+	overused                     chain[QueueFn]
+	allocatable                  chain[AllocatableFn]
+	jobReady                     chain[JobBoolFn]
+	jobPipelined, jobEnqueueable chain[VoteFn]
+	jobEnqueued                  chain[JobFn]
+	jobValid                     chain[JobValidFn]
+}
+
+// chains returns the session's chains, laying them out again after a registration. The
+// tiers are the configuration's and do not change once the session is open.
+func (ssn *Session) chains() *sessionChains {
+	if ssn.linked != nil {
+		return ssn.linked
+	}
+	f, tiers := &ssn.fns, ssn.Tiers
+	ssn.linked = &sessionChains{
+		jobOrder:       newChain(tiers, f.jobOrder, jobOrderFlag),
+		queueOrder:     newChain(tiers, f.queueOrder, queueOrderFlag),
+		taskOrder:      newChain(tiers, f.taskOrder, taskOrderFlag),
+		prePredicate:   newChain(tiers, f.prePredicate, predicateFlag),
+		predicate:      newChain(tiers, f.predicate, predicateFlag),
+		nodeOrder:      newChain(tiers, f.nodeOrder, nodeOrderFlag),
+		overused:       newChain(tiers, f.overused, overusedFlag),
+		allocatable:    newChain(tiers, f.allocatable, allocatableFlag),
+		jobReady:       newChain(tiers, f.jobReady, jobReadyFlag),
+		jobPipelined:   newChain(tiers, f.jobPipelined, jobPipelinedFlag),
+		jobEnqueueable: newChain(tiers, f.jobEnqueueable, jobEnqueuedFlag),
+		jobEnqueued:    newChain(tiers, f.jobEnqueued, jobEnqueuedFlag),
+		jobValid:       newChain(tiers, f.jobValid, nil),
+	}
+	return ssn.linked
+}
+
+// register records a plugin's function for an extension point; the chains are laid out
+// anew on their next use.
+func register[F any](ssn *Session, fns map[string]F, plugin string, fn F) {
+	fns[plugin] = fn
+	ssn.linked = nil
+}
+
+// Registration, called by plugins in OnSessionOpen.
+func (ssn *Session) AddJobOrderFn(plugin string, fn JobCompareFn) {
+	register(ssn, ssn.fns.jobOrder, plugin, fn)
+}
+func (ssn *Session) AddQueueOrderFn(plugin string, fn QueueCompareFn) {
+	register(ssn, ssn.fns.queueOrder, plugin, fn)
+}
+func (ssn *Session) AddTaskOrderFn(plugin string, fn TaskCompareFn) {
+	register(ssn, ssn.fns.taskOrder, plugin, fn)
+}
+func (ssn *Session) AddPrePredicateFn(plugin string, fn PrePredicateFn) {
+	register(ssn, ssn.fns.prePredicate, plugin, fn)
+}
+func (ssn *Session) AddPredicateFn(plugin string, fn PredicateFn) {
+	register(ssn, ssn.fns.predicate, plugin, fn)
+}
+func (ssn *Session) AddNodeOrderFn(plugin string, fn NodeOrderFn) {
+	register(ssn, ssn.fns.nodeOrder, plugin, fn)
+}
+func (ssn *Session) AddOverusedFn(plugin string, fn QueueFn) {
+	register(ssn, ssn.fns.overused, plugin, fn)
+}
+func (ssn *Session) AddAllocatableFn(plugin string, fn AllocatableFn) {
+	register(ssn, ssn.fns.allocatable, plugin, fn)
+}
+func (ssn *Session) AddJobReadyFn(plugin string, fn JobBoolFn) {
+	register(ssn, ssn.fns.jobReady, plugin, fn)
+}
+func (ssn *Session) AddJobPipelinedFn(plugin string, fn VoteFn) {
+	register(ssn, ssn.fns.jobPipelined, plugin, fn)
+}
+func (ssn *Session) AddJobEnqueueableFn(plugin string, fn VoteFn) {
+	register(ssn, ssn.fns.jobEnqueueable, plugin, fn)
+}
+func (ssn *Session) AddJobEnqueuedFn(plugin string, fn JobFn) {
+	register(ssn, ssn.fns.jobEnqueued, plugin, fn)
+}
+func (ssn *Session) AddJobValidFn(plugin string, fn JobValidFn) {
+	register(ssn, ssn.fns.jobValid, plugin, fn)
+}
+func (ssn *Session) AddQueueUsageFn(plugin string, fn QueueUsageFn) {
+	register(ssn, ssn.fns.queueUsage, plugin, fn)
+}
+func (ssn *Session) AddEventHandler(h *EventHandler) {
+	ssn.eventHandlers = append(ssn.eventHandlers, h)
 }
 
 func jobOrderFlag(o *conf.PluginOption) *bool     { return o.EnabledJobOrder }
@@ -126,22 +206,20 @@ func jobReadyFlag(o *conf.PluginOption) *bool     { return o.EnabledJobReady }
 func jobPipelinedFlag(o *conf.PluginOption) *bool { return o.EnabledJobPipelined }
 func jobEnqueuedFlag(o *conf.PluginOption) *bool  { return o.EnabledJobEnqueued }
 
-// firstOpinion returns the first non-zero comparison over the enabled plugins.
-func firstOpinion[F any](ssn *Session, fns map[string]F, flag func(*conf.PluginOption) *bool, compare func(F) int) int {
-	result := 0
-	ssn.eachEnabled(flag, func(name string) bool {
-		if fn, ok := fns[name]; ok {
-			result = compare(fn)
+// firstOpinion returns the first non-zero comparison of the chain.
+func firstOpinion[F any](c chain[F], compare func(F) int) int {
+	for _, l := range c {
+		if r := compare(l.fn); r != 0 {
+			return r
 		}
-		return result == 0
-	}, nil)
-	return result
+	}
+	return 0
 }
 
 // JobOrderFn: true when l goes before r. Plugins decide first; then the older PodGroup,
 // then the smaller UID.
 func (ssn *Session) JobOrderFn(l, r *api.JobInfo) bool {
-	if c := firstOpinion(ssn, ssn.fns.jobOrder, jobOrderFlag, func(fn JobCompareFn) int { return fn(l, r) }); c != 0 {
+	if c := firstOpinion(ssn.chains().jobOrder, func(fn JobCompareFn) int { return fn(l, r) }); c != 0 {
 		return c < 0
 	}
 	if !l.CreationTimestamp.Equal(&r.CreationTimestamp) {
@@ -152,7 +230,7 @@ func (ssn *Session) JobOrderFn(l, r *api.JobInfo) bool {
 
 // QueueOrderFn: true when l goes before r; fallback creation time, then name.
 func (ssn *Session) QueueOrderFn(l, r *api.QueueInfo) bool {
-	if c := firstOpinion(ssn, ssn.fns.queueOrder, queueOrderFlag, func(fn QueueCompareFn) int { return fn(l, r) }); c != 0 {
+	if c := firstOpinion(ssn.chains().queueOrder, func(fn QueueCompareFn) int { return fn(l, r) }); c != 0 {
 		return c < 0
 	}
 	lt, rt := l.Queue.CreationTimestamp, r.Queue.CreationTimestamp
@@ -164,7 +242,7 @@ func (ssn *Session) QueueOrderFn(l, r *api.QueueInfo) bool {
 
 // TaskOrderFn: true when l goes before r; fallback the pod-name index, creation time, UID.
 func (ssn *Session) TaskOrderFn(l, r *api.TaskInfo) bool {
-	if c := firstOpinion(ssn, ssn.fns.taskOrder, taskOrderFlag, func(fn TaskCompareFn) int { return fn(l, r) }); c != 0 {
+	if c := firstOpinion(ssn.chains().taskOrder, func(fn TaskCompareFn) int { return fn(l, r) }); c != 0 {
 		return c < 0
 	}
 	return api.CompareTasksByName(l, r)
@@ -172,153 +250,112 @@ func (ssn *Session) TaskOrderFn(l, r *api.TaskInfo) bool {
 
 // PrePredicate runs every enabled pre-predicate; the first error wins.
 func (ssn *Session) PrePredicate(task *api.TaskInfo) error {
-	var err error
-	ssn.eachEnabled(predicateFlag, func(name string) bool {
-		if fn, ok := ssn.fns.prePredicate[name]; ok {
-			err = fn(task)
+	for _, l := range ssn.chains().prePredicate {
+		if err := l.fn(task); err != nil {
+			return err
 		}
-		return err == nil
-	}, nil)
-	return err
+	}
+	return nil
 }
 
 // Predicate runs every enabled predicate; all must pass, the first failure is returned.
 func (ssn *Session) Predicate(task *api.TaskInfo, node *api.NodeInfo) *api.Status {
-	var status *api.Status
-	ssn.eachEnabled(predicateFlag, func(name string) bool {
-		if fn, ok := ssn.fns.predicate[name]; ok {
-			if s := fn(task, node); s.Failed() {
-				if s.Plugin == "" {
-					s.Plugin = name
-				}
-				status = s
+	for _, l := range ssn.chains().predicate {
+		if s := l.fn(task, node); s.Failed() {
+			if s.Plugin == "" {
+				s.Plugin = l.plugin
 			}
+			return s
 		}
-		return status == nil
-	}, nil)
-	return status
+	}
+	return nil
 }
 
 // NodeOrder sums the enabled node scores.
 func (ssn *Session) NodeOrder(task *api.TaskInfo, node *api.NodeInfo) float64 {
 	var score float64
-	ssn.eachEnabled(nodeOrderFlag, func(name string) bool {
-		if fn, ok := ssn.fns.nodeOrder[name]; ok {
-			if s, err := fn(task, node); err == nil {
-				score += s
-			}
+	for _, l := range ssn.chains().nodeOrder {
+		if s, err := l.fn(task, node); err == nil {
+			score += s
 		}
-		return true
-	}, nil)
+	}
 	return score
 }
 
 // HasNodeOrder: some enabled plugin scores nodes (otherwise any feasible node will do).
-func (ssn *Session) HasNodeOrder() bool {
-	found := false
-	ssn.eachEnabled(nodeOrderFlag, func(name string) bool {
-		_, found = ssn.fns.nodeOrder[name]
-		return !found
-	}, nil)
-	return found
-}
+func (ssn *Session) HasNodeOrder() bool { return len(ssn.chains().nodeOrder) > 0 }
 
 // Overused: any enabled plugin says the queue has its share.
 func (ssn *Session) Overused(queue *api.QueueInfo) bool {
-	over := false
-	ssn.eachEnabled(overusedFlag, func(name string) bool {
-		if fn, ok := ssn.fns.overused[name]; ok && fn(queue) {
-			over = true
+	for _, l := range ssn.chains().overused {
+		if l.fn(queue) {
+			return true
 		}
-		return !over
-	}, nil)
-	return over
+	}
+	return false
 }
 
 // Allocatable: every enabled plugin lets the queue take the task.
 func (ssn *Session) Allocatable(queue *api.QueueInfo, task *api.TaskInfo) bool {
-	ok := true
-	ssn.eachEnabled(allocatableFlag, func(name string) bool {
-		if fn, found := ssn.fns.allocatable[name]; found && !fn(queue, task) {
-			ok = false
+	for _, l := range ssn.chains().allocatable {
+		if !l.fn(queue, task) {
+			return false
 		}
-		return ok
-	}, nil)
-	return ok
+	}
+	return true
 }
 
 // JobReady: every enabled plugin agrees the job may be dispatched (true when none has a say).
 func (ssn *Session) JobReady(job *api.JobInfo) bool {
-	ok := true
-	ssn.eachEnabled(jobReadyFlag, func(name string) bool {
-		if fn, found := ssn.fns.jobReady[name]; found && !fn(job) {
-			ok = false
+	for _, l := range ssn.chains().jobReady {
+		if !l.fn(job) {
+			return false
 		}
-		return ok
-	}, nil)
-	return ok
+	}
+	return true
 }
 
 // vote combines votes tier by tier: a Reject ends it (false); a tier in which some plugin
 // permitted ends it (true); all tiers abstaining is true.
-func (ssn *Session) vote(fns map[string]VoteFn, flag func(*conf.PluginOption) *bool, job *api.JobInfo) bool {
-	result, permitted, decided := true, false, false
-	ssn.eachEnabled(flag, func(name string) bool {
-		fn, ok := fns[name]
-		if !ok {
-			return true
-		}
-		switch fn(job) {
+func vote(c chain[VoteFn], job *api.JobInfo) bool {
+	permitted := false
+	for i, l := range c {
+		switch l.fn(job) {
 		case Reject:
-			result, decided = false, true
 			return false
 		case Permit:
 			permitted = true
 		}
-		return true
-	}, func() bool {
-		if decided {
-			return false
+		if permitted && (i+1 == len(c) || c[i+1].tier != l.tier) {
+			return true
 		}
-		if permitted {
-			decided = true
-			return false
-		}
-		return true
-	})
-	return result
+	}
+	return true
 }
 
 // JobPipelined: the job's placed and waiting tasks are enough to keep its statement.
 func (ssn *Session) JobPipelined(job *api.JobInfo) bool {
-	return ssn.vote(ssn.fns.jobPipelined, jobPipelinedFlag, job)
+	return vote(ssn.chains().jobPipelined, job)
 }
 
 // JobEnqueueable: the job may leave Pending (enqueue action).
 func (ssn *Session) JobEnqueueable(job *api.JobInfo) bool {
-	return ssn.vote(ssn.fns.jobEnqueueable, jobEnqueuedFlag, job)
+	return vote(ssn.chains().jobEnqueueable, job)
 }
 
 // JobEnqueued tells every enabled plugin that the job was admitted.
 func (ssn *Session) JobEnqueued(job *api.JobInfo) {
-	ssn.eachEnabled(jobEnqueuedFlag, func(name string) bool {
-		if fn, ok := ssn.fns.jobEnqueued[name]; ok {
-			fn(job)
-		}
-		return true
-	}, nil)
+	for _, l := range ssn.chains().jobEnqueued {
+		l.fn(job)
+	}
 }
 
 // JobValid returns the first failed validation, or nil. It has no enable flag.
 func (ssn *Session) JobValid(job *api.JobInfo) *ValidateResult {
-	var res *ValidateResult
-	ssn.eachEnabled(nil, func(name string) bool {
-		if fn, ok := ssn.fns.jobValid[name]; ok {
-			if r := fn(job); r != nil && !r.Pass {
-				res = r
-			}
+	for _, l := range ssn.chains().jobValid {
+		if r := l.fn(job); r != nil && !r.Pass {
+			return r
 		}
-		return res == nil
-	}, nil)
-	return res
+	}
+	return nil
 }

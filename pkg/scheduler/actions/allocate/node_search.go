@@ -3,6 +3,7 @@ package allocate
 import (
 	"errors"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -49,7 +50,26 @@ type SessionSearch struct {
 	// Scratch reused by every search, so that a search allocates nothing when it succeeds.
 	feasible []candidate
 	failures []nodeFailure
-	scalars  []corev1.ResourceName
+	// demands are the resources the task being searched for requests; demandsID numbers
+	// them, changing only when a task requests something else. scratch holds the next
+	// task's until they are compared.
+	demands, scratch []demand
+	demandsID        uint64
+	// rooms memoizes each node's room for the demands (by its position in nodes), built on
+	// the first search. The pods of a gang or a deployment ask every node the same, search
+	// after search, and reading a node's resource maps (each its own allocation) was the
+	// largest cost of a search. A node's accounting changes only with a placement on it or
+	// its undo, and forget clears the node's entry then; a placement refused by an earlier
+	// event handler than the search's leaves the node as it was.
+	rooms     []roomMemo
+	positions map[*api.NodeInfo]int
+}
+
+// roomMemo is what room said of a node for the demands numbered demands; 0 is none.
+type roomMemo struct {
+	demands uint64
+	now     bool
+	short   corev1.ResourceName
 }
 
 type roleKey struct {
@@ -82,7 +102,15 @@ func (s *NodeSearch) Open(ssn *framework.Session, cacheErrors bool) *SessionSear
 	if cacheErrors {
 		ss.errorCache = map[roleKey]map[string]*api.Status{}
 	}
+	ssn.AddEventHandler(&framework.EventHandler{AllocateFunc: ss.forget, DeallocateFunc: ss.forget})
 	return ss
+}
+
+// forget drops the memo of the node a task was placed on or taken from.
+func (s *SessionSearch) forget(e *framework.Event) {
+	if i, ok := s.positions[e.Node]; ok {
+		s.rooms[i] = roomMemo{}
+	}
 }
 
 // Find returns the node the task should go to, or nil and why every node examined failed.
@@ -92,17 +120,19 @@ func (s *SessionSearch) Find(task *api.TaskInfo) (*api.NodeInfo, *api.FitErrors)
 		return node, nil
 	}
 	s.feasible, s.failures = s.feasible[:0], s.failures[:0]
+	s.setDemands(task)
 	n := len(s.nodes)
 	start := s.owner.offset
 	examined := 0
 	for examined < n {
-		node := s.nodes[(start+examined)%n]
+		i := (start + examined) % n
+		node := s.nodes[i]
 		examined++
-		if status := s.check(task, node); status != nil {
+		status, now := s.check(task, i, node)
+		if status != nil {
 			s.failures = append(s.failures, nodeFailure{node: node.Name, status: status})
 			continue
 		}
-		now := fits(task.InitResreq, node, false)
 		s.feasible = append(s.feasible, candidate{node: node, now: now})
 		if (now && !s.scoring) || len(s.feasible) >= s.numToFind {
 			break
@@ -138,15 +168,35 @@ func (s *SessionSearch) nominated(task *api.TaskInfo) *api.NodeInfo {
 		return nil
 	}
 	node, ok := s.ssn.Nodes[task.Pod.Status.NominatedNodeName]
-	if !ok || !fits(task.InitResreq, node, true) || s.ssn.Predicate(task, node).Failed() {
+	if !ok {
+		return nil
+	}
+	if _, short := roomFor(task.InitResreq, node); short != "" || s.ssn.Predicate(task, node).Failed() {
 		return nil
 	}
 	return node
 }
 
-// check says why the node cannot take the task, or nil: first the resources, then every
-// predicate, through the error cache of the task's job and role.
-func (s *SessionSearch) check(task *api.TaskInfo, node *api.NodeInfo) *api.Status {
+// setDemands reads what the task requests for the searches of its nodes.
+func (s *SessionSearch) setDemands(task *api.TaskInfo) {
+	if s.rooms == nil {
+		s.rooms = make([]roomMemo, len(s.nodes))
+		s.positions = make(map[*api.NodeInfo]int, len(s.nodes))
+		for i, node := range s.nodes {
+			s.positions[node] = i
+		}
+	}
+	s.scratch = demandsOf(s.scratch[:0], task.InitResreq)
+	if s.demandsID == 0 || !slices.Equal(s.scratch, s.demands) {
+		s.demands, s.scratch = s.scratch, s.demands
+		s.demandsID++
+	}
+}
+
+// check says why node i cannot take the task, or nil: first the resources (s.demands),
+// then every predicate, through the error cache of the task's job and role. When it can,
+// now says whether it has the room at once.
+func (s *SessionSearch) check(task *api.TaskInfo, i int, node *api.NodeInfo) (status *api.Status, now bool) {
 	var cached map[string]*api.Status
 	if s.errorCache != nil && task.TaskRole != "" {
 		key := roleKey{job: task.Job, role: task.TaskRole}
@@ -154,19 +204,24 @@ func (s *SessionSearch) check(task *api.TaskInfo, node *api.NodeInfo) *api.Statu
 			cached = map[string]*api.Status{}
 			s.errorCache[key] = cached
 		} else if status, ok := cached[node.Name]; ok {
-			return status
+			return status, false
 		}
 	}
-	var status *api.Status
-	if fits(task.InitResreq, node, true) {
+	m := &s.rooms[i]
+	if m.demands != s.demandsID {
+		now, short := room(s.demands, node)
+		*m = roomMemo{demands: s.demandsID, now: now, short: short}
+	}
+	now, short := m.now, m.short
+	if short == "" {
 		status = s.ssn.Predicate(task, node)
 	} else {
-		status = s.insufficientStatus(s.shortfall(task.InitResreq, node))
+		status = s.insufficientStatus(short)
 	}
 	if status != nil && cached != nil {
 		cached[node.Name] = status
 	}
-	return status
+	return status, now
 }
 
 // best picks among the feasible nodes: only those with room now if there are any; the one
@@ -204,7 +259,7 @@ func (s *SessionSearch) best(task *api.TaskInfo) *api.NodeInfo {
 // Place puts the task on the node in the statement: allocated when the node has room now,
 // pipelined when the room is still held by releasing tasks.
 func Place(stmt *framework.Statement, task *api.TaskInfo, node *api.NodeInfo) error {
-	if fits(task.InitResreq, node, false) {
+	if now, _ := roomFor(task.InitResreq, node); now {
 		return stmt.Allocate(task, node)
 	}
 	return stmt.Pipeline(task, node)
@@ -223,59 +278,64 @@ func PlacementFailure(node *api.NodeInfo, err error) *api.FitErrors {
 	return fe
 }
 
-// available is how much of a resource the node has for a new task: now (Idle), or in the
-// future (Idle + Releasing - Pipelined, computed here so that no Resource is built per node).
-func available(node *api.NodeInfo, name corev1.ResourceName, future bool) float64 {
-	v := node.Idle.Get(name)
-	if future {
-		v += node.Releasing.Get(name) - node.Pipelined.Get(name)
+// demand is an amount of one resource a task requests, in api.Resource's units.
+type demand struct {
+	name   corev1.ResourceName
+	amount float64
+}
+
+// demandsOf appends to dst the resources req requests (pods and extended resources
+// included): cpu, memory, then the extended resources by name, the order in which a
+// shortfall is reported (upstream reports the first in map order, so its message changes
+// from run to run). Only requested dimensions are listed, so a node short of a resource the
+// task does not use still takes it. A search reads the request once, not its map for every
+// node.
+func demandsOf(dst []demand, req *api.Resource) []demand {
+	if requested(req.MilliCPU) {
+		dst = append(dst, demand{name: corev1.ResourceCPU, amount: req.MilliCPU})
 	}
-	return v
+	if requested(req.Memory) {
+		dst = append(dst, demand{name: corev1.ResourceMemory, amount: req.Memory})
+	}
+	scalars := len(dst)
+	for name, amount := range req.ScalarResources {
+		if requested(amount) {
+			dst = append(dst, demand{name: name, amount: amount})
+		}
+	}
+	slices.SortFunc(dst[scalars:], func(a, b demand) int { return strings.Compare(string(a.name), string(b.name)) })
+	return dst
+}
+
+// requested: the task asks for some of the resource.
+func requested(amount float64) bool { return amount >= api.Tolerance }
+
+// room says whether the node has every demand available now (Idle), and names the first
+// one it lacks in the future (Idle + Releasing - Pipelined, computed here so that no
+// Resource is built per node); short is "" when the node has room in the future.
+func room(demands []demand, node *api.NodeInfo) (now bool, short corev1.ResourceName) {
+	now = true
+	for _, d := range demands {
+		idle := node.Idle.Get(d.name)
+		if !fitsAmount(d.amount, idle) {
+			now = false
+		}
+		if short == "" && !fitsAmount(d.amount, idle+(node.Releasing.Get(d.name)-node.Pipelined.Get(d.name))) {
+			short = d.name
+		}
+	}
+	return now, short
+}
+
+// roomFor is room for a request outside a search.
+func roomFor(req *api.Resource, node *api.NodeInfo) (now bool, short corev1.ResourceName) {
+	var buf [8]demand // more than a pod requests, so that nothing is allocated
+	return room(demandsOf(buf[:0], req), node)
 }
 
 // fitsAmount is "amount <= avail" with api.Tolerance.
 func fitsAmount(amount, avail float64) bool {
 	return amount <= avail || amount-avail < api.Tolerance
-}
-
-// requested: the task asks for some of the resource. Only requested dimensions are compared,
-// so a node short of a resource the task does not use still takes it.
-func requested(amount float64) bool { return amount >= api.Tolerance }
-
-// fits reports whether every resource the task requests (pods and extended resources
-// included) is available on the node, now or in the future.
-func fits(req *api.Resource, node *api.NodeInfo, future bool) bool {
-	if requested(req.MilliCPU) && !fitsAmount(req.MilliCPU, available(node, corev1.ResourceCPU, future)) {
-		return false
-	}
-	if requested(req.Memory) && !fitsAmount(req.Memory, available(node, corev1.ResourceMemory, future)) {
-		return false
-	}
-	for name, amount := range req.ScalarResources {
-		if requested(amount) && !fitsAmount(amount, available(node, name, future)) {
-			return false
-		}
-	}
-	return true
-}
-
-// shortfall names the first requested resource the node lacks in the future, for
-// "Insufficient <name>". Upstream takes the first in map order, so its message changes from
-// run to run; here it is cpu, then memory, then the extended resources by name.
-func (s *SessionSearch) shortfall(req *api.Resource, node *api.NodeInfo) corev1.ResourceName {
-	if requested(req.MilliCPU) && !fitsAmount(req.MilliCPU, available(node, corev1.ResourceCPU, true)) {
-		return corev1.ResourceCPU
-	}
-	if requested(req.Memory) && !fitsAmount(req.Memory, available(node, corev1.ResourceMemory, true)) {
-		return corev1.ResourceMemory
-	}
-	s.scalars = s.scalars[:0]
-	for name, amount := range req.ScalarResources {
-		if requested(amount) && !fitsAmount(amount, available(node, name, true)) {
-			s.scalars = append(s.scalars, name)
-		}
-	}
-	return slices.Min(s.scalars)
 }
 
 func (s *SessionSearch) insufficientStatus(name corev1.ResourceName) *api.Status {

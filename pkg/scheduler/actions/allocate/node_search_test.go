@@ -211,3 +211,46 @@ func TestNominatedNodeFirst(t *testing.T) {
 		})
 	}
 }
+
+// The search remembers each node's room for a request between searches; a placement on the
+// node, and its undo, must make it look again.
+func TestSearchSeesPlacementsAndTheirUndo(t *testing.T) {
+	request := resources("1", "1Gi")
+	cases := []struct {
+		name      string
+		podGroups []*schedulingv1beta1.PodGroup
+		pods      []*corev1.Pod
+		wantBinds map[string]string
+	}{
+		{
+			// job1 asks what job0 asked; n0, the better node, is full once job0 is on it.
+			name:      "a placement uses up the node",
+			podGroups: []*schedulingv1beta1.PodGroup{buildPodGroup("job0", "q1", 1, inqueue, 0), buildPodGroup("job1", "q1", 1, inqueue, 1)},
+			pods:      []*corev1.Pod{buildPod("job0-p", "job0", request), buildPod("job1-p", "job1", request)},
+			wantBinds: map[string]string{"c1/job0-p": "n0", "c1/job1-p": "n1"},
+		},
+		{
+			// The gang fills both nodes, misses its third pod and is undone: the single job
+			// after it finds the nodes free again.
+			name:      "an undone placement frees the node",
+			podGroups: []*schedulingv1beta1.PodGroup{buildPodGroup("gang", "q1", 3, inqueue, 0), buildPodGroup("single", "q1", 1, inqueue, 1)},
+			pods: []*corev1.Pod{buildPod("gang-w-0", "gang", request), buildPod("gang-w-1", "gang", request),
+				buildPod("gang-w-2", "gang", request), buildPod("single-p", "single", request)},
+			wantBinds: map[string]string{"c1/single-p": "n0"},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tc := allocateCase{
+				queues:    []*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)},
+				podGroups: c.podGroups,
+				pods:      c.pods,
+				nodes:     nodes(2, resources("1", "8Gi", "pods", "10")),
+				hooks:     scoreBy(map[string]float64{"n0": 100, "n1": 1}),
+				wantBinds: c.wantBinds,
+			}
+			ssn, cache := runAllocate(t, tc)
+			checkCase(t, tc, ssn, cache)
+		})
+	}
+}

@@ -104,14 +104,24 @@ func cloneCluster(ci *api.ClusterInfo) *api.ClusterInfo {
 }
 
 // BenchmarkPredicate measures the check of one 8-GPU node for a one-vGPU pod, the hot path
-// of a node search.
+// of a node search: fitting the pod to the GPUs (the first pod of its shape on the node, or
+// the first since a pod was booked there), and answering from the node's fit memo (the
+// rest of a gang).
 func BenchmarkPredicate(b *testing.B) {
-	p := policyPlugin(b, PolicyBinpack, 1)
-	node := nodeInfo(gpuNode("n1", 0, gpus(8, 10, 81920, h200)), runningWith(pod("a", "x"), "n1", dev(3, "4000", "30")))
-	task := api.NewTaskInfo(pod("p", "pg", vgpuCtr("main", 1, 8000, 0)))
-	b.ReportAllocs()
-	for b.Loop() {
-		p.predicate(task, node)
+	for _, memo := range []bool{false, true} {
+		b.Run(fmt.Sprintf("memo=%v", memo), func(b *testing.B) {
+			p := policyPlugin(b, PolicyBinpack, 1)
+			node := nodeInfo(gpuNode("n1", 0, gpus(8, 10, 81920, h200)), runningWith(pod("a", "x"), "n1", dev(3, "4000", "30")))
+			task := api.NewTaskInfo(pod("p", "pg", vgpuCtr("main", 1, 8000, 0)))
+			l := ledgerOf(node)
+			b.ReportAllocs()
+			for b.Loop() {
+				if !memo {
+					l.lastFit = fitMemo{}
+				}
+				p.predicate(task, node)
+			}
+		})
 	}
 }
 

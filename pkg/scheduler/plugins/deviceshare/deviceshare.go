@@ -17,8 +17,10 @@
 //
 // Cost: what a pod asks is read once per task (podRequest), so checking a node for a pod that
 // wants no GPU costs a pointer comparison, and checking one for a vGPU pod allocates nothing
-// (the pod-group spread policy aside, which reads its group's assignments); scoring a node
-// right after its check reuses the check's result.
+// (the pod-group spread policy aside, which reads its group's assignments). Each node's
+// ledger remembers how the last request shape fitted it until a pod is booked there, so
+// scoring a node after its check, and checking it for the next pod of the same shape (the
+// rest of a gang), do not fit again.
 //
 // Not done yet: reading the device ConfigMap (deviceshare.KnownGeometriesCM*; the shipped
 // defaults are used); MIG sharing (such GPUs are left alone); the node lock
@@ -66,9 +68,13 @@ type plugin struct {
 
 	sessionTime time.Time
 	// last is the request of the task checked last: a task is checked against many nodes in
-	// a row. requests counts the requests read, to number them.
-	last     *podRequest
-	requests uint64
+	// a row.
+	last *podRequest
+	// shapeIDs numbers the shape keys of the requests read (podRequest.appendShapeKey);
+	// shapes counts the numbers given. keyBuf is scratch for the keys.
+	shapeIDs map[string]uint64
+	shapes   uint64
+	keyBuf   []byte
 	fitter   fitter
 	// placed holds the assignment of every task this session placed, for the exact undo.
 	placed map[api.TaskID]vgpu.PodDevices
@@ -80,7 +86,8 @@ func New(args conf.Arguments) (framework.Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &plugin{args: a, names: resourceNames(), now: time.Now, placed: map[api.TaskID]vgpu.PodDevices{}}
+	p := &plugin{args: a, names: resourceNames(), now: time.Now, placed: map[api.TaskID]vgpu.PodDevices{},
+		shapeIDs: map[string]uint64{}}
 	p.fitter = fitter{policy: a.policy, assignments: p.assignmentOf}
 	return p, nil
 }
@@ -106,10 +113,40 @@ func (p *plugin) OnSessionClose(*framework.Session) {}
 // request returns the task's vGPU request, reading it when the task is not the last one seen.
 func (p *plugin) request(task *api.TaskInfo) *podRequest {
 	if p.last == nil || p.last.task != task {
-		p.requests++
-		p.last = newPodRequest(p.requests, task, p.names)
+		r := newPodRequest(task, p.names)
+		r.shape = p.shapeOf(r)
+		p.last = r
 	}
 	return p.last
+}
+
+// shapeOf numbers the request's shape: pods that ask the same of GPUs, as the pods of a
+// gang or a deployment do, share a number and so the nodes' fit memos. A pod-group spread
+// request fits by where its group is as well, so it shares its number with no other.
+func (p *plugin) shapeOf(r *podRequest) uint64 {
+	if r.groupSpread {
+		p.shapes++
+		return p.shapes
+	}
+	p.keyBuf = r.appendShapeKey(p.keyBuf[:0])
+	if id, ok := p.shapeIDs[string(p.keyBuf)]; ok {
+		return id
+	}
+	p.shapes++
+	p.shapeIDs[string(p.keyBuf)] = p.shapes
+	return p.shapes
+}
+
+// fitOn is how the request fits the node's GPUs (fitter.fit without the assignment),
+// through the ledger's memo: a search asks the same of hundreds of nodes for pod after pod
+// of one shape, and a node's GPUs change only when a pod is booked there.
+func (p *plugin) fitOn(r *podRequest, node *api.NodeInfo, l *ledger) (float64, constraint) {
+	if m := l.lastFit; m.shape == r.shape {
+		return m.score, m.failed
+	}
+	score, _, failed := p.fitter.fit(r, node, l, false)
+	l.lastFit = fitMemo{shape: r.shape, score: score, failed: failed}
+	return score, failed
 }
 
 // prePredicate refuses a pod whose vGPU requests or device annotations cannot be read: no
@@ -132,11 +169,9 @@ func (p *plugin) predicate(task *api.TaskInfo, node *api.NodeInfo) *api.Status {
 	if s := p.unusable(l); s != nil {
 		return s
 	}
-	score, _, failed := p.fitter.fit(r, node, l, false)
-	if failed != fits {
+	if _, failed := p.fitOn(r, node, l); failed != fits {
 		return p.verdicts.constraints[failed]
 	}
-	l.lastFit = fitMemo{request: r.id, score: score}
 	return nil
 }
 
@@ -164,10 +199,7 @@ func (p *plugin) nodeOrder(task *api.TaskInfo, node *api.NodeInfo) (float64, err
 	if p.unusable(l) != nil {
 		return 0, nil
 	}
-	if l.lastFit.request == r.id {
-		return l.lastFit.score * p.args.weight, nil
-	}
-	score, _, failed := p.fitter.fit(r, node, l, false)
+	score, failed := p.fitOn(r, node, l)
 	if failed != fits {
 		return 0, nil
 	}

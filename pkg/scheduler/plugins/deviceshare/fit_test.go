@@ -234,3 +234,39 @@ func TestNodeScore(t *testing.T) {
 		})
 	}
 }
+
+// TestFitMemo: pods that ask the same of GPUs share a node's fit memo; a pod that asks
+// something else (a size, a filter) does not, and booking or unbooking a pod on the node
+// makes every pod fit it again.
+func TestFitMemo(t *testing.T) {
+	p := policyPlugin(t, PolicyBinpack, 1)
+	n := nodeInfo(gpuNode("n1", 0, gpus(1, 2, 30000, h200)))
+	shape := func(name string) *api.TaskInfo { return api.NewTaskInfo(pod(name, "pg", vgpuCtr("c", 1, 20000, 0))) }
+	a, b := shape("a"), shape("b")
+	check := func(step string, task *api.TaskInfo, want constraint) {
+		t.Helper()
+		wantStatus := p.verdicts.constraints[want]
+		if got := p.predicate(task, n); got != wantStatus {
+			t.Errorf("%s: predicate(%s) = %v, want %v", step, task.Name, got, wantStatus)
+		}
+		wantScore := 0.0
+		if want == fits {
+			wantScore = 100 * 20000.0 / 30000
+		}
+		if got, _ := p.nodeOrder(task, n); math.Abs(got-wantScore) > 1e-9 {
+			t.Errorf("%s: nodeOrder(%s) = %v, want %v", step, task.Name, got, wantScore)
+		}
+	}
+	check("empty node", a, fits)
+	check("empty node", b, fits)
+	check("another size", api.NewTaskInfo(pod("big", "pg", vgpuCtr("c", 1, 40000, 0))), memoryShort)
+	check("a filter", api.NewTaskInfo(annotated(pod("avoid", "pg", vgpuCtr("c", 1, 20000, 0)), vgpu.NoUseGPUUUIDAnnotation, uuid(0))), uuidAvoided)
+	a.Status = api.Allocated
+	e := &framework.Event{Task: a, Node: n}
+	if p.allocate(e); e.Err != nil {
+		t.Fatalf("allocate: %v", e.Err)
+	}
+	check("a booked", b, memoryShort)
+	p.deallocate(&framework.Event{Task: a, Node: n})
+	check("a undone", b, fits)
+}

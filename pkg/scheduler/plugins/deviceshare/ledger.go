@@ -23,16 +23,19 @@ type ledger struct {
 	// source is the register annotation the GPUs were decoded from, so that deriving the
 	// ledger again after a pod event reuses them instead of decoding the same text.
 	source string
-	// lastFit is the score of the last pod the predicate fitted here, so that scoring the
-	// node right after does not fit the pod again. It belongs to the session's copy, and
+	// lastFit is how the last request shape checked here fitted, so that scoring the node
+	// right after, and checking it for the next pod of the same shape, do not fit again. It
+	// belongs to the session's copy (shapes are numbered per session): Clone drops it, and
 	// booking clears it.
 	lastFit fitMemo
 }
 
-// fitMemo is a pod's score on a node; request 0 means none.
+// fitMemo is how a request shape fits a node's GPUs: the score, or the constraint that
+// failed; shape 0 means none.
 type fitMemo struct {
-	request uint64
-	score   float64
+	shape  uint64
+	score  float64
+	failed constraint
 }
 
 // gpu is one physical GPU: what is booked on it and what every node search reads to fit a
@@ -81,6 +84,7 @@ func (u usage) plus(v usage) usage {
 // Clone copies the bookings; the GPUs' descriptions are shared.
 func (l *ledger) Clone() api.Devices {
 	c := *l
+	c.lastFit = fitMemo{}
 	if l.gpus != nil {
 		c.gpus = make([]gpu, len(l.gpus))
 		copy(c.gpus, l.gpus)

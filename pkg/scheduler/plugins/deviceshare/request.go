@@ -3,6 +3,7 @@ package deviceshare
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
@@ -12,9 +13,10 @@ import (
 // podRequest is what a task asks of a node's GPUs, worked out once per task so that the
 // per-node checks only compare numbers and strings already prepared.
 type podRequest struct {
-	// id tells requests apart within a session (fitMemo); never 0.
-	id   uint64
-	task *api.TaskInfo
+	// shape names what the request asks of GPUs within the session (fitMemo); never 0 once
+	// the plugin has numbered it (see plugin.shapeOf).
+	shape uint64
+	task  *api.TaskInfo
 	// containers are the vGPU requests in container order (vgpu.PodRequests); entry i of the
 	// assignment belongs to entry i here.
 	containers []vgpu.ContainerRequest
@@ -37,8 +39,8 @@ type podRequest struct {
 }
 
 // newPodRequest reads the task's vGPU requests and device annotations.
-func newPodRequest(id uint64, task *api.TaskInfo, names vgpu.ResourceNames) *podRequest {
-	r := &podRequest{id: id, task: task}
+func newPodRequest(task *api.TaskInfo, names vgpu.ResourceNames) *podRequest {
+	r := &podRequest{task: task}
 	pod := task.Pod
 	if pod == nil {
 		return r
@@ -67,6 +69,28 @@ func newPodRequest(id uint64, task *api.TaskInfo, names vgpu.ResourceNames) *pod
 	r.groupSpread = pod.Annotations[vgpu.PodGroupPolicyAnnotation] == vgpu.PodGroupPolicySpread
 	r.filtered = len(r.useTypes)+len(r.noUseTypes)+len(r.useUUIDs)+len(r.noUseUUIDs) > 0
 	return r
+}
+
+// appendShapeKey appends to dst everything of the request that fitting it to GPUs reads
+// (besides the group of a pod-group spread request): requests with equal keys fit every
+// node alike. Filter items are length-prefixed, so that no item can pass for two.
+func (r *podRequest) appendShapeKey(dst []byte) []byte {
+	for _, c := range r.containers {
+		for _, v := range [...]int32{c.Count, c.Memory, c.MemoryPercentage, c.Cores} {
+			dst = strconv.AppendInt(dst, int64(v), 10)
+			dst = append(dst, ',')
+		}
+		dst = append(dst, ';')
+	}
+	for _, list := range [...][]string{r.useTypes, r.noUseTypes, r.useUUIDs, r.noUseUUIDs} {
+		for _, item := range list {
+			dst = strconv.AppendInt(dst, int64(len(item)), 10)
+			dst = append(dst, ':')
+			dst = append(dst, item...)
+		}
+		dst = append(dst, ';')
+	}
+	return dst
 }
 
 // wantsGPUs: some container asks for at least one vGPU.
