@@ -32,7 +32,7 @@ demo: build
 	hack/demo.sh
 
 ## bench: benchmarks; each prints a table and writes JSON under .cache/bench
-bench:
+bench: tools
 	hack/bench.sh
 
 ## deps, tools: Debian packages and the cluster's binaries (cached under .cache/)

@@ -22,11 +22,11 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/allocate"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/apiclient"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/config"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/kubelet"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/monitor"
@@ -111,11 +111,7 @@ func run(ctx context.Context, o *options) error {
 		return inspect(gpuBackend, o)
 	}
 
-	restCfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
-	if err != nil {
-		return fmt.Errorf("kubeconfig %q: %w", o.kubeconfig, err)
-	}
-	client, err := kubernetes.NewForConfig(restCfg)
+	client, err := apiclient.New(o.kubeconfig)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,6 +28,24 @@ type VGPU struct {
 	// mu serves one container at a time, so that two calls can never pick
 	// the same entry.
 	mu sync.Mutex
+	// releases are the node lock releases still running.
+	releases sync.WaitGroup
+}
+
+// lockReleaseTimeout bounds one background release of the node lock.
+const lockReleaseTimeout = 30 * time.Second
+
+// releaseLock releases the node lock in the background: the container's
+// start need not wait for a read and a write of the node, which most
+// clusters (the lock is off by default) would make for nothing.
+func (a *VGPU) releaseLock(ctx context.Context) {
+	a.releases.Add(1)
+	go func() {
+		defer a.releases.Done()
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockReleaseTimeout)
+		defer cancel()
+		releaseNodeLock(ctx, a.client, a.cfg.NodeName)
+	}()
 }
 
 // NewVGPU returns the allocator for the count resource.
@@ -102,7 +121,7 @@ func (a *VGPU) serve(ctx context.Context, t target) (*pluginapi.ContainerAllocat
 		return nil, err
 	}
 	if complete {
-		releaseNodeLock(ctx, a.client, a.cfg.NodeName)
+		a.releaseLock(ctx)
 	}
 	klog.InfoS("Allocated vGPUs", "pod", klog.KObj(pod), "container", container.Name, "entry", t.entry,
 		"gpus", response.Envs[envVisibleDevices], "complete", complete)
@@ -116,5 +135,5 @@ func (a *VGPU) fail(ctx context.Context, t target, err error) {
 	if err := patchPod(ctx, a.client, t.pod, "", failedAnnotations()); err != nil {
 		klog.ErrorS(err, "Cannot mark the pod's vGPU hand-off failed", "pod", klog.KObj(t.pod))
 	}
-	releaseNodeLock(ctx, a.client, a.cfg.NodeName)
+	a.releaseLock(ctx)
 }

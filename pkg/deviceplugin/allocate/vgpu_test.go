@@ -66,7 +66,9 @@ func (e testEnv) allocate(count int) (*pluginapi.ContainerAllocateResponse, erro
 	for i := range ids {
 		ids[i] = fmt.Sprintf("kubelet-pick-%d", i)
 	}
-	return e.alloc.Allocate(context.Background(), &pluginapi.ContainerAllocateRequest{DevicesIds: ids})
+	resp, err := e.alloc.Allocate(context.Background(), &pluginapi.ContainerAllocateRequest{DevicesIds: ids})
+	e.alloc.releases.Wait()
+	return resp, err
 }
 
 func (e testEnv) pod(t *testing.T, name string) *corev1.Pod {
