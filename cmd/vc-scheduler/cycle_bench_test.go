@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -37,12 +36,8 @@ import (
 //	go test ./cmd/vc-scheduler/ -run '^$' -bench BenchmarkCycle -benchtime 3x
 func BenchmarkCycle(b *testing.B) {
 	const nodeCount, podCount = 1000, 10000
-	seed, err := os.ReadFile(filepath.Join("..", "..", "test", "e2e", "testdata", "lab8", "scheduler.conf"))
-	if err != nil {
-		b.Fatal(err)
-	}
 	registry := newRegistry(allocate.Options{})
-	lab8, err := conf.Parse(seed, registry)
+	lab8, err := conf.Parse(lab8Seed(b), registry)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -61,11 +56,11 @@ func BenchmarkCycle(b *testing.B) {
 					bound := 0
 					cache := &frameworktest.Cache{Snap: frameworktest.CloneCluster(template), OnBind: func(*api.TaskInfo) error { bound++; return nil }}
 					s := scheduler.New(cache, func() *conf.SchedulerConfiguration { return c.cfg }, registry, 0)
-					before := cpuTime(b)
+					before := frameworktest.CPUTime(b)
 					b.StartTimer()
 					s.RunOnce()
 					b.StopTimer()
-					cpu += cpuTime(b) - before
+					cpu += frameworktest.CPUTime(b) - before
 					if bound != podCount {
 						b.Fatalf("bound %d pods, want %d", bound, podCount)
 					}
@@ -77,31 +72,56 @@ func BenchmarkCycle(b *testing.B) {
 	}
 }
 
-// vgpuCluster is the benchmark's snapshot: Pending PodGroups of gang pods in the default
-// queue, and nodes whose GPU ledgers are derived as the cache derives them.
+// lab8Seed is the text of lab 8's seed scheduler.conf: deviceshare with binpack after
+// upstream's default plugins.
+func lab8Seed(b *testing.B) []byte {
+	seed, err := os.ReadFile(filepath.Join("..", "..", "test", "e2e", "testdata", "lab8", "scheduler.conf"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return seed
+}
+
+// vgpuCluster is the benchmark's snapshot: Pending PodGroups of gang pods, each pod with one
+// 8,000 MiB vGPU, on nodes of 8 GPUs (see gpuCluster).
 func vgpuCluster(nodeCount, podCount, gang int) *api.ClusterInfo {
+	ci := gpuCluster(nodeCount, 8)
+	for j := 0; j*gang < podCount; j++ {
+		addGang(ci, fmt.Sprintf("job-%05d", j), gang, 8000)
+	}
+	return ci
+}
+
+// benchGPUMemoryMiB is the memory of every GPU the benchmarks' nodes have (an H100 80GB's).
+const benchGPUMemoryMiB = 81920
+
+// gpuCluster is a cluster without pods: the default queue, and nodes of gpus GPUs
+// (benchGPUMemoryMiB, split 10) whose GPU ledgers are derived as the cache derives them.
+func gpuCluster(nodeCount, gpus int) *api.ClusterInfo {
 	ci := &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{}, Queues: map[api.QueueID]*api.QueueInfo{}}
 	ci.Queues["default"] = api.NewQueueInfo(&schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "default"},
 		Spec: schedulingv1beta1.QueueSpec{Weight: 1}, Status: schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateOpen}})
 	deriver := deviceshare.NewDeriver()
 	for i := range nodeCount {
-		n := api.NewNodeInfo(gpuNode(fmt.Sprintf("node-%04d", i), 8, 10, 81920))
+		n := api.NewNodeInfo(gpuNode(fmt.Sprintf("node-%04d", i), gpus, 10, benchGPUMemoryMiB))
 		n.Devices = map[string]api.Devices{deviceshare.PluginName: deriver.Derive(n)}
 		ci.Nodes[n.Name] = n
 		ci.NodeList = append(ci.NodeList, n)
 	}
-	for j := 0; j*gang < podCount; j++ {
-		name := fmt.Sprintf("job-%05d", j)
-		job := api.NewJobInfo(api.NewJobID("bench", name))
-		job.SetPodGroup(&schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: name},
-			Spec:   schedulingv1beta1.PodGroupSpec{MinMember: int32(gang), Queue: "default"},
-			Status: schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupPending}}, "default")
-		for k := range gang {
-			job.AddTask(api.NewTaskInfo(vgpuPod(fmt.Sprintf("%s-%d", name, k), name)))
-		}
-		ci.Jobs[job.UID] = job
-	}
 	return ci
+}
+
+// addGang adds a Pending PodGroup of gang pods, each with one vGPU of memMiB, to the default
+// queue.
+func addGang(ci *api.ClusterInfo, name string, gang int, memMiB int64) {
+	job := api.NewJobInfo(api.NewJobID("bench", name))
+	job.SetPodGroup(&schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: name},
+		Spec:   schedulingv1beta1.PodGroupSpec{MinMember: int32(gang), Queue: "default"},
+		Status: schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupPending}}, "default")
+	for k := range gang {
+		job.AddTask(api.NewTaskInfo(vgpuPod(fmt.Sprintf("%s-%d", name, k), name, memMiB)))
+	}
+	ci.Jobs[job.UID] = job
 }
 
 func gpuNode(name string, gpus int, split, memMiB int32) *corev1.Node {
@@ -122,25 +142,20 @@ func gpuNode(name string, gpus int, split, memMiB int32) *corev1.Node {
 		Status: corev1.NodeStatus{Capacity: res, Allocatable: res, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
 }
 
-func vgpuPod(name, group string) *corev1.Pod {
+// vgpuPod is a pending pod of the group asking 1 cpu, 2 GiB and one vGPU of memMiB.
+func vgpuPod(name, group string, memMiB int64) *corev1.Pod {
+	requests := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("2Gi")}
+	limits := corev1.ResourceList{vgpu.DefaultCountResource: resource.MustParse("1"),
+		vgpu.DefaultMemoryResource: *resource.NewQuantity(memMiB, resource.DecimalSI)}
+	// The API server defaults a container's missing requests to its limits.
+	for r, q := range limits {
+		requests[r] = q
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: name, UID: types.UID("bench-" + name),
 			Annotations: map[string]string{schedulingv1beta1.KubeGroupNameAnnotationKey: group}},
-		Spec: corev1.PodSpec{SchedulerName: "volcano", Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("2Gi")},
-			Limits: corev1.ResourceList{vgpu.DefaultCountResource: resource.MustParse("1"),
-				vgpu.DefaultMemoryResource: resource.MustParse("8000")},
-		}}}},
+		Spec: corev1.PodSpec{SchedulerName: "volcano", Containers: []corev1.Container{{Name: "main",
+			Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodPending},
 	}
-}
-
-// cpuTime is the CPU time (user and system) the process has used so far: on a busy shared
-// machine it holds still where wall time does not.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatalf("getrusage: %v", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

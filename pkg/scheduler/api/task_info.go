@@ -47,6 +47,9 @@ type TaskInfo struct {
 	// assignments). They travel inside the Binding object, so that a pod is never bound without
 	// them nor annotated without being bound.
 	BindAnnotations map[string]string
+	// NodeLock, when set, is the node annotation the binder takes as a lock before it sends
+	// the Binding (deviceshare.NodeLockEnable); whoever serves the pod on the node removes it.
+	NodeLock string
 
 	Pod *corev1.Pod
 }

@@ -40,6 +40,7 @@ func (sc *SchedulerCache) Bind(task *api.TaskInfo) error {
 	sc.setTaskStatus(cur, api.Binding)
 	cur.NodeName = node.Name
 	cur.BindAnnotations = maps.Clone(task.BindAnnotations)
+	cur.NodeLock = task.NodeLock
 	node.AddTask(cur)
 	sc.nodeChanged(node.Name)
 	sc.binds.Add(refOf(cur))
@@ -70,10 +71,16 @@ func (sc *SchedulerCache) processNextBind(ctx context.Context) bool {
 		sc.mu.Unlock()
 		return true
 	}
-	pod, node := t.Pod, t.NodeName
+	pod, node, lock := t.Pod, t.NodeName, t.NodeLock
 	binding := newBinding(t)
 	sc.mu.Unlock()
 
+	if lock != "" {
+		if err := sc.lockNode(ctx, node, lock); err != nil {
+			sc.bindFailed(ref, pod, node, fmt.Errorf("node %s locked for %s/%s %s lockname %w", node, pod.Namespace, pod.Name, lock, err))
+			return true
+		}
+	}
 	if err := sc.kube.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
 		sc.bindFailed(ref, pod, node, err)
 		return true
@@ -110,7 +117,7 @@ func (sc *SchedulerCache) bindFailed(ref podRef, pod *corev1.Pod, node string, e
 	if t := sc.tasks[ref.UID]; t != nil && t.Status == api.Binding && t.NodeName == node {
 		sc.nodes[node].RemoveTask(t)
 		sc.setTaskStatus(t, api.Pending)
-		t.NodeName, t.BindAnnotations = "", nil
+		t.NodeName, t.BindAnnotations, t.NodeLock = "", nil, ""
 		sc.nodeChanged(node)
 	}
 	sc.mu.Unlock()

@@ -126,7 +126,7 @@ func (sc *SchedulerCache) setPod(pod *corev1.Pod) {
 	var oldNode string
 	if old := sc.tasks[t.UID]; old != nil {
 		if old.Status == api.Binding && t.Status == api.Pending {
-			t.Status, t.NodeName, t.BindAnnotations = api.Binding, old.NodeName, old.BindAnnotations
+			t.Status, t.NodeName, t.BindAnnotations, t.NodeLock = api.Binding, old.NodeName, old.BindAnnotations, old.NodeLock
 		}
 		oldNode = sc.removeTask(old)
 	}

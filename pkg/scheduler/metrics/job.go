@@ -57,7 +57,7 @@ type scheduledJob struct {
 
 type jobState struct {
 	mu        sync.Mutex
-	published publisher
+	published Publisher
 	// scheduled holds the jobs of the last report that have been scheduled at least once.
 	scheduled map[jobKey]scheduledJob
 }
@@ -69,10 +69,10 @@ type jobState struct {
 func ReportJobs(figures []JobFigures, now time.Time) {
 	jobSeries.mu.Lock()
 	defer jobSeries.mu.Unlock()
-	r := report{}
+	r := Report{}
 	scheduled := make(map[jobKey]scheduledJob, len(jobSeries.scheduled))
 	for _, j := range figures {
-		r.set(jobShare, j.Share, j.Namespace, j.Name)
+		r.Set(jobShare, j.Share, j.Namespace, j.Name)
 		key := jobKey{j.Namespace, j.Name}
 		rec, known := jobSeries.scheduled[key]
 		if known && !rec.created.Equal(j.Created) {
@@ -91,12 +91,12 @@ func ReportJobs(figures []JobFigures, now time.Time) {
 		// The queue label is the job's queue now: were it moved, the series under the old
 		// queue is left out of the report and so deleted.
 		labels := []string{j.Name, j.Queue, j.Namespace}
-		r.set(e2eJobSchedulingDuration, float64(rec.last.Sub(rec.created).Microseconds())/1000, labels...)
-		r.set(e2eJobSchedulingStartTime, unixSeconds(rec.start), labels...)
-		r.set(e2eJobSchedulingLastTime, unixSeconds(rec.last), labels...)
+		r.Set(e2eJobSchedulingDuration, float64(rec.last.Sub(rec.created).Microseconds())/1000, labels...)
+		r.Set(e2eJobSchedulingStartTime, unixSeconds(rec.start), labels...)
+		r.Set(e2eJobSchedulingLastTime, unixSeconds(rec.last), labels...)
 	}
 	jobSeries.scheduled = scheduled
-	jobSeries.published.publish(r)
+	jobSeries.published.Publish(r)
 }
 
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

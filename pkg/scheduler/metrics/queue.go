@@ -27,11 +27,11 @@ func newResourceGauges(amount, meaning string) resourceGauges {
 	}
 }
 
-func (g resourceGauges) set(r report, queue string, amount *api.Resource) {
-	r.set(g.milliCPU, amount.MilliCPU, queue)
-	r.set(g.memory, amount.Memory, queue)
+func (g resourceGauges) set(r Report, queue string, amount *api.Resource) {
+	r.Set(g.milliCPU, amount.MilliCPU, queue)
+	r.Set(g.memory, amount.Memory, queue)
 	for name, value := range amount.ScalarResources {
-		r.set(g.scalar, value, queue, string(name))
+		r.Set(g.scalar, value, queue, string(name))
 	}
 }
 
@@ -59,7 +59,7 @@ var (
 		Help: "1 when the queue holds its deserved share in every resource, else 0",
 	}, []string{"queue_name"})
 
-	queueSeries publisher
+	queueSeries Publisher
 )
 
 func init() {
@@ -83,20 +83,20 @@ type QueueFigures struct {
 // queue of the session: the series of a queue left out (deleted since the last report), and
 // of a resource a queue no longer has, are deleted.
 func ReportQueues(figures []QueueFigures) {
-	r := report{}
+	r := Report{}
 	for _, q := range figures {
 		queueAllocated.set(r, q.Name, q.Allocated)
 		queueRequest.set(r, q.Name, q.Request)
 		queueDeserved.set(r, q.Name, q.Deserved)
 		queueCapacity.set(r, q.Name, q.Capacity)
 		queueRealCapacity.set(r, q.Name, q.RealCapacity)
-		r.set(queueShare, q.Share, q.Name)
-		r.set(queueWeight, float64(q.Weight), q.Name)
+		r.Set(queueShare, q.Share, q.Name)
+		r.Set(queueWeight, float64(q.Weight), q.Name)
 		overused := 0.0
 		if q.Overused {
 			overused = 1
 		}
-		r.set(queueOverused, overused, q.Name)
+		r.Set(queueOverused, overused, q.Name)
 	}
-	queueSeries.publish(r)
+	queueSeries.Publish(r)
 }

@@ -4,7 +4,6 @@ package allocate
 
 import (
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 )
 
 // BenchmarkAllocate measures allocate alone (no plugin work beyond the stubs, a binder that
@@ -32,13 +32,13 @@ func BenchmarkAllocate(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				cache := &fakeCache{snap: cloneCluster(template)}
+				cache := &fakeCache{snap: frameworktest.CloneCluster(template)}
 				ssn := openSession(cache, "enqueue, allocate, backfill", nil, standardTiers(nil)...)
-				before := cpuTime(b)
+				before := frameworktest.CPUTime(b)
 				b.StartTimer()
 				act.Execute(ssn)
 				b.StopTimer()
-				cpu += cpuTime(b) - before
+				cpu += frameworktest.CPUTime(b) - before
 				if cache.count != podCount {
 					b.Fatalf("bound %d pods, want %d", cache.count, podCount)
 				}
@@ -84,35 +84,4 @@ func benchCluster(nodeCount, podCount, gang int) *api.ClusterInfo {
 	}
 	return buildCluster([]*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)}, groups, pods,
 		nodes(nodeCount, resources("32", "128Gi", "pods", "110")))
-}
-
-// cloneCluster is a fresh snapshot of the template, as the cache hands one to each session.
-func cloneCluster(ci *api.ClusterInfo) *api.ClusterInfo {
-	c := &api.ClusterInfo{
-		Jobs:     make(map[api.JobID]*api.JobInfo, len(ci.Jobs)),
-		Nodes:    make(map[string]*api.NodeInfo, len(ci.Nodes)),
-		Queues:   make(map[api.QueueID]*api.QueueInfo, len(ci.Queues)),
-		NodeList: make([]*api.NodeInfo, 0, len(ci.NodeList)),
-	}
-	for id, j := range ci.Jobs {
-		c.Jobs[id] = j.Clone()
-	}
-	for id, q := range ci.Queues {
-		c.Queues[id] = q.Clone()
-	}
-	for _, n := range ci.NodeList {
-		nc := n.Clone()
-		c.Nodes[nc.Name] = nc
-		c.NodeList = append(c.NodeList, nc)
-	}
-	return c
-}
-
-// cpuTime is the CPU time (user and system) the process has used so far.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatalf("getrusage: %v", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

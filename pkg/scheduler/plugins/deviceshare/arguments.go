@@ -2,9 +2,6 @@ package deviceshare
 
 import (
 	"fmt"
-	"sync"
-
-	"k8s.io/klog/v2"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 )
@@ -19,7 +16,9 @@ const (
 	// ScheduleWeightArg multiplies the device score in node ordering; a whole number, 0 or
 	// more. Left out while a policy is set, it is 1: see defaultScheduleWeight.
 	ScheduleWeightArg = "deviceshare.ScheduleWeight"
-	// NodeLockEnableArg asks for upstream's node lock; accepted, not implemented (see New).
+	// NodeLockEnableArg makes each vGPU pod's bind take the node lock first (upstream's
+	// protocol, vgpu.NodeLockAnnotation): needed by upstream's device plugin, which serves the
+	// oldest pending pod of its node; ours tells pods apart without it. Default false.
 	NodeLockEnableArg = "deviceshare.NodeLockEnable"
 	// KnownGeometriesCMNameArg and KnownGeometriesCMNamespaceArg name the device ConfigMap.
 	// They are accepted and checked; the ConfigMap is not read yet, so upstream's shipped
@@ -57,10 +56,9 @@ type arguments struct {
 	policy     policy
 	// weight multiplies the device score; 0 means the score is not used.
 	weight float64
+	// nodeLock: vGPU pods are bound under the node lock.
+	nodeLock bool
 }
-
-// nodeLockWarning reports the unimplemented node lock once per process, not once per session.
-var nodeLockWarning sync.Once
 
 // parseArguments reads and checks the plugin's arguments; an error names the argument.
 func parseArguments(args conf.Arguments) (arguments, error) {
@@ -92,14 +90,8 @@ func parseArguments(args conf.Arguments) (arguments, error) {
 	if a.policy != policyNone {
 		a.weight = float64(weight)
 	}
-	var nodeLock bool
-	if err := args.GetBool(&nodeLock, NodeLockEnableArg); err != nil {
+	if err := args.GetBool(&a.nodeLock, NodeLockEnableArg); err != nil {
 		return arguments{}, err
-	}
-	if nodeLock && a.vgpuEnable {
-		nodeLockWarning.Do(func() {
-			klog.InfoS("The node lock is not implemented; scheduling vGPU pods without it", "argument", NodeLockEnableArg)
-		})
 	}
 	for _, key := range []string{KnownGeometriesCMNameArg, KnownGeometriesCMNamespaceArg} {
 		var name string

@@ -4,7 +4,6 @@ package deviceshare
 
 import (
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/gang"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/predicates"
 )
@@ -61,46 +61,19 @@ func BenchmarkAllocateVGPU(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		cache := &bindRecorder{snap: cloneCluster(template)}
+		cache := &bindRecorder{snap: frameworktest.CloneCluster(template)}
 		ssn := framework.OpenSession(cache, cfg, reg)
-		before := cpuTime(b)
+		before := frameworktest.CPUTime(b)
 		b.StartTimer()
 		act.Execute(ssn)
 		b.StopTimer()
-		cpu += cpuTime(b) - before
+		cpu += frameworktest.CPUTime(b) - before
 		if len(cache.bound) != podCount {
 			b.Fatalf("bound %d pods, want %d", len(cache.bound), podCount)
 		}
 	}
 	b.ReportMetric(float64(podCount*b.N)/b.Elapsed().Seconds(), "pods/s")
 	b.ReportMetric(float64(podCount*b.N)/cpu.Seconds(), "pods/cpu-s")
-}
-
-// cpuTime is the CPU time (user and system) the process has used so far: on a busy shared
-// machine it holds still where wall time does not.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatalf("getrusage: %v", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// cloneCluster is a fresh snapshot of the template, as the cache hands one to each session.
-func cloneCluster(ci *api.ClusterInfo) *api.ClusterInfo {
-	c := &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{}, Queues: map[api.QueueID]*api.QueueInfo{}}
-	for id, j := range ci.Jobs {
-		c.Jobs[id] = j.Clone()
-	}
-	for id, q := range ci.Queues {
-		c.Queues[id] = q.Clone()
-	}
-	for _, n := range ci.NodeList {
-		nc := n.Clone()
-		c.Nodes[nc.Name] = nc
-		c.NodeList = append(c.NodeList, nc)
-	}
-	return c
 }
 
 // BenchmarkPredicate measures the check of one 8-GPU node for a one-vGPU pod, the hot path

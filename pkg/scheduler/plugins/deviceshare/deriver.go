@@ -66,6 +66,7 @@ func (d *Deriver) Derive(node *api.NodeInfo) api.Devices {
 		return l
 	}
 	l.gpus = gpus
+	l.derived = &derivation{}
 	for _, t := range node.Tasks {
 		pd, err := assignedDevices(t)
 		if err != nil {
@@ -77,6 +78,9 @@ func (d *Deriver) Derive(node *api.NodeInfo) api.Devices {
 		if unknown := l.book(pd, 1); unknown > 0 {
 			klog.V(3).InfoS("Device assignment names GPUs the node does not list", "pod", klog.KRef(t.Namespace, t.Name),
 				"node", node.Name, "devices", unknown)
+		}
+		for i, d := range l.held(pd) {
+			l.derived.bookings = append(l.derived.bookings, booking{task: t.UID, pod: t.Name, gpu: i, memory: d.UsedMemory, cores: d.UsedCores})
 		}
 	}
 	return l

@@ -11,9 +11,9 @@
 //     that copy and sets the task's BindAnnotations; undoing it takes back exactly the same
 //     vGPUs and annotations. Only Commit sends anything, and then inside the Binding.
 //
-// Node order: with deviceshare.SchedulePolicy set, a node scores the sum of its chosen GPUs'
-// scores (see fitter) times deviceshare.ScheduleWeight, which is 1 when left out (upstream: 0,
-// which ignores the policy between nodes); an explicit 0 keeps upstream's behaviour.
+// Node order: with deviceshare.SchedulePolicy set, a node scores its GPUs with the pod booked
+// (see fitter) times deviceshare.ScheduleWeight, which is 1 when left out (upstream: 0, which
+// ignores the policy between nodes); an explicit 0 keeps upstream's behaviour.
 //
 // Cost: what a pod asks is read once per task (podRequest), so checking a node for a pod that
 // wants no GPU costs a pointer comparison, and checking one for a vGPU pod allocates nothing
@@ -22,13 +22,16 @@
 // scoring a node after its check, and checking it for the next pod of the same shape (the
 // rest of a gang), do not fit again.
 //
+// With deviceshare.NodeLockEnable a placed vGPU task carries the node lock (api.TaskInfo
+// NodeLock), which the cache's binder takes before it sends the Binding.
+//
+// What the ledgers book is reported too: each session close sets upstream's vGPU gauges
+// from them (metrics.go), and a task holding vGPUs counts what its devices book in its
+// queue's status.allocated (queueUsage).
+//
 // Not done yet: reading the device ConfigMap (deviceshare.KnownGeometriesCM*; the shipped
-// defaults are used); MIG sharing (such GPUs are left alone); the node lock
-// (deviceshare.NodeLockEnable is accepted and ignored: this project's device plugin finds a
-// pod by node and identity, but the upstream one, which serves the oldest pending pod of its
-// node, may mix up pods bound to one node in the same moment, which the lock prevented);
-// writing the handshake back (it is only read, see Deriver); vGPU metrics and queue
-// accounting of booked devices. A pipelined task books no vGPU until it is allocated, and
+// defaults are used); MIG sharing (such GPUs are left alone); writing the handshake back (it
+// is only read, see Deriver). A pipelined task books no vGPU until it is allocated, and
 // the vGPUs of pods being deleted stay booked until they are gone.
 package deviceshare
 
@@ -106,9 +109,18 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 		ssn.AddNodeOrderFn(PluginName, p.nodeOrder)
 	}
 	ssn.AddEventHandler(&framework.EventHandler{AllocateFunc: p.allocate, DeallocateFunc: p.deallocate})
+	ssn.AddQueueUsageFn(PluginName, p.queueUsage(ssn.Nodes))
 }
 
-func (p *plugin) OnSessionClose(*framework.Session) {}
+// OnSessionClose publishes the vGPU metrics, the session's placements included. With vGPU
+// scheduling off there are none, and those an earlier configuration published go.
+func (p *plugin) OnSessionClose(ssn *framework.Session) {
+	nodes := ssn.Nodes
+	if !p.args.vgpuEnable {
+		nodes = nil
+	}
+	p.publishMetrics(nodes)
+}
 
 // request returns the task's vGPU request, reading it when the task is not the last one seen.
 func (p *plugin) request(task *api.TaskInfo) *podRequest {
@@ -251,6 +263,9 @@ func (p *plugin) allocate(e *framework.Event) {
 	a[vgpu.DevicesToAllocateAnnotation] = encoded
 	a[vgpu.BindPhaseAnnotation] = vgpu.BindPhaseAllocating
 	a[vgpu.BindTimeAnnotation] = now
+	if p.args.nodeLock {
+		task.NodeLock = vgpu.NodeLockAnnotation
+	}
 }
 
 // deallocate undoes allocate exactly: the same vGPUs leave the ledger of the node the task
@@ -268,6 +283,7 @@ func (p *plugin) deallocate(e *framework.Event) {
 	for _, key := range assignmentKeys {
 		delete(task.BindAnnotations, key)
 	}
+	task.NodeLock = ""
 	if len(task.BindAnnotations) == 0 {
 		task.BindAnnotations = nil
 	}

@@ -205,8 +205,8 @@ func TestFit(t *testing.T) {
 	}
 }
 
-// TestNodeScore: the node's score is the sum of the chosen GPUs' scores once booked, times
-// the weight.
+// TestNodeScore: once the pod is booked, binpack scores the memory share booked on all the
+// node's GPUs, spread the share left free on the chosen ones; times the weight.
 func TestNodeScore(t *testing.T) {
 	node := gpuNode("n1", 0, gpus(2, 10, 30000, h200))
 	onNode := []*corev1.Pod{using("a", "x", dev(0, "3000", "0"))}
@@ -221,6 +221,7 @@ func TestNodeScore(t *testing.T) {
 		{"binpack", PolicyBinpack, 1, pod("p", "pg", vgpuCtr("c", 1, 1000, 0)), 100 * 4000.0 / 30000},
 		{"binpack, weight 10", PolicyBinpack, 10, pod("p", "pg", vgpuCtr("c", 1, 1000, 0)), 1000 * 4000.0 / 30000},
 		{"spread takes the idle GPU and scores what it leaves free", PolicySpread, 1, pod("p", "pg", vgpuCtr("c", 1, 1000, 0)), 100 * 29000.0 / 30000},
+		{"binpack counts the GPUs the pod does not use", PolicyBinpack, 1, pod("p", "pg", vgpuCtr("c", 1, 29000, 0)), 100*29000.0/30000 + 100*3000.0/30000},
 		{"binpack over two GPUs sums them", PolicyBinpack, 1, pod("p", "pg", vgpuCtr("c", 2, 1000, 0)), 100*4000.0/30000 + 100*1000.0/30000},
 		{"a pod that wants no GPU", PolicyBinpack, 1, pod("p", "pg", ctr("c", "cpu=1")), 0},
 		{"a pod the node cannot take", PolicyBinpack, 1, pod("p", "pg", vgpuCtr("c", 3, 1000, 0)), 0},

@@ -1,6 +1,7 @@
 package deviceshare
 
 import (
+	"iter"
 	"strings"
 	"time"
 
@@ -28,6 +29,28 @@ type ledger struct {
 	// belongs to the session's copy (shapes are numbered per session): Clone drops it, and
 	// booking clears it.
 	lastFit fitMemo
+	// derived is what the deriver found booked by the node's pods. Clones share it and
+	// nobody changes it: a session's placements are the plugin's (plugin.placed). Each
+	// derivation makes a new one, so the same pointer means the cache has not derived the
+	// node again.
+	derived *derivation
+}
+
+// derivation is the bookings the deriver found on a node, one per device of a pod's
+// assignment on one of the node's GPUs: with the session's placements, exactly what the
+// GPUs' usage sums.
+type derivation struct {
+	bookings []booking
+}
+
+// booking is one device of a pod's assignment.
+type booking struct {
+	task api.TaskID
+	// pod is the pod's name.
+	pod string
+	// gpu is the GPU's index in the ledger.
+	gpu           int
+	memory, cores int32
 }
 
 // fitMemo is how a request shape fits a node's GPUs: the score, or the constraint that
@@ -110,6 +133,20 @@ func (l *ledger) book(pd vgpu.PodDevices, sign int32) (unknown int) {
 		}
 	}
 	return unknown
+}
+
+// held yields the devices of the assignment that are on the node's GPUs, with the GPU's
+// index: those the ledger counts.
+func (l *ledger) held(pd vgpu.PodDevices) iter.Seq2[int, vgpu.ContainerDevice] {
+	return func(yield func(int, vgpu.ContainerDevice) bool) {
+		for _, devices := range pd {
+			for _, d := range devices {
+				if i := l.index(d.PhysicalUUID()); i >= 0 && !yield(i, d) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // index is the position of the GPU with the given UUID, or -1. A node has a handful of GPUs,

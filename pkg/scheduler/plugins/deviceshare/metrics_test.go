@@ -1,0 +1,160 @@
+package deviceshare
+
+import (
+	"os"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
+)
+
+// vgpuMetricNames are upstream's names, written out so that a renamed metric fails the
+// golden comparison instead of being filtered away.
+var vgpuMetricNames = []string{
+	"volcano_vgpu_device_shared_number", "volcano_vgpu_device_allocated_memory", "volcano_vgpu_device_allocated_cores",
+	"volcano_vgpu_device_memory_limit", "volcano_vgpu_device_memory_allocation_for_a_certain_pod",
+	"volcano_vgpu_device_core_allocation_for_a_certain_pod",
+}
+
+// restartMetrics gives the vGPU metrics the state of a process just started: no series, and
+// nothing remembered of earlier sessions.
+func restartMetrics() {
+	for _, vec := range []*prometheus.GaugeVec{vgpuSharedNumber, vgpuAllocatedMemory, vgpuAllocatedCores, vgpuMemoryLimit, vgpuPodMemory, vgpuPodCores} {
+		vec.Reset()
+	}
+	vgpuNodes.nodes = map[string]*nodeSeries{}
+}
+
+func compareGolden(t *testing.T, file string) {
+	t.Helper()
+	golden, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer golden.Close()
+	if err := testutil.GatherAndCompare(metrics.Registry, golden, vgpuMetricNames...); err != nil {
+		t.Error(err)
+	}
+}
+
+func countVGPUSeries(t *testing.T) int {
+	t.Helper()
+	n, err := testutil.GatherAndCount(metrics.Registry, vgpuMetricNames...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// metricsCluster: n1 has 2 GPUs of 30,000 MiB shared by pod a (GPU 0), a pod a of another
+// namespace (GPU 0), b (one container on each GPU) and c (two containers on GPU 1); n2 has
+// one GPU of 81,920 MiB, free; n3 has no GPU. running is the pods bound to n2.
+func metricsCluster(without string, running ...*corev1.Pod) []*api.NodeInfo {
+	otherA := using("a", "x", dev(0, "500", "5"))
+	otherA.Namespace, otherA.UID = "other", "uid-other-a"
+	n1Pods := []*corev1.Pod{
+		using("a", "x", dev(0, "1000", "30")),
+		otherA,
+		using("b", "x", dev(0, "2000", "0")+";"+dev(1, "3000", "0")),
+		using("c", "x", dev(1, "500", "10")+";"+dev(1, "500", "10")),
+	}
+	var nodes []*api.NodeInfo
+	var kept []*corev1.Pod
+	for _, p := range n1Pods {
+		if p.Name != without || p.Namespace != testNS {
+			kept = append(kept, p)
+		}
+	}
+	nodes = append(nodes, nodeInfo(gpuNode("n1", 0, gpus(2, 10, 30000, h200)), kept...))
+	if without != "n2" {
+		nodes = append(nodes, nodeInfo(gpuNode("n2", 2, gpus(1, 10, 81920, h200)), running...))
+	}
+	return append(nodes, nodeInfo(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n3"}}))
+}
+
+func clones(nodes []*api.NodeInfo) []*api.NodeInfo {
+	c := make([]*api.NodeInfo, len(nodes))
+	for i, n := range nodes {
+		c[i] = n.Clone()
+	}
+	return c
+}
+
+// TestVGPUMetrics: a session close publishes every GPU's and every pod's bookings, the
+// session's placements included (golden file); a restarted scheduler that finds the placed
+// pod bound publishes the same; a deleted pod and a deleted node lose their series; a
+// placement whose bind never reached the cache is gone at the next close; turning vGPU
+// scheduling off deletes everything.
+func TestVGPUMetrics(t *testing.T) {
+	restartMetrics()
+	t.Cleanup(restartMetrics)
+
+	base := metricsCluster("")
+	cache := &bindRecorder{snap: snapshot(clones(base), 1, pod("new", "pg", vgpuCtr("main", 1, 4000, 50)))}
+	ssn := openDeviceSession(cache)
+	stmt := ssn.NewStatement()
+	if err := stmt.Allocate(taskOf(t, ssn, "new"), ssn.Nodes["n2"]); err != nil {
+		t.Fatal(err)
+	}
+	stmt.Commit()
+	framework.CloseSession(ssn)
+	compareGolden(t, "testdata/metrics.golden")
+	if len(cache.bound) != 1 {
+		t.Fatalf("bound %d pods, want 1", len(cache.bound))
+	}
+	assignment := cache.bound[0].BindAnnotations[vgpu.AssignedDevicesAnnotation]
+	bound := runningWith(pod("new", "pg", vgpuCtr("main", 1, 4000, 50)), "n2", assignment)
+
+	t.Run("bind never reached the cache", func(t *testing.T) {
+		// The cache's ledgers are those of the first session: the placement left no trace.
+		ssn := openDeviceSession(&bindRecorder{snap: snapshot(clones(base), 1)})
+		framework.CloseSession(ssn)
+		if got := testutil.ToFloat64(vgpuSharedNumber.WithLabelValues(uuid(2), "n2")); got != 0 {
+			t.Errorf("n2's GPU shared by %v, want 0", got)
+		}
+		if n := testutil.CollectAndCount(vgpuPodMemory); n != 4 {
+			t.Errorf("%d pod memory series, want the 4 of n1", n)
+		}
+	})
+
+	t.Run("restart", func(t *testing.T) {
+		restartMetrics()
+		if n := countVGPUSeries(t); n != 0 {
+			t.Fatalf("%d series after the restart", n)
+		}
+		restarted := metricsCluster("", bound)
+		framework.CloseSession(openDeviceSession(&bindRecorder{snap: snapshot(clones(restarted), 1)}))
+		compareGolden(t, "testdata/metrics.golden")
+		// The cache derived no node again: the next close publishes none, and the series stay.
+		framework.CloseSession(openDeviceSession(&bindRecorder{snap: snapshot(clones(restarted), 1)}))
+		compareGolden(t, "testdata/metrics.golden")
+	})
+
+	t.Run("pod and node deleted", func(t *testing.T) {
+		cluster := metricsCluster("b", bound)
+		var nodes []*api.NodeInfo
+		for _, n := range cluster {
+			if n.Name != "n2" {
+				nodes = append(nodes, n)
+			}
+		}
+		framework.CloseSession(openDeviceSession(&bindRecorder{snap: snapshot(nodes, 1)}))
+		compareGolden(t, "testdata/metrics_deleted.golden")
+	})
+
+	t.Run("vGPU scheduling off", func(t *testing.T) {
+		cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName}}}}}
+		framework.CloseSession(framework.OpenSession(&bindRecorder{snap: snapshot(metricsCluster("", bound), 1)}, cfg, registry(nil)))
+		if n := countVGPUSeries(t); n != 0 {
+			t.Errorf("%d series with vGPU scheduling off, want 0", n)
+		}
+	})
+}

@@ -1,0 +1,54 @@
+package deviceshare
+
+import (
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+)
+
+// queueUsage is what a task holding vGPUs counts in its queue's status.allocated (reference
+// spec 5.14): its request with vgpu-memory and vgpu-cores replaced by what it books on the
+// GPUs of its node, in milli-units as api.Resource keeps scalars. A container of 2 vGPUs of
+// 3000 MiB each asks vgpu-memory 3000 but holds 6000, and one asking a percentage of a GPU's
+// memory asks no vgpu-memory at all. A task that books nothing on its node's ledger (no
+// assignment, an unreadable one, or a node without usable GPUs) gets nil: its request
+// counts, as upstream's.
+func (p *plugin) queueUsage(nodes map[string]*api.NodeInfo) framework.QueueUsageFn {
+	return func(t *api.TaskInfo) *api.Resource {
+		node := nodes[t.NodeName]
+		if node == nil {
+			return nil
+		}
+		l := ledgerOf(node)
+		if l == nil {
+			return nil
+		}
+		held, ok := p.bookedBy(t, l)
+		if !ok {
+			return nil
+		}
+		r := t.Resreq.Clone()
+		r.SetScalar(p.names.Memory, float64(held.memory)*1000)
+		r.SetScalar(p.names.Cores, float64(held.cores)*1000)
+		return r
+	}
+}
+
+// bookedBy is what the task books in the node's ledger: its placement in this session, else
+// the bookings the deriver found for it. ok is false when it books nothing.
+func (p *plugin) bookedBy(t *api.TaskInfo, l *ledger) (u usage, ok bool) {
+	if pd, placed := p.placed[t.UID]; placed {
+		for _, d := range l.held(pd) {
+			u = u.plus(usage{devices: 1, memory: int64(d.UsedMemory), cores: int64(d.UsedCores)})
+		}
+		return u, u.devices > 0
+	}
+	if l.derived == nil {
+		return u, false
+	}
+	for _, b := range l.derived.bookings {
+		if b.task == t.UID {
+			u = u.plus(usage{devices: 1, memory: int64(b.memory), cores: int64(b.cores)})
+		}
+	}
+	return u, u.devices > 0
+}

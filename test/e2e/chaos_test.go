@@ -1,0 +1,235 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
+)
+
+// gpuNode adds a kwok node with GPUs of memMiB each, split ways, that only this env's
+// scheduler sees; it returns the GPUs as the node annotation lists them.
+func (e *schedulerEnv) gpuNode(name string, gpus int, split, memMiB int32) []vgpu.NodeDevice {
+	e.t.Helper()
+	devices := make([]vgpu.NodeDevice, gpus)
+	for i := range devices {
+		devices[i] = vgpu.NodeDevice{UUID: nvml.FakeUUID(e.name+"-"+name, i), Count: split, Memory: memMiB,
+			Type: "NVIDIA-NVIDIA GeForce RTX 3070 Ti", Healthy: true, Mode: vgpu.ModeHAMiCore}
+	}
+	register, err := vgpu.EncodeNodeDevices(devices)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	n := kwokNode(e.name+"-"+name, register, int64(split)*int64(gpus), int64(memMiB)*int64(gpus), 100*int64(gpus))
+	n.Labels[envLabel] = e.name
+	if _, err := e.cs.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
+		e.t.Fatalf("create node %s: %v", n.Name, err)
+	}
+	e.t.Cleanup(func() { _ = e.cs.CoreV1().Nodes().Delete(context.Background(), n.Name, metav1.DeleteOptions{}) })
+	return devices
+}
+
+// vgpuGang creates a PodGroup of pods pods, all needed, each asking for one vGPU.
+func (e *schedulerEnv) vgpuGang(name, queue string, pods int, memMiB, cores int64) {
+	e.t.Helper()
+	ctx := context.Background()
+	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+		Spec: schedulingv1beta1.PodGroupSpec{MinMember: int32(pods), Queue: queue}}
+	if _, err := e.vc.SchedulingV1beta1().PodGroups(e.ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+		e.t.Fatalf("create podgroup %s: %v", name, err)
+	}
+	for i := 0; i < pods; i++ {
+		pod := tinyPod(e.ns, fmt.Sprintf("%s-%d", name, i), "")
+		pod.Spec.SchedulerName = e.name
+		pod.Annotations = map[string]string{schedulingv1beta1.KubeGroupNameAnnotationKey: name}
+		pod.Spec.Tolerations = []corev1.Toleration{{Key: kwokAnnotation, Operator: corev1.TolerationOpExists}}
+		pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{
+			vgpu.DefaultCountResource:  resource.MustParse("1"),
+			vgpu.DefaultMemoryResource: *resource.NewQuantity(memMiB, resource.DecimalSI),
+			vgpu.DefaultCoresResource:  *resource.NewQuantity(cores, resource.DecimalSI),
+		}
+		if _, err := e.cs.CoreV1().Pods(e.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			e.t.Fatalf("create pod %s: %v", pod.Name, err)
+		}
+	}
+}
+
+// gpuBooking is what the bound pods' assignments book on one GPU.
+type gpuBooking struct{ pods, memory, cores int32 }
+
+// checkLedger rebuilds every GPU's booking from the bound pods' annotations, as a restarted
+// scheduler does, and reports each pod whose assignment is missing or names a GPU of another
+// node, and each GPU booked past its split count, memory or 100 cores.
+func (e *schedulerEnv) checkLedger(ctx context.Context, nodes map[string][]vgpu.NodeDevice) (bound int, problems []string, err error) {
+	pods, err := e.cs.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, nil, err
+	}
+	booked := map[string]*gpuBooking{}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == "" {
+			continue
+		}
+		bound++
+		assigned, err := vgpu.DecodePodDevices(p.Annotations[vgpu.AssignedDevicesAnnotation])
+		if err != nil || len(assigned) != 1 || len(assigned[0]) != 1 {
+			problems = append(problems, fmt.Sprintf("pod %s on %s: assignment %q (%v)", p.Name, p.Spec.NodeName, p.Annotations[vgpu.AssignedDevicesAnnotation], err))
+			continue
+		}
+		d := assigned[0][0]
+		key := p.Spec.NodeName + "/" + d.UUID
+		if booked[key] == nil {
+			booked[key] = &gpuBooking{}
+		}
+		booked[key].pods++
+		booked[key].memory += d.UsedMemory
+		booked[key].cores += d.UsedCores
+	}
+	for node, devices := range nodes {
+		for _, gpu := range devices {
+			b := booked[node+"/"+gpu.UUID]
+			delete(booked, node+"/"+gpu.UUID)
+			if b != nil && (b.pods > gpu.Count || b.memory > gpu.Memory || b.cores > 100) {
+				problems = append(problems, fmt.Sprintf("GPU %s of %s double-booked: %d pods, %d MiB, %d cores (has %d slots, %d MiB)",
+					gpu.UUID, node, b.pods, b.memory, b.cores, gpu.Count, gpu.Memory))
+			}
+		}
+	}
+	for key := range booked {
+		problems = append(problems, "pods booked on "+key+", which is not a GPU of that node")
+	}
+	return bound, problems, nil
+}
+
+// The scheduler is killed (SIGKILL) 20 times while gangs arrive, each time just as it starts
+// binding: no GPU slot is ever booked twice, and once it is left running every pod is bound.
+// The demand fills the GPUs exactly (4 pods of 2000 MiB on each 8192 MiB GPU split 4), so a
+// slot booked twice would overflow a GPU and a slot lost to a restart would leave a pod
+// Pending.
+func TestSchedulerKillsNeverDoubleBook(t *testing.T) {
+	e := newSchedulerEnv(t)
+	ctx := context.Background()
+	nodes := map[string][]vgpu.NodeDevice{}
+	for _, name := range []string{"gpu-a", "gpu-b", "gpu-c"} {
+		nodes[e.name+"-"+name] = e.gpuNode(name, 2, 4, 8192)
+	}
+	const gangs, gangSize, kills = 8, 3, 20
+	queue := e.queue("chaos", nil)
+	seed, err := os.ReadFile(filepath.Join(repoRoot(), "test", "e2e", "testdata", "lab8", "scheduler.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	check := func(when string) int {
+		t.Helper()
+		bound, problems, err := e.checkLedger(ctx, nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range problems {
+			t.Errorf("%s: %s", when, p)
+		}
+		return bound
+	}
+	midBind := 0
+	for kill := 1; kill <= kills; kill++ {
+		if kill <= gangs {
+			e.vgpuGang(fmt.Sprintf("gang-%02d", kill), queue, gangSize, 2000, 20)
+		}
+		before := check(fmt.Sprintf("before start %d", kill))
+		sched, _ := e.scheduler(string(seed))
+		// Kill it as soon as it has bound something (mid-gang, most likely), or after a few
+		// cycles when there is nothing left to bind.
+		deadline := time.Now().Add(3 * time.Second)
+		for time.Now().Before(deadline) {
+			bound, _, err := e.boundPods(ctx, "gang-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bound > before {
+				midBind++
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		sched.kill()
+		check(fmt.Sprintf("after kill %d", kill))
+	}
+	t.Logf("%d of %d kills came just after the scheduler had bound something", midBind, kills)
+	e.scheduler(string(seed))
+	e.waitBound("gang-", gangs*gangSize, 120*time.Second)
+	if bound := check("at the end"); bound != gangs*gangSize {
+		t.Errorf("%d pods bound at the end, want %d", bound, gangs*gangSize)
+	}
+}
+
+// With deviceshare.NodeLockEnable the binds of vGPU pods to one node wait for the device
+// plugin to release the node lock: the first pod is bound and locks the node, the second
+// stays Pending with the lock's message until the lock is released, then is bound.
+func TestNodeLockSerialisesBinds(t *testing.T) {
+	e := newSchedulerEnv(t)
+	ctx := context.Background()
+	e.gpuNode("locked", 1, 4, 8192)
+	node := e.name + "-locked"
+	queue := e.queue("lock", nil)
+	seed, err := os.ReadFile(filepath.Join(repoRoot(), "test", "e2e", "testdata", "lab8", "scheduler.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := strings.Replace(string(seed), "deviceshare.SchedulePolicy: binpack", "deviceshare.SchedulePolicy: binpack\n      deviceshare.NodeLockEnable: true", 1)
+	if conf == string(seed) {
+		t.Fatal("the seed configuration has no deviceshare.SchedulePolicy line to extend")
+	}
+	e.scheduler(conf)
+	e.vgpuGang("first", queue, 1, 1000, 10)
+	e.waitBound("first-", 1, 60*time.Second)
+	e.vgpuGang("second", queue, 1, 1000, 10)
+
+	const refused = "node %s locked for %s/second-0 hamivgpu lockname node %s has been locked within 5 minutes"
+	eventually(t, 60*time.Second, "second-0 refused for the lock", func(ctx context.Context) (bool, string, error) {
+		events, err := e.cs.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=second-0"})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		want := fmt.Sprintf(refused, node, e.ns, node)
+		var seen []string
+		for _, ev := range events.Items {
+			if strings.Contains(ev.Message, want) {
+				return true, "", nil
+			}
+			seen = append(seen, ev.Reason+": "+ev.Message)
+		}
+		return false, strings.Join(seen, "; "), nil
+	})
+	if b, _, _ := e.boundPods(ctx, "second-"); b != 0 {
+		t.Fatalf("second-0 bound while the node was locked")
+	}
+
+	// What the device plugin does once it has served first-0.
+	patch := []byte(`{"metadata":{"annotations":{"` + vgpu.NodeLockAnnotation + `":null}}}`)
+	if _, err := e.cs.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitBound("second-", 1, 60*time.Second)
+	n, err := e.cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, held := n.Annotations[vgpu.NodeLockAnnotation]; !held {
+		t.Errorf("second-0 was bound without taking the node lock")
+	}
+}
