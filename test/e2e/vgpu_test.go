@@ -22,8 +22,10 @@ import (
 )
 
 // gpuNode adds a kwok node with GPUs of memMiB each, split ways, that only this env's
-// scheduler sees; it returns the GPUs as the node annotation lists them.
-func (e *schedulerEnv) gpuNode(name string, gpus int, split, memMiB int32) []vgpu.NodeDevice {
+// scheduler sees; it returns the GPUs as the node annotation lists them. The node's
+// allocatable vgpu-number is split x gpus, as the device plugin advertises it, unless
+// advertised is above 0.
+func (e *schedulerEnv) gpuNode(name string, gpus int, split, memMiB int32, advertised int64) []vgpu.NodeDevice {
 	e.t.Helper()
 	devices := make([]vgpu.NodeDevice, gpus)
 	for i := range devices {
@@ -34,7 +36,11 @@ func (e *schedulerEnv) gpuNode(name string, gpus int, split, memMiB int32) []vgp
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	n := kwokNode(e.name+"-"+name, register, int64(split)*int64(gpus), int64(memMiB)*int64(gpus), 100*int64(gpus))
+	number := int64(split) * int64(gpus)
+	if advertised > 0 {
+		number = advertised
+	}
+	n := kwokNode(e.name+"-"+name, register, number, int64(memMiB)*int64(gpus), 100*int64(gpus))
 	n.Labels[envLabel] = e.name
 	if _, err := e.cs.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
 		e.t.Fatalf("create node %s: %v", n.Name, err)
@@ -125,7 +131,7 @@ func TestSchedulerKillsNeverDoubleBook(t *testing.T) {
 	ctx := context.Background()
 	nodes := map[string][]vgpu.NodeDevice{}
 	for _, name := range []string{"gpu-a", "gpu-b", "gpu-c"} {
-		nodes[e.name+"-"+name] = e.gpuNode(name, 2, 4, 8192)
+		nodes[e.name+"-"+name] = e.gpuNode(name, 2, 4, 8192, 0)
 	}
 	const gangs, gangSize, kills = 8, 3, 20
 	queue := e.queue("chaos", nil)
@@ -183,7 +189,7 @@ func TestSchedulerKillsNeverDoubleBook(t *testing.T) {
 func TestNodeLockSerialisesBinds(t *testing.T) {
 	e := newSchedulerEnv(t)
 	ctx := context.Background()
-	e.gpuNode("locked", 1, 4, 8192)
+	e.gpuNode("locked", 1, 4, 8192, 0)
 	node := e.name + "-locked"
 	queue := e.queue("lock", nil)
 	seed, err := os.ReadFile(filepath.Join(repoRoot(), "test", "e2e", "testdata", "lab8", "scheduler.conf"))
@@ -231,5 +237,60 @@ func TestNodeLockSerialisesBinds(t *testing.T) {
 	}
 	if _, held := n.Annotations[vgpu.NodeLockAnnotation]; !held {
 		t.Errorf("second-0 was bound without taking the node lock")
+	}
+}
+
+// 10 GPUs split 2 take 20 one-vGPU pods and refuse the 21st with the slot constraint. The
+// nodes advertise more vgpu-number than they have slots (a device plugin configured with
+// another split), so that the GPU ledger, not the kubelet's count, has to refuse it.
+func TestSplitTwoTakesTwentyPods(t *testing.T) {
+	e := newSchedulerEnv(t)
+	ctx := context.Background()
+	for i := range 5 {
+		e.gpuNode(fmt.Sprintf("split-%d", i), 2, 2, 8192, 100)
+	}
+	queue := e.queue("split", nil)
+	seed, err := os.ReadFile(filepath.Join(repoRoot(), "test", "e2e", "testdata", "lab8", "scheduler.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.scheduler(string(seed))
+	for i := range 20 {
+		e.vgpuGang(fmt.Sprintf("fits-%02d", i), queue, 1, 1000, 10)
+	}
+	e.waitBound("fits-", 20, 60*time.Second)
+	e.vgpuGang("extra", queue, 1, 1000, 10)
+	const reason = "no free vGPU slot on the GPU (deviceSplitCount)"
+	eventually(t, 60*time.Second, "extra-0 refused for want of a slot", func(ctx context.Context) (bool, string, error) {
+		events, err := e.cs.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=extra-0"})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		var seen []string
+		for _, ev := range events.Items {
+			if ev.Reason == "FailedScheduling" && strings.Contains(ev.Message, reason) {
+				return true, "", nil
+			}
+			seen = append(seen, ev.Reason+": "+ev.Message)
+		}
+		return false, strings.Join(seen, "; "), nil
+	})
+	if b, _, _ := e.boundPods(ctx, "extra-"); b != 0 {
+		t.Errorf("the 21st pod was bound")
+	}
+	nodes := map[string][]vgpu.NodeDevice{}
+	list, err := e.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: envLabel + "=" + e.name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range list.Items {
+		devices, err := vgpu.DecodeNodeDevices(n.Annotations[vgpu.NodeDevicesAnnotation])
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[n.Name] = devices
+	}
+	if bound, problems, err := e.checkLedger(ctx, nodes); err != nil || len(problems) > 0 || bound != 20 {
+		t.Errorf("ledger: %d bound, problems %v, err %v", bound, problems, err)
 	}
 }
