@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/allocate"
@@ -31,6 +33,11 @@ const podsOnNode = 100
 // node is an API object only (no kubelet), so the pods stay Pending as they are while a real
 // kubelet admits them. Run with -benchtime=Nx; it reports p50 and p99 in milliseconds.
 func BenchmarkAllocate(b *testing.B) {
+	// Allocate logs each container it serves; on the benchmark's output those lines would
+	// split the result line that make bench parses.
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
+	b.Cleanup(func() { klog.LogToStderr(true) })
 	cs := client(b)
 	ns := namespace(b, cs)
 	// The plugin's own client, as cmd/vgpu-device-plugin builds it.
