@@ -4,6 +4,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/backfill"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/enqueue"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/deviceconfig"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/binpack"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/capacity"
@@ -16,10 +17,18 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/predicates"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/priority"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/proportion"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
-// newRegistry lists every action and plugin this binary has; the framework knows none by name.
+// newRegistry is newRegistryFor with the shipped device configuration, for a scheduler that
+// reads no ConfigMap (benchmarks).
 func newRegistry(allocateOpts allocate.Options) *framework.Registry {
+	return newRegistryFor(allocateOpts, deviceconfig.Static(vgpu.DefaultNvidiaConfig()))
+}
+
+// newRegistryFor lists every action and plugin this binary has; the framework knows none by
+// name. deviceshare reads the device ConfigMap through devices.
+func newRegistryFor(allocateOpts allocate.Options, devices *deviceconfig.Source) *framework.Registry {
 	r := framework.NewRegistry()
 	r.RegisterAction(enqueue.New())
 	r.RegisterAction(allocate.NewWithOptions(allocateOpts))
@@ -35,7 +44,7 @@ func newRegistry(allocateOpts allocate.Options) *framework.Registry {
 		overcommit.PluginName:  overcommit.New,
 		nodeorder.PluginName:   nodeorder.New,
 		binpack.PluginName:     binpack.New,
-		deviceshare.PluginName: deviceshare.New,
+		deviceshare.PluginName: deviceshare.NewBuilder(devices),
 	} {
 		r.RegisterPlugin(name, builder)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/cache"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/deviceconfig"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/deviceshare"
 )
@@ -50,12 +51,15 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 
-	registry := newRegistry(allocate.Options{
+	events := newConfigEvents(kube, o)
+	// The device ConfigMap's problems are recorded on the ConfigMap, by the recorder that
+	// reports the scheduler configuration's.
+	devices := deviceconfig.NewSource(ctx, kube, events.recorder)
+	registry := newRegistryFor(allocate.Options{
 		MinimumFeasibleNodes:         int(o.minNodesToFind),
 		PercentageNodesToFind:        int(o.pctNodesToFind),
 		MinimumPercentageNodesToFind: int(o.minPctNodesFind),
-	})
-	events := newConfigEvents(kube, o)
+	}, devices)
 	config, err := loadConfig(o, registry, events)
 	if err != nil {
 		return err
@@ -68,7 +72,8 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	sc.AddDeviceDeriver(deviceshare.NewDeriver())
+	sc.AddDeviceDeriver(deviceshare.NewDeriverFor(devices))
+	devices.OnChange(sc.RederiveDevices)
 	serveHTTP(ctx, o, sc)
 
 	// Every replica keeps a warm cache (and so a truthful /healthz); only the leader schedules.

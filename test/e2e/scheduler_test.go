@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 )
@@ -90,12 +91,20 @@ func (e *schedulerEnv) queue(name string, capability corev1.ResourceList) string
 	full := e.ns + "-" + name
 	q := &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: full}, Spec: schedulingv1beta1.QueueSpec{Weight: 1, Capability: capability}}
 	ctx := context.Background()
-	created, err := e.vc.SchedulingV1beta1().Queues().Create(ctx, q, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := e.vc.SchedulingV1beta1().Queues().Create(ctx, q, metav1.CreateOptions{}); err != nil {
 		e.t.Fatalf("create queue %s: %v", full, err)
 	}
-	created.Status.State = schedulingv1beta1.QueueStateOpen
-	if _, err := e.vc.SchedulingV1beta1().Queues().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	// The stand-in queue controller may write the status first; read it again on a conflict.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := e.vc.SchedulingV1beta1().Queues().Get(ctx, full, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Status.State = schedulingv1beta1.QueueStateOpen
+		_, err = e.vc.SchedulingV1beta1().Queues().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		e.t.Fatalf("open queue %s: %v", full, err)
 	}
 	e.t.Cleanup(func() {

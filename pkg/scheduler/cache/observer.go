@@ -30,6 +30,16 @@ func (sc *SchedulerCache) AddDeviceDeriver(d DeviceDeriver) {
 	}
 }
 
+// RederiveDevices derives the device state of every node again, for a change that no node
+// or pod event shows: the device configuration renaming the vGPU resources.
+func (sc *SchedulerCache) RederiveDevices() {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	for name := range sc.nodes {
+		sc.nodeChanged(name)
+	}
+}
+
 // nodeChanged re-derives the device state of a node whose object the cache knows. Called
 // under mu after the node object or any task on it changed.
 func (sc *SchedulerCache) nodeChanged(name string) {

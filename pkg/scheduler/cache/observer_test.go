@@ -56,8 +56,8 @@ func snapshotDevices(sc *SchedulerCache) map[string]api.Devices {
 }
 
 // TestDeviceDeriver: the cache re-derives a node's device state after every change to the
-// node or the pods on it, once per change, never for nodes it does not schedule onto, and
-// every snapshot carries the state as derived.
+// node or the pods on it, once per change, and of every node when asked (RederiveDevices),
+// never for nodes it does not schedule onto, and every snapshot carries the state as derived.
 func TestDeviceDeriver(t *testing.T) {
 	ctx := context.Background()
 	env := bindEnv(t)
@@ -90,6 +90,7 @@ func TestDeviceDeriver(t *testing.T) {
 			env.sc.onPodUpdate(nil, newPod("p2", "1", onNode("n1"), inPhase(corev1.PodSucceeded), resourceVersion("2")))
 		}, []string{"derive n1 (none)"}, map[string]api.Devices{}},
 		{"pod on a node not known", func() { env.add(t, newPod("p3", "1", onNode("n2"), inPhase(corev1.PodRunning))) }, nil, map[string]api.Devices{}},
+		{"device configuration changed", env.sc.RederiveDevices, []string{"derive n1 (none)"}, map[string]api.Devices{}},
 		{"node object of the pod arrives", func() { env.sc.onNodeSet(newNode("n2", "8", nil)) },
 			[]string{"derive n2 [p3=Running]"}, map[string]api.Devices{"n2": taskList{"p3=Running"}}},
 		{"node deleted with a pod on it", func() { env.sc.onNodeDelete(newNode("n2", "8", nil)) }, nil, map[string]api.Devices{}},

@@ -3,7 +3,10 @@ package deviceshare
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/deviceconfig"
 )
 
 // Arguments, upstream's names.
@@ -20,9 +23,11 @@ const (
 	// protocol, vgpu.NodeLockAnnotation): needed by upstream's device plugin, which serves the
 	// oldest pending pod of its node; ours tells pods apart without it. Default false.
 	NodeLockEnableArg = "deviceshare.NodeLockEnable"
-	// KnownGeometriesCMNameArg and KnownGeometriesCMNamespaceArg name the device ConfigMap.
-	// They are accepted and checked; the ConfigMap is not read yet, so upstream's shipped
-	// defaults (vgpu.DefaultResourceNames) are in force.
+	// KnownGeometriesCMNameArg and KnownGeometriesCMNamespaceArg name the device ConfigMap,
+	// whose device-config.yaml gives the vGPU resource names and the MIG geometries; default
+	// vgpu.DeviceConfigMapName in vgpu.DefaultConfigNamespace, as upstream. Without such a
+	// ConfigMap the shipped defaults (vgpu.DefaultNvidiaConfig) are in force. The cache's
+	// ledgers follow the ConfigMap the latest session named (Deriver).
 	KnownGeometriesCMNameArg      = "deviceshare.KnownGeometriesCMName"
 	KnownGeometriesCMNamespaceArg = "deviceshare.KnownGeometriesCMNamespace"
 )
@@ -58,6 +63,8 @@ type arguments struct {
 	weight float64
 	// nodeLock: vGPU pods are bound under the node lock.
 	nodeLock bool
+	// deviceConfig is the device ConfigMap.
+	deviceConfig deviceconfig.Key
 }
 
 // parseArguments reads and checks the plugin's arguments; an error names the argument.
@@ -93,13 +100,24 @@ func parseArguments(args conf.Arguments) (arguments, error) {
 	if err := args.GetBool(&a.nodeLock, NodeLockEnableArg); err != nil {
 		return arguments{}, err
 	}
-	for _, key := range []string{KnownGeometriesCMNameArg, KnownGeometriesCMNamespaceArg} {
-		var name string
-		if err := args.GetString(&name, key); err != nil {
+	a.deviceConfig = deviceconfig.DefaultKey()
+	for _, arg := range []struct {
+		key   string
+		value *string
+		check func(string) []string
+	}{
+		{KnownGeometriesCMNameArg, &a.deviceConfig.Name, validation.IsDNS1123Subdomain},
+		{KnownGeometriesCMNamespaceArg, &a.deviceConfig.Namespace, validation.IsDNS1123Label},
+	} {
+		if err := args.GetString(arg.value, arg.key); err != nil {
 			return arguments{}, err
 		}
-		if _, set := args[key]; set && name == "" {
-			return arguments{}, fmt.Errorf("argument %q: empty", key)
+		if *arg.value == "" {
+			return arguments{}, fmt.Errorf("argument %q: empty", arg.key)
+		}
+		// A name no ConfigMap can have would silently leave the defaults in force.
+		if errs := arg.check(*arg.value); len(errs) > 0 {
+			return arguments{}, fmt.Errorf("argument %q: %q: %s", arg.key, *arg.value, errs[0])
 		}
 	}
 	return a, nil

@@ -7,6 +7,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/deviceconfig"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
@@ -16,18 +17,28 @@ import (
 // restarted scheduler finds the same bookings as the one before it.
 //
 // A node counts for vGPU only when it has the register annotation and non-zero allocatable
-// of the three vGPU resources (upstream HEAD's rule). A handshake annotation, which upstream
-// v1.13 to v1.15.0 require, is honoured when present but only read: "Deleted_" means no
-// GPUs, and so does a "Requesting_" older than vgpu.HandshakeTimeout at the session's time.
-// Nothing here writes it back, so a node that keeps an old upstream scheduler's verdict
-// stays without GPUs until the device plugin reports again or someone removes the
-// annotation; the reason says so.
+// of the three vGPU resources (upstream HEAD's rule), under the names of the device
+// ConfigMap in use when it derives. The deriver has no arguments of its own, so that is the
+// ConfigMap the plugin's arguments named at the latest session open with vGPU on, and the
+// default one (deviceconfig.DefaultKey) before any (deviceconfig.Source.InUse). The
+// Source's OnChange tells when those names change; the cache must then derive every node
+// again (cache.SchedulerCache.RederiveDevices).
+//
+// A handshake annotation, which upstream v1.13 to v1.15.0 require, is honoured when present
+// but only read: "Deleted_" means no GPUs, and so does a "Requesting_" older than
+// vgpu.HandshakeTimeout at the session's time. Nothing here writes it back, so a node that
+// keeps an old upstream scheduler's verdict stays without GPUs until the device plugin
+// reports again or someone removes the annotation; the reason says so.
 type Deriver struct {
-	names vgpu.ResourceNames
+	devices *deviceconfig.Source
 }
 
-// NewDeriver is the deriver for the resource names upstream's device ConfigMap ships with.
-func NewDeriver() *Deriver { return &Deriver{names: resourceNames()} }
+// NewDeriverFor is the deriver for the device ConfigMap in use in devices.
+func NewDeriverFor(devices *deviceconfig.Source) *Deriver { return &Deriver{devices: devices} }
+
+// NewDeriver is the deriver for the shipped device configuration, for a scheduler that reads
+// no ConfigMap (benchmarks).
+func NewDeriver() *Deriver { return NewDeriverFor(deviceconfig.Static(vgpu.DefaultNvidiaConfig())) }
 
 // Name is the key of the ledger in api.NodeInfo.Devices.
 func (*Deriver) Name() string { return PluginName }
@@ -89,7 +100,8 @@ func (d *Deriver) Derive(node *api.NodeInfo) api.Devices {
 // unusable says why a node's vGPU resources rule it out: one of them is not allocatable,
 // which is how kubelet shows a device plugin that is gone.
 func (d *Deriver) unusable(node *api.NodeInfo) *api.Status {
-	for _, name := range [...]corev1.ResourceName{d.names.Count, d.names.Memory, d.names.Cores} {
+	names := d.devices.InUse().ResourceNames()
+	for _, name := range [...]corev1.ResourceName{names.Count, names.Memory, names.Cores} {
 		if node.Allocatable.Get(name) <= 0 {
 			return notInitialized("allocatable " + string(name) + " is 0 (is the vGPU device plugin running?)")
 		}

@@ -181,13 +181,12 @@ func TestDeriveNodeGPUs(t *testing.T) {
 // sessionPlugin is an enabled plugin whose session opened at now.
 func sessionPlugin(t *testing.T, now time.Time) *plugin {
 	t.Helper()
-	fp, err := New(map[string]interface{}{VGPUEnableArg: true})
+	fp, err := newPlugin(map[string]interface{}{VGPUEnableArg: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := fp.(*plugin)
-	p.verdicts = newVerdicts(p.names)
-	p.sessionTime = now
+	p.open(now)
 	return p
 }
 

@@ -29,10 +29,15 @@
 // from them (metrics.go), and a task holding vGPUs counts what its devices book in its
 // queue's status.allocated (queueUsage).
 //
-// Not done yet: reading the device ConfigMap (deviceshare.KnownGeometriesCM*; the shipped
-// defaults are used); MIG sharing (such GPUs are left alone); writing the handshake back (it
-// is only read, see Deriver). A pipelined task books no vGPU until it is allocated, and
-// the vGPUs of pods being deleted stay booked until they are gone.
+// The vGPU resource names come from the device ConfigMap the deviceshare.KnownGeometriesCM*
+// arguments name (deviceconfig.Source; the shipped defaults while there is none), read at
+// every session open. The cache's ledgers follow the ConfigMap the latest session used (see
+// Deriver), so a change of names is fully in force from the session after it is seen.
+//
+// Not done yet: MIG sharing (such GPUs are left alone; the ConfigMap's MIG geometries are
+// read and kept by the Source); writing the handshake back (it is only read, see Deriver).
+// A pipelined task books no vGPU until it is allocated, and the vGPUs of pods being deleted
+// stay booked until they are gone.
 package deviceshare
 
 import (
@@ -42,16 +47,13 @@ import (
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/deviceconfig"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
 // PluginName is the name configurations use.
 const PluginName = "deviceshare"
-
-// resourceNames are the vGPU resource names in force: those upstream's device ConfigMap
-// ships with, until the ConfigMap itself is read.
-func resourceNames() vgpu.ResourceNames { return vgpu.DefaultResourceNames() }
 
 // assignmentKeys are the pod annotations a placement sets in the task's BindAnnotations.
 var assignmentKeys = [...]string{
@@ -62,7 +64,9 @@ var assignmentKeys = [...]string{
 // plugin is built for one session. Its checks keep scratch state between calls, which is
 // safe because actions run, and search nodes, one at a time.
 type plugin struct {
-	args     arguments
+	args    arguments
+	devices *deviceconfig.Source
+	// names are the resource names of the device ConfigMap in force at session open.
 	names    vgpu.ResourceNames
 	verdicts verdicts
 	// now is the clock: the session's time for the handshake, a placement's for its
@@ -83,16 +87,20 @@ type plugin struct {
 	placed map[api.TaskID]vgpu.PodDevices
 }
 
-// New builds the plugin from its arguments; a malformed one is an error naming it.
-func New(args conf.Arguments) (framework.Plugin, error) {
-	a, err := parseArguments(args)
-	if err != nil {
-		return nil, err
+// NewBuilder is the plugin's builder, reading the device ConfigMap through devices. The
+// builder checks the arguments only (a malformed one is an error naming it); the ConfigMap
+// is read when a session opens.
+func NewBuilder(devices *deviceconfig.Source) framework.PluginBuilder {
+	return func(args conf.Arguments) (framework.Plugin, error) {
+		a, err := parseArguments(args)
+		if err != nil {
+			return nil, err
+		}
+		p := &plugin{args: a, devices: devices, now: time.Now, placed: map[api.TaskID]vgpu.PodDevices{},
+			shapeIDs: map[string]uint64{}}
+		p.fitter = fitter{policy: a.policy, assignments: p.assignmentOf}
+		return p, nil
 	}
-	p := &plugin{args: a, names: resourceNames(), now: time.Now, placed: map[api.TaskID]vgpu.PodDevices{},
-		shapeIDs: map[string]uint64{}}
-	p.fitter = fitter{policy: a.policy, assignments: p.assignmentOf}
-	return p, nil
 }
 
 func (p *plugin) Name() string { return PluginName }
@@ -101,8 +109,7 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 	if !p.args.vgpuEnable {
 		return
 	}
-	p.verdicts = newVerdicts(p.names)
-	p.sessionTime = p.now()
+	p.open(p.now())
 	ssn.AddPrePredicateFn(PluginName, p.prePredicate)
 	ssn.AddPredicateFn(PluginName, p.predicate)
 	if p.args.weight > 0 {
@@ -110,6 +117,14 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 	}
 	ssn.AddEventHandler(&framework.EventHandler{AllocateFunc: p.allocate, DeallocateFunc: p.deallocate})
 	ssn.AddQueueUsageFn(PluginName, p.queueUsage(ssn.Nodes))
+}
+
+// open reads what the session holds to: the resource names of the device ConfigMap, and
+// the session's time.
+func (p *plugin) open(now time.Time) {
+	p.names = p.devices.Use(p.args.deviceConfig).ResourceNames()
+	p.verdicts = newVerdicts(p.names)
+	p.sessionTime = now
 }
 
 // OnSessionClose publishes the vGPU metrics, the session's placements included. With vGPU

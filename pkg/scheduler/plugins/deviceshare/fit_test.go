@@ -16,13 +16,12 @@ import (
 // policyPlugin is an enabled plugin with the given policy and weight, its session open.
 func policyPlugin(t testing.TB, policy string, weight int) *plugin {
 	t.Helper()
-	fp, err := New(conf.Arguments{VGPUEnableArg: true, SchedulePolicyArg: policy, ScheduleWeightArg: weight})
+	fp, err := newPlugin(conf.Arguments{VGPUEnableArg: true, SchedulePolicyArg: policy, ScheduleWeightArg: weight})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := fp.(*plugin)
-	p.verdicts = newVerdicts(p.names)
-	p.sessionTime = time.Now()
+	p.open(time.Now())
 	return p
 }
 

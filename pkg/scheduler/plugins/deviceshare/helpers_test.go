@@ -11,6 +11,9 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/deviceconfig"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
@@ -135,7 +138,7 @@ func nodeInfo(node *corev1.Node, pods ...*corev1.Pod) *api.NodeInfo {
 	for _, p := range pods {
 		n.AddTask(api.NewTaskInfo(p))
 	}
-	if d := NewDeriver().Derive(n); d != nil {
+	if d := NewDeriverFor(defaultDevices).Derive(n); d != nil {
 		n.Devices = map[string]api.Devices{PluginName: d}
 	}
 	return n
@@ -148,4 +151,13 @@ func usageOf(l *ledger) string {
 		parts[i] = fmt.Sprintf("%d:%d/%d/%d", i, g.used.devices, g.used.memory, g.used.cores)
 	}
 	return strings.Join(parts, " ")
+}
+
+// defaultDevices serves the shipped device configuration, as the scheduler does without a
+// device ConfigMap.
+var defaultDevices = deviceconfig.Static(vgpu.DefaultNvidiaConfig())
+
+// newPlugin builds the plugin with the shipped device configuration.
+func newPlugin(args conf.Arguments) (framework.Plugin, error) {
+	return NewBuilder(defaultDevices)(args)
 }

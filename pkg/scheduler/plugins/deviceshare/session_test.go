@@ -60,7 +60,7 @@ func snapshot(nodes []*api.NodeInfo, minMember int32, pods ...*corev1.Pod) *api.
 func registry(others map[string]framework.PluginBuilder) *framework.Registry {
 	reg := framework.NewRegistry()
 	reg.RegisterPlugin(PluginName, func(args conf.Arguments) (framework.Plugin, error) {
-		fp, err := New(args)
+		fp, err := newPlugin(args)
 		if err == nil {
 			fp.(*plugin).now = func() time.Time { return fixedClock }
 		}
