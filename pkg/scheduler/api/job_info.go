@@ -39,6 +39,12 @@ type JobInfo struct {
 	Allocated       *Resource
 	TotalRequest    *Resource
 
+	// taskCounts and pendingBestEffort count what TaskStatusIndex holds, kept with it: job
+	// ordering asks IsReady of both jobs at every comparison, and walking the index there
+	// (thousands of jobs, sorted every session) cost more than placing their pods.
+	taskCounts        [numTaskStatuses]int32
+	pendingBestEffort int32
+
 	// NodesFitErrors: why each task found no node in this session.
 	NodesFitErrors map[TaskID]*FitErrors
 	// JobFitErrors: a job-level reason (set by plugins that reject the job as a whole).
@@ -125,14 +131,27 @@ func (j *JobInfo) indexTask(t *TaskInfo) {
 		j.TaskStatusIndex[t.Status] = m
 	}
 	m[t.UID] = t
+	j.count(t, 1)
 }
 
 func (j *JobInfo) unindexTask(t *TaskInfo) {
 	if m := j.TaskStatusIndex[t.Status]; m != nil {
+		if _, ok := m[t.UID]; !ok {
+			return
+		}
 		delete(m, t.UID)
 		if len(m) == 0 {
 			delete(j.TaskStatusIndex, t.Status)
 		}
+		j.count(t, -1)
+	}
+}
+
+// count adds delta to the counts of the task's status.
+func (j *JobInfo) count(t *TaskInfo, delta int32) {
+	j.taskCounts[t.Status] += delta
+	if t.Status == Pending && t.BestEffort {
+		j.pendingBestEffort += delta
 	}
 }
 
@@ -155,7 +174,7 @@ func (j *JobInfo) Clone() *JobInfo {
 func (j *JobInfo) Key() string { return string(j.UID) }
 
 // TaskCount is the number of tasks in a status.
-func (j *JobInfo) TaskCount(s TaskStatus) int32 { return int32(len(j.TaskStatusIndex[s])) }
+func (j *JobInfo) TaskCount(s TaskStatus) int32 { return j.taskCounts[s] }
 
 // ReadyTaskNum: tasks holding or about to hold their node (Bound, Binding, Running,
 // Allocated) plus finished ones.
@@ -167,25 +186,11 @@ func (j *JobInfo) ReadyTaskNum() int32 {
 func (j *JobInfo) WaitingTaskNum() int32 { return j.TaskCount(Pipelined) }
 
 // PendingBestEffortTaskNum: pending tasks that request nothing and so always fit.
-func (j *JobInfo) PendingBestEffortTaskNum() int32 {
-	var n int32
-	for _, t := range j.TaskStatusIndex[Pending] {
-		if t.BestEffort {
-			n++
-		}
-	}
-	return n
-}
+func (j *JobInfo) PendingBestEffortTaskNum() int32 { return j.pendingBestEffort }
 
 // ValidTaskNum: tasks that may still run (allocated, succeeded, pipelined or pending).
 func (j *JobInfo) ValidTaskNum() int32 {
-	var n int32
-	for s, m := range j.TaskStatusIndex {
-		if AllocatedStatus(s) || s == Succeeded || s == Pipelined || s == Pending {
-			n += int32(len(m))
-		}
-	}
-	return n
+	return j.ReadyTaskNum() + j.TaskCount(Pipelined) + j.TaskCount(Pending)
 }
 
 // IsReady: the gang's minimum is placed (best-effort pending tasks count, they always fit).
@@ -220,9 +225,10 @@ func (j *JobInfo) roleCounts(counted func(*TaskInfo) bool) map[string]int32 {
 }
 
 // checkRoles: every role with a minTaskMember reaches it. Skipped (true) when the job's
-// minMember is below the roles' total, as upstream: then only minMember binds.
+// minMember is below the roles' total, as upstream: then only minMember binds. A job without
+// roles has nothing to count (gang asks this after every placement).
 func (j *JobInfo) checkRoles(counted func(*TaskInfo) bool) bool {
-	if j.MinAvailable < j.TaskMinAvailableTotal {
+	if len(j.TaskMinAvailable) == 0 || j.MinAvailable < j.TaskMinAvailableTotal {
 		return true
 	}
 	counts := j.roleCounts(counted)

@@ -114,3 +114,50 @@ func TestTaskRequests(t *testing.T) {
 		t.Errorf("job %q bestEffort %v", task.Job, task.BestEffort)
 	}
 }
+
+// The counts the gang rules read are kept beside the status index; they must agree with it
+// through adds, moves, replacements and deletions.
+func TestTaskCountsFollowIndex(t *testing.T) {
+	job := NewJobInfo("ns/pg")
+	job.MinAvailable = 2
+	bestEffort := NewTaskInfo(testPod("ns", "be", "", corev1.PodPending, "0"))
+	placed := NewTaskInfo(testPod("ns", "p", "", corev1.PodPending, "1"))
+	job.AddTask(bestEffort)
+	job.AddTask(placed)
+	check := func(when string) {
+		t.Helper()
+		var be int32
+		for _, task := range job.TaskStatusIndex[Pending] {
+			if task.BestEffort {
+				be++
+			}
+		}
+		if got := job.PendingBestEffortTaskNum(); got != be {
+			t.Errorf("%s: PendingBestEffortTaskNum = %d, index says %d", when, got, be)
+		}
+		for s := Pending; s <= Unknown; s++ {
+			if got, want := job.TaskCount(s), int32(len(job.TaskStatusIndex[s])); got != want {
+				t.Errorf("%s: TaskCount(%v) = %d, index says %d", when, s, got, want)
+			}
+		}
+	}
+	check("added")
+	if !bestEffort.BestEffort || job.ValidTaskNum() != 2 || job.IsReady() {
+		t.Fatalf("best effort %v, valid %d, ready %v", bestEffort.BestEffort, job.ValidTaskNum(), job.IsReady())
+	}
+	job.UpdateTaskStatus(placed, Allocated)
+	check("allocated")
+	if !job.IsReady() {
+		t.Error("one allocated and one best-effort pending must be ready")
+	}
+	job.AddTask(NewTaskInfo(testPod("ns", "be", "n1", corev1.PodRunning, "0")))
+	check("replaced")
+	job.UpdateTaskStatus(placed, Failed)
+	check("failed")
+	if got := job.ValidTaskNum(); got != 1 {
+		t.Errorf("ValidTaskNum = %d, want 1 (the running one)", got)
+	}
+	job.DeleteTask(placed)
+	job.DeleteTask(placed)
+	check("deleted twice")
+}

@@ -29,6 +29,9 @@ const (
 	Succeeded
 	Failed
 	Unknown
+
+	// numTaskStatuses is how many statuses there are, for arrays indexed by status.
+	numTaskStatuses = iota
 )
 
 var taskStatusNames = [...]string{"Pending", "Allocated", "Pipelined", "Binding", "Bound", "Running",

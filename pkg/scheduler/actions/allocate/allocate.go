@@ -178,7 +178,10 @@ func (c *cycle) pendingTasks(job *api.JobInfo) *taskList {
 			l.tasks = append(l.tasks, t)
 		}
 	}
-	sort.Slice(l.tasks, func(i, j int) bool { return c.ssn.TaskOrderFn(l.tasks[i], l.tasks[j]) })
+	// A single task needs no order, and sort.Slice allocates even for one.
+	if len(l.tasks) > 1 {
+		sort.Slice(l.tasks, func(i, j int) bool { return c.ssn.TaskOrderFn(l.tasks[i], l.tasks[j]) })
+	}
 	c.pending[job.UID] = l
 	return l
 }

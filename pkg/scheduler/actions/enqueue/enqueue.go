@@ -68,7 +68,10 @@ func (action) Execute(ssn *framework.Session) {
 		if job.PodGroup.Spec.MinResources == nil || ssn.JobEnqueueable(job) {
 			ssn.JobEnqueued(job)
 			job.Status.Phase = schedulingv1beta1.PodGroupInqueue
-			klog.V(4).InfoS("Job enqueued", "podGroup", klog.KRef(job.Namespace, job.Name), "queue", queue.Name)
+			// Guarded: the arguments alone cost allocations for every job admitted.
+			if v := klog.V(4); v.Enabled() {
+				v.InfoS("Job enqueued", "podGroup", klog.KRef(job.Namespace, job.Name), "queue", queue.Name)
+			}
 		}
 		queues.Push(queue)
 	}
