@@ -18,11 +18,12 @@ import (
 //
 // A node counts for vGPU only when it has the register annotation and non-zero allocatable
 // of the three vGPU resources (upstream HEAD's rule), under the names of the device
-// ConfigMap in use when it derives. The deriver has no arguments of its own, so that is the
-// ConfigMap the plugin's arguments named at the latest session open with vGPU on, and the
-// default one (deviceconfig.DefaultKey) before any (deviceconfig.Source.InUse). The
-// Source's OnChange tells when those names change; the cache must then derive every node
-// again (cache.SchedulerCache.RederiveDevices).
+// ConfigMap in use when it derives, which also gives the MIG geometries of GPUs in mig mode.
+// The deriver has no arguments of its own, so that is the ConfigMap the plugin's arguments
+// named at the latest session open with vGPU on, and the default one
+// (deviceconfig.DefaultKey) before any (deviceconfig.Source.InUse). The Source's OnChange
+// tells when that configuration changes; the cache must then derive every node again
+// (cache.SchedulerCache.RederiveDevices).
 //
 // A handshake annotation, which upstream v1.13 to v1.15.0 require, is honoured when present
 // but only read: "Deleted_" means no GPUs, and so does a "Requesting_" older than
@@ -50,7 +51,8 @@ func (d *Deriver) Derive(node *api.NodeInfo) api.Devices {
 		return nil
 	}
 	l := &ledger{source: value}
-	if l.unavailable = d.unusable(node); l.unavailable != nil {
+	config := d.devices.InUse()
+	if l.unavailable = unadvertised(node, config.ResourceNames()); l.unavailable != nil {
 		return l
 	}
 	if h, ok := node.Node.Annotations[vgpu.NodeHandshakeAnnotation]; ok {
@@ -67,7 +69,7 @@ func (d *Deriver) Derive(node *api.NodeInfo) api.Devices {
 			l.handshakeRequested = hs.Time
 		}
 	}
-	gpus, err := decodeGPUs(node, value)
+	gpus, err := decodeGPUs(node, value, config)
 	if err != nil {
 		l.unavailable = notInitialized(fmt.Sprintf("%s: %v", vgpu.NodeDevicesAnnotation, err))
 		return l
@@ -87,7 +89,7 @@ func (d *Deriver) Derive(node *api.NodeInfo) api.Devices {
 			continue
 		}
 		if unknown := l.book(pd, 1); unknown > 0 {
-			klog.V(3).InfoS("Device assignment names GPUs the node does not list", "pod", klog.KRef(t.Namespace, t.Name),
+			klog.V(3).InfoS("Device assignment names GPUs, or MIG instances, the node does not list", "pod", klog.KRef(t.Namespace, t.Name),
 				"node", node.Name, "devices", unknown)
 		}
 		for i, d := range l.held(pd) {
@@ -97,10 +99,9 @@ func (d *Deriver) Derive(node *api.NodeInfo) api.Devices {
 	return l
 }
 
-// unusable says why a node's vGPU resources rule it out: one of them is not allocatable,
-// which is how kubelet shows a device plugin that is gone.
-func (d *Deriver) unusable(node *api.NodeInfo) *api.Status {
-	names := d.devices.InUse().ResourceNames()
+// unadvertised says why a node's vGPU resources, under the given names, rule it out: one of
+// them is not allocatable, which is how kubelet shows a device plugin that is gone.
+func unadvertised(node *api.NodeInfo, names vgpu.ResourceNames) *api.Status {
 	for _, name := range [...]corev1.ResourceName{names.Count, names.Memory, names.Cores} {
 		if node.Allocatable.Get(name) <= 0 {
 			return notInitialized("allocatable " + string(name) + " is 0 (is the vGPU device plugin running?)")
@@ -109,10 +110,12 @@ func (d *Deriver) unusable(node *api.NodeInfo) *api.Status {
 	return nil
 }
 
-// decodeGPUs reads the node's GPUs from its register annotation value, reusing those of
-// the node's previous ledger when the value has not changed.
-func decodeGPUs(node *api.NodeInfo, value string) ([]gpu, error) {
-	if prev, ok := node.Devices[PluginName].(*ledger); ok && len(prev.gpus) > 0 && prev.source == value {
+// decodeGPUs reads the node's GPUs from its register annotation value, shared as config
+// says, reusing those of the node's previous ledger when the value has not changed and no
+// GPU is in mig mode: a MIG GPU's sharing depends on the device configuration too, which
+// may have changed since.
+func decodeGPUs(node *api.NodeInfo, value string, config vgpu.NvidiaConfig) ([]gpu, error) {
+	if prev, ok := node.Devices[PluginName].(*ledger); ok && len(prev.gpus) > 0 && prev.source == value && !prev.hasMIG() {
 		gpus := make([]gpu, len(prev.gpus))
 		for i := range prev.gpus {
 			gpus[i] = prev.gpus[i]
@@ -126,7 +129,7 @@ func decodeGPUs(node *api.NodeInfo, value string) ([]gpu, error) {
 	}
 	gpus := make([]gpu, len(devices))
 	for i, dev := range devices {
-		gpus[i] = newGPU(dev)
+		gpus[i] = newGPU(dev, config)
 	}
 	return gpus, nil
 }

@@ -76,7 +76,7 @@ func TestDeriveNodeGPUs(t *testing.T) {
 			},
 		},
 		{
-			name: "v1.12 plugin in MIG mode: listed, not shared yet, health kept",
+			name: "v1.12 plugin in MIG mode, a type without MIG geometry: listed, not shared, health kept",
 			node: registeredNode(register(registerV112MIG)),
 			wantGPUs: []string{
 				uuidB + " 10 71885 NVIDIA-NVIDIA H200 false <nil>",

@@ -34,8 +34,10 @@
 // every session open. The cache's ledgers follow the ConfigMap the latest session used (see
 // Deriver), so a change of names is fully in force from the session after it is seen.
 //
-// Not done yet: MIG sharing (such GPUs are left alone; the ConfigMap's MIG geometries are
-// read and kept by the Source); writing the handshake back (it is only read, see Deriver).
+// GPUs in mig mode are shared by MIG instances of the ConfigMap's knownMigGeometries (see
+// migSharing); one whose type has no geometry there takes no vGPU, and says so.
+//
+// Not done yet: writing the handshake back (it is only read, see Deriver).
 // A pipelined task books no vGPU until it is allocated, and the vGPUs of pods being deleted
 // stay booked until they are gone.
 package deviceshare

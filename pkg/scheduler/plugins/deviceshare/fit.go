@@ -68,7 +68,7 @@ func (f *fitter) fit(r *podRequest, node *api.NodeInfo, l *ledger, record bool) 
 			before := f.booked(r, l, i)
 			score += f.gain(g, before, before.plus(adds))
 			if record {
-				pd[ci] = append(pd[ci], g.sharing.device(g, before, c.MemoryOn(g.memory), c.Cores))
+				pd[ci] = append(pd[ci], g.sharing.device(g, adds))
 			}
 			if c.Count > 1 {
 				f.chosen[i] = true

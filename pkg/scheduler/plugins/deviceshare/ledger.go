@@ -70,7 +70,8 @@ type gpu struct {
 	// gpuMemoryFactor MiB.
 	slots, memory int32
 	healthy       bool
-	// sharing is how the GPU is divided in its mode; nil for a mode not shared yet (MIG).
+	// sharing is how the GPU is divided in its mode; nil for a GPU in mig mode whose type
+	// has no MIG geometry in the device ConfigMap.
 	sharing sharing
 	// info describes the GPU; ledgers and their clones share it, nobody changes it.
 	info *gpuInfo
@@ -83,28 +84,33 @@ type gpuInfo struct {
 	upperType string
 }
 
-// newGPU is the GPU the device plugin published as d, with nothing booked.
-func newGPU(d vgpu.NodeDevice) gpu {
-	return gpu{slots: d.Count, memory: d.Memory, healthy: d.Healthy, sharing: sharingFor(d.Mode),
+// newGPU is the GPU the device plugin published as d, shared as the device configuration c
+// says, with nothing booked.
+func newGPU(d vgpu.NodeDevice, c vgpu.NvidiaConfig) gpu {
+	return gpu{slots: d.Count, memory: d.Memory, healthy: d.Healthy, sharing: sharingFor(d, c),
 		info: &gpuInfo{NodeDevice: d, upperType: strings.ToUpper(d.Type)}}
 }
 
-// usage is what vGPUs book on a GPU.
+// usage is what vGPUs book on a GPU. It is a value, 24 bytes, so that the fitter sums it
+// and a ledger's Clone copies it, the MIG instances included, without allocating.
 type usage struct {
 	// devices counts the vGPUs; each takes one of the GPU's slots.
 	devices int32
+	// cores in percent of the GPU; at most 100 per vGPU, so a sum fits.
+	cores int32
 	// memory in units of gpuMemoryFactor MiB, as the register annotation counts it.
 	memory int64
-	// cores in percent of the GPU.
-	cores int64
+	// mig is the MIG instances the vGPUs hold, on a GPU in mig mode.
+	mig migInstances
 }
 
 // plus is the sum of two usages.
 func (u usage) plus(v usage) usage {
-	return usage{devices: u.devices + v.devices, memory: u.memory + v.memory, cores: u.cores + v.cores}
+	return usage{devices: u.devices + v.devices, cores: u.cores + v.cores, memory: u.memory + v.memory, mig: u.mig.plus(v.mig)}
 }
 
-// Clone copies the bookings; the GPUs' descriptions are shared.
+// Clone copies the bookings, MIG instances included (they are part of usage); the GPUs'
+// descriptions and MIG geometries are shared.
 func (l *ledger) Clone() api.Devices {
 	c := *l
 	c.lastFit = fitMemo{}
@@ -116,7 +122,8 @@ func (l *ledger) Clone() api.Devices {
 }
 
 // book adds a pod's assignment to the GPUs (sign 1) or takes it back (sign -1). It returns
-// how many devices name a GPU the node does not list: the ledger cannot count those.
+// how many devices name a GPU the node does not list, which the ledger cannot count, or a
+// MIG instance it cannot hold (see holdMIGInstance), which it counts without the instance.
 func (l *ledger) book(pd vgpu.PodDevices, sign int32) (unknown int) {
 	l.lastFit = fitMemo{}
 	for _, devices := range pd {
@@ -126,10 +133,15 @@ func (l *ledger) book(pd vgpu.PodDevices, sign int32) (unknown int) {
 				unknown++
 				continue
 			}
-			u := &l.gpus[i].used
+			g := &l.gpus[i]
+			u := &g.used
 			u.devices += sign
 			u.memory += int64(sign) * int64(d.UsedMemory)
-			u.cores += int64(sign) * int64(d.UsedCores)
+			u.cores += sign * d.UsedCores
+			// A device id longer than the GPU's UUID names a MIG instance on it.
+			if len(d.UUID) > len(g.info.UUID) && !holdMIGInstance(g, d.UUID, sign) {
+				unknown++
+			}
 		}
 	}
 	return unknown
@@ -147,6 +159,16 @@ func (l *ledger) held(pd vgpu.PodDevices) iter.Seq2[int, vgpu.ContainerDevice] {
 			}
 		}
 	}
+}
+
+// hasMIG says whether some GPU is in mig mode.
+func (l *ledger) hasMIG() bool {
+	for i := range l.gpus {
+		if l.gpus[i].info.Mode == vgpu.ModeMIG {
+			return true
+		}
+	}
+	return false
 }
 
 // index is the position of the GPU with the given UUID, or -1. A node has a handful of GPUs,

@@ -38,7 +38,7 @@ func (p *plugin) queueUsage(nodes map[string]*api.NodeInfo) framework.QueueUsage
 func (p *plugin) bookedBy(t *api.TaskInfo, l *ledger) (u usage, ok bool) {
 	if pd, placed := p.placed[t.UID]; placed {
 		for _, d := range l.held(pd) {
-			u = u.plus(usage{devices: 1, memory: int64(d.UsedMemory), cores: int64(d.UsedCores)})
+			u = u.plus(usage{devices: 1, memory: int64(d.UsedMemory), cores: d.UsedCores})
 		}
 		return u, u.devices > 0
 	}
@@ -47,7 +47,7 @@ func (p *plugin) bookedBy(t *api.TaskInfo, l *ledger) (u usage, ok bool) {
 	}
 	for _, b := range l.derived.bookings {
 		if b.task == t.UID {
-			u = u.plus(usage{devices: 1, memory: int64(b.memory), cores: int64(b.cores)})
+			u = u.plus(usage{devices: 1, memory: int64(b.memory), cores: b.cores})
 		}
 	}
 	return u, u.devices > 0

@@ -15,7 +15,9 @@ const (
 	fits constraint = iota
 	// gpuCount: the node has fewer GPUs than a container asks for; checked once per node.
 	gpuCount
-	modeUnsupported
+	modeNotWanted
+	// migGeometryUnknown: a GPU in mig mode whose type no knownMigGeometries entry names.
+	migGeometryUnknown
 	unhealthy
 	typeNotWanted
 	typeAvoided
@@ -27,6 +29,9 @@ const (
 	coresFull
 	memoryShort
 	coresShort
+	// migUnknownHolder and noMIGInstance: a GPU in mig mode that passed the checks above.
+	migUnknownHolder
+	noMIGInstance
 	numConstraints
 )
 
@@ -55,19 +60,23 @@ func newVerdicts(names vgpu.ResourceNames) verdicts {
 			vgpu.HandshakeTimeout.String() + " (the device plugin stopped reporting)"),
 	}
 	for c, text := range map[constraint]string{
-		gpuCount:        "the node has fewer GPUs than a container's " + string(names.Count),
-		modeUnsupported: "GPU in mig mode, which this scheduler does not share yet",
-		unhealthy:       "GPU unhealthy",
-		typeNotWanted:   "GPU type not in the pod's " + vgpu.UseGPUTypeAnnotation,
-		typeAvoided:     "GPU type in the pod's " + vgpu.NoUseGPUTypeAnnotation,
-		uuidAvoided:     "GPU in the pod's " + vgpu.NoUseGPUUUIDAnnotation,
-		uuidNotWanted:   "GPU not in the pod's " + vgpu.UseGPUUUIDAnnotation,
-		podGroupShared:  "GPU already used by the pod's group (" + vgpu.PodGroupPolicyAnnotation + ": " + vgpu.PodGroupPolicySpread + ")",
-		noFreeSlot:      "no free vGPU slot on the GPU (deviceSplitCount)",
-		exclusiveTaken:  string(names.Cores) + " 100 needs a GPU no other vGPU uses",
-		coresFull:       "GPU cores fully booked, and the container sets no " + string(names.Cores),
-		memoryShort:     "not enough free GPU memory",
-		coresShort:      "not enough free " + string(names.Cores) + " on the GPU",
+		gpuCount:           "the node has fewer GPUs than a container's " + string(names.Count),
+		modeNotWanted:      "GPU mode not the pod's " + vgpu.ModeAnnotation,
+		migGeometryUnknown: "GPU in mig mode, and no MIG geometry is known for its type (knownMigGeometries in the device ConfigMap)",
+		unhealthy:          "GPU unhealthy",
+		typeNotWanted:      "GPU type not in the pod's " + vgpu.UseGPUTypeAnnotation,
+		typeAvoided:        "GPU type in the pod's " + vgpu.NoUseGPUTypeAnnotation,
+		uuidAvoided:        "GPU in the pod's " + vgpu.NoUseGPUUUIDAnnotation,
+		uuidNotWanted:      "GPU not in the pod's " + vgpu.UseGPUUUIDAnnotation,
+		podGroupShared:     "GPU already used by the pod's group (" + vgpu.PodGroupPolicyAnnotation + ": " + vgpu.PodGroupPolicySpread + ")",
+		noFreeSlot:         "no free vGPU slot on the GPU (deviceSplitCount)",
+		exclusiveTaken:     string(names.Cores) + " 100 needs a GPU no other vGPU uses",
+		coresFull:          "GPU cores fully booked, and the container sets no " + string(names.Cores),
+		memoryShort:        "not enough free GPU memory",
+		coresShort:         "not enough free " + string(names.Cores) + " on the GPU",
+		migUnknownHolder: "GPU in mig mode holds vGPUs on MIG instances its geometry does not list, " +
+			"so it takes no more until they end",
+		noMIGInstance: "no free MIG instance with enough memory in the GPU's geometry group in use (or, with none in use, in any group)",
 	} {
 		code := api.Unschedulable
 		if c < noFreeSlot {

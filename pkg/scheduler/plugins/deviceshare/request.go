@@ -29,6 +29,9 @@ type podRequest struct {
 	// useTypes is empty, as upstream.
 	useTypes, noUseTypes []string
 	useUUIDs, noUseUUIDs []string
+	// wantsMIG and wantsHAMiCore: the GPU mode the pod pins (vgpu.ModeAnnotation); neither
+	// for any.
+	wantsMIG, wantsHAMiCore bool
 	// groupSpread keeps the pod off GPUs other pods of its PodGroup use.
 	groupSpread bool
 	// filtered: some type or UUID filter is set.
@@ -54,9 +57,11 @@ func newPodRequest(task *api.TaskInfo, names vgpu.ResourceNames) *podRequest {
 		return r
 	}
 	switch mode := pod.Annotations[vgpu.ModeAnnotation]; mode {
-	case "", vgpu.ModeHAMiCore:
+	case "":
+	case vgpu.ModeHAMiCore:
+		r.wantsHAMiCore = true
 	case vgpu.ModeMIG:
-		r.err = fmt.Errorf("pod %s: %s %q: this scheduler does not share GPUs in MIG mode yet", task.Key(), vgpu.ModeAnnotation, mode)
+		r.wantsMIG = true
 	default:
 		r.err = fmt.Errorf("pod %s: %s %q: want %q or %q", task.Key(), vgpu.ModeAnnotation, mode, vgpu.ModeHAMiCore, vgpu.ModeMIG)
 	}
@@ -67,7 +72,7 @@ func newPodRequest(task *api.TaskInfo, names vgpu.ResourceNames) *podRequest {
 	r.useUUIDs = annotationList(pod.Annotations[vgpu.UseGPUUUIDAnnotation], nil)
 	r.noUseUUIDs = annotationList(pod.Annotations[vgpu.NoUseGPUUUIDAnnotation], nil)
 	r.groupSpread = pod.Annotations[vgpu.PodGroupPolicyAnnotation] == vgpu.PodGroupPolicySpread
-	r.filtered = len(r.useTypes)+len(r.noUseTypes)+len(r.useUUIDs)+len(r.noUseUUIDs) > 0
+	r.filtered = r.wantsMIG || r.wantsHAMiCore || len(r.useTypes)+len(r.noUseTypes)+len(r.useUUIDs)+len(r.noUseUUIDs) > 0
 	return r
 }
 
@@ -90,7 +95,7 @@ func (r *podRequest) appendShapeKey(dst []byte) []byte {
 		}
 		dst = append(dst, ';')
 	}
-	return dst
+	return strconv.AppendBool(strconv.AppendBool(dst, r.wantsMIG), r.wantsHAMiCore)
 }
 
 // wantsGPUs: some container asks for at least one vGPU.
@@ -123,8 +128,13 @@ func (r *podRequest) filter(g *gpu) constraint {
 
 func (r *podRequest) filterGPU(g *gpu) constraint {
 	switch {
+	case r.wantsMIG && g.info.Mode != vgpu.ModeMIG, r.wantsHAMiCore && g.info.Mode == vgpu.ModeMIG:
+		// Upstream compares the pod's mode with the node's (its last GPU's); each GPU's is
+		// the same on nodes the device plugin sets up, which run all GPUs in one mode. mps
+		// GPUs are shared as hami-core.
+		return modeNotWanted
 	case g.sharing == nil:
-		return modeUnsupported
+		return migGeometryUnknown
 	case !g.healthy:
 		return unhealthy
 	case len(r.useTypes) > 0 && !containsAny(g.info.upperType, r.useTypes):

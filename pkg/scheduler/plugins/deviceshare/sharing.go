@@ -16,17 +16,19 @@ type sharing interface {
 	// the vGPU would book on g, or the constraint that fails. It runs for every GPU of every
 	// node searched, so it only compares numbers.
 	fit(g *gpu, u usage, memory, cores int32) (usage, constraint)
-	// device is the vGPU that g, booked as u, gives a container that fit it.
-	device(g *gpu, u usage, memory, cores int32) vgpu.ContainerDevice
+	// device is the vGPU a container gets on g when fit said it books adds.
+	device(g *gpu, adds usage) vgpu.ContainerDevice
 }
 
-// sharingFor is the sharing of a GPU mode; nil for a mode this scheduler does not share yet.
-func sharingFor(mode string) sharing {
-	switch mode {
-	case vgpu.ModeHAMiCore, vgpu.ModeMPS: // upstream treats mps as hami-core
-		return hamiCore{}
+// sharingFor is the sharing of the GPU the device plugin published as d, under the device
+// configuration c; nil for a GPU in mig mode whose type has no MIG geometry in c.
+func sharingFor(d vgpu.NodeDevice, c vgpu.NvidiaConfig) sharing {
+	if d.Mode == vgpu.ModeMIG {
+		return migSharingFor(d, c)
 	}
-	return nil
+	// hami-core, and mps, which upstream treats as hami-core (the decoder admits no other
+	// mode).
+	return hamiCore{}
 }
 
 // hamiCore shares a GPU through HAMi-core's limits: a vGPU takes a slot, its memory and its
@@ -45,12 +47,12 @@ func (hamiCore) fit(g *gpu, u usage, memory, cores int32) (usage, constraint) {
 		return usage{}, coresFull
 	case int64(g.memory)-u.memory < int64(memory):
 		return usage{}, memoryShort
-	case u.cores+int64(cores) > wholeGPUCores:
+	case u.cores+cores > wholeGPUCores:
 		return usage{}, coresShort
 	}
-	return usage{devices: 1, memory: int64(memory), cores: int64(cores)}, fits
+	return usage{devices: 1, memory: int64(memory), cores: cores}, fits
 }
 
-func (hamiCore) device(g *gpu, _ usage, memory, cores int32) vgpu.ContainerDevice {
-	return vgpu.ContainerDevice{UUID: g.info.UUID, Type: vgpu.DeviceTypeNVIDIA, UsedMemory: memory, UsedCores: cores}
+func (hamiCore) device(g *gpu, adds usage) vgpu.ContainerDevice {
+	return vgpu.ContainerDevice{UUID: g.info.UUID, Type: vgpu.DeviceTypeNVIDIA, UsedMemory: int32(adds.memory), UsedCores: adds.cores}
 }
