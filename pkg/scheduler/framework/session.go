@@ -186,7 +186,7 @@ func (ssn *Session) updateQueueStatus() {
 				continue
 			}
 			for _, t := range tasks {
-				a.Add(ssn.QueueUsage(t))
+				ssn.AddQueueUsage(a, t)
 			}
 		}
 	}
@@ -200,15 +200,16 @@ func (ssn *Session) updateQueueStatus() {
 	}
 }
 
-// QueueUsage is what a task counts against its queue's status.allocated: its request, unless
-// a plugin knows better (deviceshare replaces vGPU requests with the devices really booked).
-func (ssn *Session) QueueUsage(t *api.TaskInfo) *api.Resource {
+// AddQueueUsage adds to total what a task counts against its queue's status.allocated: its
+// request, unless a plugin knows better (deviceshare replaces vGPU requests with the devices
+// really booked).
+func (ssn *Session) AddQueueUsage(total *api.Resource, t *api.TaskInfo) {
 	for _, fn := range ssn.fns.queueUsage {
-		if r := fn(t); r != nil {
-			return r
+		if fn(t, total) {
+			return
 		}
 	}
-	return t.Resreq
+	total.Add(t.Resreq)
 }
 
 // JobFor returns the task's job in this session.

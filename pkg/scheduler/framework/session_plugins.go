@@ -19,10 +19,13 @@ type (
 	AllocatableFn func(queue *api.QueueInfo, task *api.TaskInfo) bool
 	JobBoolFn     func(job *api.JobInfo) bool
 	// VoteFn returns Permit, Abstain or Reject.
-	VoteFn       func(job *api.JobInfo) int
-	JobFn        func(job *api.JobInfo)
-	JobValidFn   func(job *api.JobInfo) *ValidateResult
-	QueueUsageFn func(task *api.TaskInfo) *api.Resource
+	VoteFn     func(job *api.JobInfo) int
+	JobFn      func(job *api.JobInfo)
+	JobValidFn func(job *api.JobInfo) *ValidateResult
+	// QueueUsageFn adds what the task counts against its queue to total and reports true, or
+	// leaves total alone and reports false when it has no say on the task. It adds in place
+	// because the session sums every placed task each close.
+	QueueUsageFn func(task *api.TaskInfo, total *api.Resource) bool
 )
 
 // Votes of enqueue and pipeline functions.

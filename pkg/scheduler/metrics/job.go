@@ -69,34 +69,33 @@ type jobState struct {
 func ReportJobs(figures []JobFigures, now time.Time) {
 	jobSeries.mu.Lock()
 	defer jobSeries.mu.Unlock()
-	r := Report{}
-	scheduled := make(map[jobKey]scheduledJob, len(jobSeries.scheduled))
-	for _, j := range figures {
-		r.Set(jobShare, j.Share, j.Namespace, j.Name)
-		key := jobKey{j.Namespace, j.Name}
-		rec, known := jobSeries.scheduled[key]
-		if known && !rec.created.Equal(j.Created) {
-			// Deleted and created again between two sessions: a new job under the old name.
-			known = false
+	jobSeries.published.Publish(func(r Report) {
+		scheduled := make(map[jobKey]scheduledJob, len(jobSeries.scheduled))
+		for _, j := range figures {
+			r.Set(jobShare, j.Share, j.Namespace, j.Name)
+			key := jobKey{j.Namespace, j.Name}
+			rec, known := jobSeries.scheduled[key]
+			if known && !rec.created.Equal(j.Created) {
+				// Deleted and created again between two sessions: a new job under the old name.
+				known = false
+			}
+			switch {
+			case j.Scheduled && !known:
+				rec = scheduledJob{created: j.Created, start: now, last: now}
+			case j.Scheduled:
+				rec.last = now
+			case !known:
+				continue
+			}
+			scheduled[key] = rec
+			// The queue label is the job's queue now: were it moved, the series under the old
+			// queue is left out of the report and so deleted.
+			r.Set(e2eJobSchedulingDuration, float64(rec.last.Sub(rec.created).Microseconds())/1000, j.Name, j.Queue, j.Namespace)
+			r.Set(e2eJobSchedulingStartTime, unixSeconds(rec.start), j.Name, j.Queue, j.Namespace)
+			r.Set(e2eJobSchedulingLastTime, unixSeconds(rec.last), j.Name, j.Queue, j.Namespace)
 		}
-		switch {
-		case j.Scheduled && !known:
-			rec = scheduledJob{created: j.Created, start: now, last: now}
-		case j.Scheduled:
-			rec.last = now
-		case !known:
-			continue
-		}
-		scheduled[key] = rec
-		// The queue label is the job's queue now: were it moved, the series under the old
-		// queue is left out of the report and so deleted.
-		labels := []string{j.Name, j.Queue, j.Namespace}
-		r.Set(e2eJobSchedulingDuration, float64(rec.last.Sub(rec.created).Microseconds())/1000, labels...)
-		r.Set(e2eJobSchedulingStartTime, unixSeconds(rec.start), labels...)
-		r.Set(e2eJobSchedulingLastTime, unixSeconds(rec.last), labels...)
-	}
-	jobSeries.scheduled = scheduled
-	jobSeries.published.Publish(r)
+		jobSeries.scheduled = scheduled
+	})
 }
 
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

@@ -83,20 +83,20 @@ type QueueFigures struct {
 // queue of the session: the series of a queue left out (deleted since the last report), and
 // of a resource a queue no longer has, are deleted.
 func ReportQueues(figures []QueueFigures) {
-	r := Report{}
-	for _, q := range figures {
-		queueAllocated.set(r, q.Name, q.Allocated)
-		queueRequest.set(r, q.Name, q.Request)
-		queueDeserved.set(r, q.Name, q.Deserved)
-		queueCapacity.set(r, q.Name, q.Capacity)
-		queueRealCapacity.set(r, q.Name, q.RealCapacity)
-		r.Set(queueShare, q.Share, q.Name)
-		r.Set(queueWeight, float64(q.Weight), q.Name)
-		overused := 0.0
-		if q.Overused {
-			overused = 1
+	queueSeries.Publish(func(r Report) {
+		for _, q := range figures {
+			queueAllocated.set(r, q.Name, q.Allocated)
+			queueRequest.set(r, q.Name, q.Request)
+			queueDeserved.set(r, q.Name, q.Deserved)
+			queueCapacity.set(r, q.Name, q.Capacity)
+			queueRealCapacity.set(r, q.Name, q.RealCapacity)
+			r.Set(queueShare, q.Share, q.Name)
+			r.Set(queueWeight, float64(q.Weight), q.Name)
+			overused := 0.0
+			if q.Overused {
+				overused = 1
+			}
+			r.Set(queueOverused, overused, q.Name)
 		}
-		r.Set(queueOverused, overused, q.Name)
-	}
-	queueSeries.Publish(r)
+	})
 }

@@ -1,94 +1,124 @@
 package metrics
 
 import (
-	"strings"
+	"fmt"
+	"math"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Report is one complete set of series for a group of gauge vectors: every series that
-// should exist after it is published, with its value. Metrics kept outside this package
-// (the deviceshare plugin's vGPU gauges) build their reports the same way.
-type Report map[*prometheus.GaugeVec]map[string]series
+// maxLabels is the most labels a gauge vector published through a Publisher may have.
+const maxLabels = 3
 
-type series struct {
-	labels []string
-	value  float64
+// labelKey is a series' label values, held by value so that keying a series costs no
+// allocation: a session close keys tens of thousands of them.
+type labelKey struct {
+	n      int
+	values [maxLabels]string
 }
+
+func keyOf(labels []string) labelKey {
+	if len(labels) > maxLabels {
+		panic(fmt.Sprintf("metrics: a published series has %d labels, at most %d are kept", len(labels), maxLabels))
+	}
+	k := labelKey{n: len(labels)}
+	copy(k.values[:], labels)
+	return k
+}
+
+func (k *labelKey) labels() []string { return k.values[:k.n] }
+
+// Publisher writes successive reports of the same gauge vectors, each one complete set of
+// series: every series that should exist after it is published, with its value. Metrics
+// kept outside this package (the deviceshare plugin's vGPU gauges) publish theirs the same
+// way. The series of the previous report that the new one leaves out (a deleted queue, a
+// finished job, a resource a queue no longer has) are deleted once the new values are set.
+// Series that live on are overwritten in place and never missing from a scrape, as they
+// would be after a Reset. The vectors must change only through their publisher: it keeps
+// the gauges it set and the values they show, to set only the values that changed, without
+// looking the gauges up.
+type Publisher struct {
+	mu sync.Mutex
+	// report counts the reports published; a series the latest one holds is marked with it.
+	report uint64
+	// series holds every series of the previous report, and those the report being
+	// published has added so far.
+	series map[*prometheus.GaugeVec]map[labelKey]*published
+}
+
+type published struct {
+	gauge prometheus.Gauge
+	// value is the series' value in the report that marked it; shown is what the gauge shows.
+	value, shown float64
+	report       uint64
+}
+
+// Report is the report being published: fill sets its series through it.
+type Report struct{ p *Publisher }
 
 // Set adds the series of vec with the given label values to the report.
 func (r Report) Set(vec *prometheus.GaugeVec, value float64, labels ...string) {
-	r.series(vec)[seriesKey(labels)] = series{labels: labels, value: value}
+	r.p.entry(vec, labels).value = value
 }
 
 // Add adds value to the series of vec with the given label values, which starts at 0 when
 // the report does not hold it yet: for a series that sums several things.
 func (r Report) Add(vec *prometheus.GaugeVec, value float64, labels ...string) {
-	all := r.series(vec)
-	key := seriesKey(labels)
-	s, ok := all[key]
-	if !ok {
-		s.labels = labels
-	}
-	s.value += value
-	all[key] = s
+	r.p.entry(vec, labels).value += value
 }
 
-func (r Report) series(vec *prometheus.GaugeVec) map[string]series {
-	all := r[vec]
+// entry is the series of vec with the given labels, marked as held by the report being
+// published; its value is 0 if the report did not hold it yet.
+func (p *Publisher) entry(vec *prometheus.GaugeVec, labels []string) *published {
+	all := p.series[vec]
 	if all == nil {
-		all = map[string]series{}
-		r[vec] = all
+		all = map[labelKey]*published{}
+		p.series[vec] = all
 	}
-	return all
+	key := keyOf(labels)
+	s := all[key]
+	if s == nil {
+		s = &published{}
+		all[key] = s
+	}
+	if s.report != p.report {
+		s.value, s.report = 0, p.report
+	}
+	return s
 }
 
-// seriesKey joins label values with a byte that valid UTF-8, and so any label value, never
-// holds, so two different label sets never share a key.
-func seriesKey(labels []string) string { return strings.Join(labels, "\xff") }
-
-// Publisher writes successive reports of the same gauge vectors. The series of the previous
-// report that the new one leaves out (a deleted queue, a finished job, a resource a queue no
-// longer has) are deleted once the new values are set. Series that live on are overwritten
-// in place and never missing from a scrape, as they would be after a Reset. The vectors must
-// change only through their publisher: it keeps the gauges it set, to set them again without
-// looking them up.
-type Publisher struct {
-	mu sync.Mutex
-	// last holds every series the previous report set.
-	last map[*prometheus.GaugeVec]map[string]published
-}
-
-type published struct {
-	labels []string
-	gauge  prometheus.Gauge
-}
-
-// Publish makes r the series of its gauge vectors.
-func (p *Publisher) Publish(r Report) {
+// Publish makes the series fill sets the series of their gauge vectors. The gauges show
+// the new values only once fill has returned, so that no scrape sees part of a sum.
+func (p *Publisher) Publish(fill func(Report)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	next := make(map[*prometheus.GaugeVec]map[string]published, len(r))
-	for vec, all := range r {
-		prev := p.last[vec]
-		cur := make(map[string]published, len(all))
+	p.report++
+	if p.series == nil {
+		p.series = map[*prometheus.GaugeVec]map[labelKey]*published{}
+	}
+	fill(Report{p})
+	for vec, all := range p.series {
 		for key, s := range all {
-			g, ok := prev[key]
-			if !ok {
-				g = published{labels: s.labels, gauge: vec.WithLabelValues(s.labels...)}
+			switch {
+			case s.report != p.report:
+				// A series without a gauge was added by a fill that panicked.
+				if s.gauge != nil {
+					vec.DeleteLabelValues(key.labels()...)
+				}
+				delete(all, key)
+			case s.gauge == nil:
+				s.gauge = vec.WithLabelValues(key.labels()...)
+				s.gauge.Set(s.value)
+				s.shown = s.value
+			// Bits, not ==: a NaN is set again, and -0 replaces 0.
+			case math.Float64bits(s.shown) != math.Float64bits(s.value):
+				s.gauge.Set(s.value)
+				s.shown = s.value
 			}
-			g.gauge.Set(s.value)
-			cur[key] = g
 		}
-		next[vec] = cur
-	}
-	for vec, all := range p.last {
-		for key, g := range all {
-			if _, kept := next[vec][key]; !kept {
-				vec.DeleteLabelValues(g.labels...)
-			}
+		if len(all) == 0 {
+			delete(p.series, vec)
 		}
 	}
-	p.last = next
 }

@@ -84,7 +84,7 @@ func (p *plugin) publishMetrics(nodes map[string]*api.NodeInfo) {
 	defer vgpuNodes.mu.Unlock()
 	for name, s := range vgpuNodes.nodes {
 		if node := nodes[name]; node == nil || !hasGPUs(ledgerOf(node)) {
-			s.published.Publish(metrics.Report{})
+			s.published.Publish(func(metrics.Report) {})
 			delete(vgpuNodes.nodes, name)
 		}
 	}
@@ -101,7 +101,7 @@ func (p *plugin) publishMetrics(nodes map[string]*api.NodeInfo) {
 		} else if l.derived != nil && s.derived == l.derived && !s.placed && !placed {
 			continue
 		}
-		s.published.Publish(p.nodeReport(node, l))
+		s.published.Publish(func(r metrics.Report) { p.nodeReport(r, node, l) })
 		s.derived, s.placed = l.derived, placed
 	}
 }
@@ -122,11 +122,10 @@ func (p *plugin) placesOn(node *api.NodeInfo) bool {
 	return false
 }
 
-// nodeReport is the series of one node: its GPUs' totals from the ledger, and what each pod
-// books on each GPU, from the bookings the deriver found and the session's placements,
-// which together make those totals.
-func (p *plugin) nodeReport(node *api.NodeInfo, l *ledger) metrics.Report {
-	r := metrics.Report{}
+// nodeReport sets the series of one node in r: its GPUs' totals from the ledger, and what
+// each pod books on each GPU, from the bookings the deriver found and the session's
+// placements, which together make those totals.
+func (p *plugin) nodeReport(r metrics.Report, node *api.NodeInfo, l *ledger) {
 	for i := range l.gpus {
 		g := &l.gpus[i]
 		// Upstream counts vGPUs, one per container device, as the tasks sharing the card.
@@ -152,5 +151,4 @@ func (p *plugin) nodeReport(node *api.NodeInfo, l *ledger) metrics.Report {
 			}
 		}
 	}
-	return r
 }

@@ -71,7 +71,7 @@ func BenchmarkSessionCloseVGPU(b *testing.B) {
 			total := api.EmptyResource()
 			for _, n := range list {
 				for _, t := range n.Tasks {
-					total.Add(ssn.QueueUsage(t))
+					ssn.AddQueueUsage(total, t)
 				}
 			}
 			if got := total.Get(resMem); got != 16000*8000e3 {

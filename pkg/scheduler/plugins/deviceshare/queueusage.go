@@ -10,26 +10,34 @@ import (
 // GPUs of its node, in milli-units as api.Resource keeps scalars. A container of 2 vGPUs of
 // 3000 MiB each asks vgpu-memory 3000 but holds 6000, and one asking a percentage of a GPU's
 // memory asks no vgpu-memory at all. A task that books nothing on its node's ledger (no
-// assignment, an unreadable one, or a node without usable GPUs) gets nil: its request
-// counts, as upstream's.
+// assignment, an unreadable one, or a node without usable GPUs) is left to the session: its
+// request counts, as upstream's.
 func (p *plugin) queueUsage(nodes map[string]*api.NodeInfo) framework.QueueUsageFn {
-	return func(t *api.TaskInfo) *api.Resource {
+	return func(t *api.TaskInfo, total *api.Resource) bool {
 		node := nodes[t.NodeName]
 		if node == nil {
-			return nil
+			return false
 		}
 		l := ledgerOf(node)
 		if l == nil {
-			return nil
+			return false
 		}
 		held, ok := p.bookedBy(t, l)
 		if !ok {
-			return nil
+			return false
 		}
-		r := t.Resreq.Clone()
-		r.SetScalar(p.names.Memory, float64(held.memory)*1000)
-		r.SetScalar(p.names.Cores, float64(held.cores)*1000)
-		return r
+		// The request's other dimensions, added as api.Resource.Add adds them, without a
+		// copy of the request per task.
+		total.MilliCPU += t.Resreq.MilliCPU
+		total.Memory += t.Resreq.Memory
+		for name, amount := range t.Resreq.ScalarResources {
+			if name != p.names.Memory && name != p.names.Cores {
+				total.AddScalar(name, amount)
+			}
+		}
+		total.AddScalar(p.names.Memory, float64(held.memory)*1000)
+		total.AddScalar(p.names.Cores, float64(held.cores)*1000)
+		return true
 	}
 }
 
