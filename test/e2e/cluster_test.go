@@ -8,6 +8,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,6 +61,26 @@ func namespace(t testing.TB, cs kubernetes.Interface) string {
 		_ = cs.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
 	})
 	return name
+}
+
+// waitEvent waits until an Event in ns about the objects the field selector names satisfies
+// match; the failure message lists the Events seen last.
+func waitEvent(t *testing.T, cs kubernetes.Interface, timeout time.Duration, ns, selector, what string, match func(corev1.Event) bool) {
+	t.Helper()
+	eventually(t, timeout, what, func(ctx context.Context) (bool, string, error) {
+		events, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: selector})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		var seen []string
+		for _, ev := range events.Items {
+			if match(ev) {
+				return true, "", nil
+			}
+			seen = append(seen, ev.Reason+": "+ev.Message)
+		}
+		return false, strings.Join(seen, "; "), nil
+	})
 }
 
 // eventually polls cond every 100 ms until it returns true or the deadline passes; the last

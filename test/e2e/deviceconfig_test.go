@@ -86,21 +86,11 @@ tiers:
 	if _, err := e.cs.CoreV1().ConfigMaps(e.ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "a Warning Event on the malformed ConfigMap", func(ctx context.Context) (bool, string, error) {
-		events, err := e.cs.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=gpu-slices"})
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		var seen []string
-		for _, ev := range events.Items {
-			if ev.Type == corev1.EventTypeWarning && ev.Reason == deviceconfig.InvalidReason &&
-				strings.Contains(ev.Message, "nvidia.resourceCountName") {
-				return true, "", nil
-			}
-			seen = append(seen, ev.Reason+": "+ev.Message)
-		}
-		return false, strings.Join(seen, "; "), nil
-	})
+	waitEvent(t, e.cs, 60*time.Second, e.ns, "involvedObject.name=gpu-slices", "a Warning Event on the malformed ConfigMap",
+		func(ev corev1.Event) bool {
+			return ev.Type == corev1.EventTypeWarning && ev.Reason == deviceconfig.InvalidReason &&
+				strings.Contains(ev.Message, "nvidia.resourceCountName")
+		})
 	e.slicePod("slices-1", queue)
 	e.waitBound("slices-1", 1, 60*time.Second)
 	e.checkSliceAssignment(ctx, "slices-1", gpu.UUID)

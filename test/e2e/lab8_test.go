@@ -35,6 +35,16 @@ func labFile(t *testing.T, name string, into any) {
 	}
 }
 
+// seedConf is lab 8's scheduler.conf as the users' tutorial ships it.
+func seedConf(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot(), "test", "e2e", "testdata", "lab8", "scheduler.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
 // Lab 8 steps 5-7 on the real kubelet node with vgpu-device-plugin (one 8 GiB GPU, split 10),
 // vc-scheduler with the lab's scheduler.conf and the lab's VolcanoJobs and Queue: the exact
 // PodGroup phases and messages the lab shows.
@@ -54,11 +64,8 @@ func TestLab8GangAndQueue(t *testing.T) {
 		patch := []byte(`{"metadata":{"labels":{"` + envLabel + `":null}}}`)
 		_, _ = e.cs.CoreV1().Nodes().Patch(context.Background(), realNode, types.MergePatchType, patch, metav1.PatchOptions{})
 	})
-	seed, err := os.ReadFile(filepath.Join(repoRoot(), "test", "e2e", "testdata", "lab8", "scheduler.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.scheduler(string(seed))
+	seed := seedConf(t)
+	e.scheduler(seed)
 
 	job := func(file string) *batchv1alpha1.Job {
 		j := &batchv1alpha1.Job{}

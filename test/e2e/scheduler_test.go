@@ -251,18 +251,10 @@ func TestQueueCapabilityBlocksJob(t *testing.T) {
 	e.gang("free", big, 1, 1, "2", two)
 
 	e.waitBound("free-", 1, 30*time.Second)
-	eventually(t, 30*time.Second, "quota event on capped", func(ctx context.Context) (bool, string, error) {
-		evs, err := e.cs.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=capped,involvedObject.kind=PodGroup"})
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		for _, ev := range evs.Items {
-			if ev.Reason == "Unschedulable" && ev.Message == "queue resource quota insufficient: insufficient cpu" {
-				return true, "", nil
-			}
-		}
-		return false, fmt.Sprintf("%d events", len(evs.Items)), nil
-	})
+	waitEvent(t, e.cs, 30*time.Second, e.ns, "involvedObject.name=capped,involvedObject.kind=PodGroup", "quota event on capped",
+		func(ev corev1.Event) bool {
+			return ev.Reason == "Unschedulable" && ev.Message == "queue resource quota insufficient: insufficient cpu"
+		})
 	pg, err := e.vc.SchedulingV1beta1().PodGroups(e.ns).Get(context.Background(), "capped", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -277,13 +269,10 @@ func TestQueueCapabilityBlocksJob(t *testing.T) {
 
 // The lab's scheduler.conf loads unchanged, and plain pods get PodGroups (stand-in) and run.
 func TestSeedConfigSchedulesPlainPods(t *testing.T) {
-	seed, err := os.ReadFile(filepath.Join(repoRoot(), "test", "e2e", "testdata", "lab8", "scheduler.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	seed := seedConf(t)
 	e := newSchedulerEnv(t)
 	e.node("a", "4")
-	sched, _ := e.scheduler(string(seed))
+	sched, _ := e.scheduler(seed)
 	pod := tinyPod(e.ns, "plain", "")
 	pod.Spec.SchedulerName = e.name
 	pod.Spec.Tolerations = []corev1.Toleration{{Key: kwokAnnotation, Operator: corev1.TolerationOpExists}}
@@ -310,18 +299,10 @@ func TestBadConfigEditKeepsLastGood(t *testing.T) {
 		t.Fatal(err)
 	}
 	sched.logContains(t, 20*time.Second, `unknown plugin \"gnag\"`)
-	eventually(t, 20*time.Second, "InvalidSchedulerConfig event", func(ctx context.Context) (bool, string, error) {
-		evs, err := e.cs.CoreV1().Events("volcano-system").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + e.name})
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		for _, ev := range evs.Items {
-			if ev.Reason == "InvalidSchedulerConfig" && strings.Contains(ev.Message, `unknown plugin "gnag"`) {
-				return true, "", nil
-			}
-		}
-		return false, fmt.Sprintf("%d events", len(evs.Items)), nil
-	})
+	waitEvent(t, e.cs, 20*time.Second, "volcano-system", "involvedObject.name="+e.name, "InvalidSchedulerConfig event",
+		func(ev corev1.Event) bool {
+			return ev.Reason == "InvalidSchedulerConfig" && strings.Contains(ev.Message, `unknown plugin "gnag"`)
+		})
 	e.gang("after", "", 1, 1, "1", nil)
 	e.waitBound("after-", 1, 30*time.Second)
 }

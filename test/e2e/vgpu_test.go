@@ -5,8 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -135,10 +133,7 @@ func TestSchedulerKillsNeverDoubleBook(t *testing.T) {
 	}
 	const gangs, gangSize, kills = 8, 3, 20
 	queue := e.queue("chaos", nil)
-	seed, err := os.ReadFile(filepath.Join(repoRoot(), "test", "e2e", "testdata", "lab8", "scheduler.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	seed := seedConf(t)
 
 	check := func(when string) int {
 		t.Helper()
@@ -157,7 +152,7 @@ func TestSchedulerKillsNeverDoubleBook(t *testing.T) {
 			e.vgpuGang(fmt.Sprintf("gang-%02d", kill), queue, gangSize, 2000, 20)
 		}
 		before := check(fmt.Sprintf("before start %d", kill))
-		sched, _ := e.scheduler(string(seed))
+		sched, _ := e.scheduler(seed)
 		// Kill it as soon as it has bound something (mid-gang, most likely), or after a few
 		// cycles when there is nothing left to bind.
 		deadline := time.Now().Add(3 * time.Second)
@@ -176,7 +171,7 @@ func TestSchedulerKillsNeverDoubleBook(t *testing.T) {
 		check(fmt.Sprintf("after kill %d", kill))
 	}
 	t.Logf("%d of %d kills came just after the scheduler had bound something", midBind, kills)
-	e.scheduler(string(seed))
+	e.scheduler(seed)
 	e.waitBound("gang-", gangs*gangSize, 120*time.Second)
 	if bound := check("at the end"); bound != gangs*gangSize {
 		t.Errorf("%d pods bound at the end, want %d", bound, gangs*gangSize)
@@ -192,12 +187,9 @@ func TestNodeLockSerialisesBinds(t *testing.T) {
 	e.gpuNode("locked", 1, 4, 8192, 0)
 	node := e.name + "-locked"
 	queue := e.queue("lock", nil)
-	seed, err := os.ReadFile(filepath.Join(repoRoot(), "test", "e2e", "testdata", "lab8", "scheduler.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conf := strings.Replace(string(seed), "deviceshare.SchedulePolicy: binpack", "deviceshare.SchedulePolicy: binpack\n      deviceshare.NodeLockEnable: true", 1)
-	if conf == string(seed) {
+	seed := seedConf(t)
+	conf := strings.Replace(seed, "deviceshare.SchedulePolicy: binpack", "deviceshare.SchedulePolicy: binpack\n      deviceshare.NodeLockEnable: true", 1)
+	if conf == seed {
 		t.Fatal("the seed configuration has no deviceshare.SchedulePolicy line to extend")
 	}
 	e.scheduler(conf)
@@ -206,21 +198,9 @@ func TestNodeLockSerialisesBinds(t *testing.T) {
 	e.vgpuGang("second", queue, 1, 1000, 10)
 
 	const refused = "node %s locked for %s/second-0 hamivgpu lockname node %s has been locked within 5 minutes"
-	eventually(t, 60*time.Second, "second-0 refused for the lock", func(ctx context.Context) (bool, string, error) {
-		events, err := e.cs.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=second-0"})
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		want := fmt.Sprintf(refused, node, e.ns, node)
-		var seen []string
-		for _, ev := range events.Items {
-			if strings.Contains(ev.Message, want) {
-				return true, "", nil
-			}
-			seen = append(seen, ev.Reason+": "+ev.Message)
-		}
-		return false, strings.Join(seen, "; "), nil
-	})
+	want := fmt.Sprintf(refused, node, e.ns, node)
+	waitEvent(t, e.cs, 60*time.Second, e.ns, "involvedObject.name=second-0", "second-0 refused for the lock",
+		func(ev corev1.Event) bool { return strings.Contains(ev.Message, want) })
 	if b, _, _ := e.boundPods(ctx, "second-"); b != 0 {
 		t.Fatalf("second-0 bound while the node was locked")
 	}
@@ -250,31 +230,18 @@ func TestSplitTwoTakesTwentyPods(t *testing.T) {
 		e.gpuNode(fmt.Sprintf("split-%d", i), 2, 2, 8192, 100)
 	}
 	queue := e.queue("split", nil)
-	seed, err := os.ReadFile(filepath.Join(repoRoot(), "test", "e2e", "testdata", "lab8", "scheduler.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.scheduler(string(seed))
+	seed := seedConf(t)
+	e.scheduler(seed)
 	for i := range 20 {
 		e.vgpuGang(fmt.Sprintf("fits-%02d", i), queue, 1, 1000, 10)
 	}
 	e.waitBound("fits-", 20, 60*time.Second)
 	e.vgpuGang("extra", queue, 1, 1000, 10)
 	const reason = "no free vGPU slot on the GPU (deviceSplitCount)"
-	eventually(t, 60*time.Second, "extra-0 refused for want of a slot", func(ctx context.Context) (bool, string, error) {
-		events, err := e.cs.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=extra-0"})
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		var seen []string
-		for _, ev := range events.Items {
-			if ev.Reason == "FailedScheduling" && strings.Contains(ev.Message, reason) {
-				return true, "", nil
-			}
-			seen = append(seen, ev.Reason+": "+ev.Message)
-		}
-		return false, strings.Join(seen, "; "), nil
-	})
+	waitEvent(t, e.cs, 60*time.Second, e.ns, "involvedObject.name=extra-0", "extra-0 refused for want of a slot",
+		func(ev corev1.Event) bool {
+			return ev.Reason == "FailedScheduling" && strings.Contains(ev.Message, reason)
+		})
 	if b, _, _ := e.boundPods(ctx, "extra-"); b != 0 {
 		t.Errorf("the 21st pod was bound")
 	}
