@@ -17,6 +17,16 @@ const bytesPerMiB = 1 << 20
 // current health. GPUs that cannot be read are left out and named in the
 // returned error; the others are still returned.
 func (l *Library) Devices() ([]GPU, error) {
+	gpus, err := readEach(l, "GPU %d left out", l.readGPU)
+	SortGPUs(gpus)
+	return gpus, err
+}
+
+// readEach reads every GPU NVML counts, in index order. A GPU read fails
+// for is left out, its error wrapped with leftOut (a format taking the
+// index); the others are still returned, so that one broken GPU does not
+// hide the rest.
+func readEach[T any](l *Library, leftOut string, read func(index int) (T, error)) ([]T, error) {
 	if err := l.ready(); err != nil {
 		return nil, err
 	}
@@ -24,18 +34,17 @@ func (l *Library) Devices() ([]GPU, error) {
 	if ret != gonvml.SUCCESS {
 		return nil, fmt.Errorf("%s: count GPUs: %w", l.source, ret)
 	}
-	gpus := make([]GPU, 0, count)
+	out := make([]T, 0, count)
 	var errs []error
 	for i := 0; i < count; i++ {
-		gpu, err := l.readGPU(i)
+		v, err := read(i)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: GPU %d left out: %w", l.source, i, err))
+			errs = append(errs, fmt.Errorf("%s: %s: %w", l.source, fmt.Sprintf(leftOut, i), err))
 			continue
 		}
-		gpus = append(gpus, gpu)
+		out = append(out, v)
 	}
-	SortGPUs(gpus)
-	return gpus, errors.Join(errs...)
+	return out, errors.Join(errs...)
 }
 
 // readGPU reads what the plugin needs about the GPU at NVML index i.

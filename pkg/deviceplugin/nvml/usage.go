@@ -1,7 +1,6 @@
 package nvml
 
 import (
-	"errors"
 	"fmt"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -25,24 +24,7 @@ type Usage struct {
 // cannot be read are left out and named in the returned error; the others
 // are still returned, so one broken GPU does not blank a node's metrics.
 func (l *Library) Usage() ([]Usage, error) {
-	if err := l.ready(); err != nil {
-		return nil, err
-	}
-	count, ret := l.lib.DeviceGetCount()
-	if ret != gonvml.SUCCESS {
-		return nil, fmt.Errorf("%s: count GPUs: %w", l.source, ret)
-	}
-	usage := make([]Usage, 0, count)
-	var errs []error
-	for i := 0; i < count; i++ {
-		u, err := l.readUsage(i)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: usage of GPU %d: %w", l.source, i, err))
-			continue
-		}
-		usage = append(usage, u)
-	}
-	return usage, errors.Join(errs...)
+	return readEach(l, "usage of GPU %d", l.readUsage)
 }
 
 func (l *Library) readUsage(i int) (Usage, error) {
