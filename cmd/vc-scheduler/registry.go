@@ -4,7 +4,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/backfill"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/enqueue"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/deviceconfig"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/devicewatch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/binpack"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/capacity"
@@ -23,12 +23,12 @@ import (
 // newRegistry is newRegistryFor with the shipped device configuration, for a scheduler that
 // reads no ConfigMap (benchmarks).
 func newRegistry(allocateOpts allocate.Options) *framework.Registry {
-	return newRegistryFor(allocateOpts, deviceconfig.Static(vgpu.DefaultNvidiaConfig()))
+	return newRegistryFor(allocateOpts, devicewatch.Static(vgpu.DefaultNvidiaConfig()))
 }
 
 // newRegistryFor lists every action and plugin this binary has; the framework knows none by
 // name. deviceshare reads the device ConfigMap through devices.
-func newRegistryFor(allocateOpts allocate.Options, devices *deviceconfig.Source) *framework.Registry {
+func newRegistryFor(allocateOpts allocate.Options, devices *devicewatch.Source) *framework.Registry {
 	r := framework.NewRegistry()
 	r.RegisterAction(enqueue.New())
 	r.RegisterAction(allocate.NewWithOptions(allocateOpts))

@@ -26,7 +26,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/cache"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/deviceconfig"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/devicewatch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/deviceshare"
 )
@@ -54,7 +54,7 @@ func run(ctx context.Context, o *options) error {
 	events := newConfigEvents(kube, o)
 	// The device ConfigMap's problems are recorded on the ConfigMap, by the recorder that
 	// reports the scheduler configuration's.
-	devices := deviceconfig.NewSource(ctx, kube, events.recorder)
+	devices := devicewatch.NewSource(ctx, kube, events.recorder)
 	registry := newRegistryFor(allocate.Options{
 		MinimumFeasibleNodes:         int(o.minNodesToFind),
 		PercentageNodesToFind:        int(o.pctNodesToFind),

@@ -25,13 +25,13 @@ import (
 	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/allocate"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/apiclient"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/config"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/assignment"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/kubelet"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/monitor"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/register"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/settings"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
@@ -39,21 +39,21 @@ type options struct {
 	nodeName, kubeconfig, kubeletDir, nvmlMode, fakeGPUs string
 	metricsAddress, hookPath, nodeConfigPath             string
 	inspect                                              bool
-	flags                                                *config.Flags
+	flags                                                *settings.Flags
 }
 
 func main() {
 	o := &options{}
 	fs := pflag.NewFlagSet("vgpu-device-plugin", pflag.ExitOnError)
-	o.flags = config.AddFlags(fs)
+	o.flags = settings.AddFlags(fs)
 	fs.StringVar(&o.nodeName, "node-name", os.Getenv("NODE_NAME"), "This node's name (default $NODE_NAME)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster configuration when empty")
 	fs.StringVar(&o.kubeletDir, "kubelet-dir", pluginapi.DevicePluginPath, "The kubelet's device-plugin directory")
 	fs.StringVar(&o.nvmlMode, "nvml", "real", "GPU discovery: real (libnvidia-ml) or fake (--fake-gpus)")
 	fs.StringVar(&o.fakeGPUs, "fake-gpus", "", `GPUs of the fake backend, e.g. "1xNVIDIA GeForce RTX 3070 Ti:8192,2xNVIDIA H200:143771"`)
 	fs.StringVar(&o.metricsAddress, "metrics-address", ":9394", "Address of the metrics endpoint")
-	fs.StringVar(&o.hookPath, "hook-path", envOr("HOOK_PATH", allocate.DefaultHookPath), "Host directory holding libvgpu.so and ld.so.preload (default $HOOK_PATH)")
-	fs.StringVar(&o.nodeConfigPath, "node-config", config.DefaultNodeConfigPath, "The node ConfigMap's config.json")
+	fs.StringVar(&o.hookPath, "hook-path", envOr("HOOK_PATH", assignment.DefaultHookPath), "Host directory holding libvgpu.so and ld.so.preload (default $HOOK_PATH)")
+	fs.StringVar(&o.nodeConfigPath, "node-config", settings.DefaultNodeConfigPath, "The node ConfigMap's config.json")
 	fs.BoolVar(&o.inspect, "inspect", false, "Print the GPUs found and the node annotation that would be written, then exit")
 	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
 	klog.InitFlags(klogFlags)
@@ -115,8 +115,8 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := config.Load(ctx, config.Sources{Node: o.nodeName, Flags: o.flags,
-		GetConfigMap: config.ConfigMapGetterFor(client), NodeConfigPath: o.nodeConfigPath})
+	cfg, err := settings.Load(ctx, settings.Sources{Node: o.nodeName, Flags: o.flags,
+		GetConfigMap: settings.ConfigMapGetterFor(client), NodeConfigPath: o.nodeConfigPath})
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func run(ctx context.Context, o *options) error {
 	inventory := kubelet.NewInventory(gpus)
 	names := cfg.Device.ResourceNames()
 	registrar := register.New(register.Options{Client: client, Config: cfg, GPUs: gpuBackend})
-	vgpuAllocator, err := allocate.NewVGPU(client, allocate.Config{NodeName: o.nodeName, Names: names, MemoryFactor: factor,
+	vgpuAllocator, err := assignment.NewVGPU(client, assignment.Config{NodeName: o.nodeName, Names: names, MemoryFactor: factor,
 		HookPath: o.hookPath, GPUs: inventory})
 	if err != nil {
 		return err
@@ -145,8 +145,8 @@ func run(ctx context.Context, o *options) error {
 			CoreScaling: cfg.Device.DeviceCoreScaling, MemoryFactor: factor, MemoryUnits: memoryUnits},
 		Allocators: kubelet.Allocators{
 			Count:  vgpuAllocator,
-			Memory: allocate.NewCountRequired(client, o.nodeName, names.Count, names.Memory),
-			Cores:  allocate.NewCountRequired(client, o.nodeName, names.Count, names.Cores),
+			Memory: assignment.NewCountRequired(client, o.nodeName, names.Count, names.Memory),
+			Cores:  assignment.NewCountRequired(client, o.nodeName, names.Count, names.Cores),
 		},
 	}, inventory)
 	if err != nil {
@@ -169,7 +169,7 @@ func run(ctx context.Context, o *options) error {
 
 // settleMemoryFactor replaces a configured factor of 0 with the smallest one the kubelet can
 // take for gpus, and checks a configured one against the same limit.
-func settleMemoryFactor(cfg *config.Config, gpus []nvml.GPU) error {
+func settleMemoryFactor(cfg *settings.Config, gpus []nvml.GPU) error {
 	factor, err := kubelet.ChooseMemoryFactor(cfg.Device.GPUMemoryFactor, gpus, memoryUnitsOf(*cfg))
 	if err != nil {
 		return fmt.Errorf("node %s: %w", cfg.Node, err)
@@ -180,7 +180,7 @@ func settleMemoryFactor(cfg *config.Config, gpus []nvml.GPU) error {
 
 // memoryUnitsOf is the node's rule for a GPU's vgpu-memory units at a factor, shared by the
 // kubelet's device list and the node annotation so that they always agree.
-func memoryUnitsOf(cfg config.Config) kubelet.MemoryUnits {
+func memoryUnitsOf(cfg settings.Config) kubelet.MemoryUnits {
 	return func(totalMiB uint64, factor int32) int32 {
 		c := cfg
 		c.Device.GPUMemoryFactor = factor
@@ -193,7 +193,7 @@ func serveMetrics(ctx context.Context, o *options, client kubernetes.Interface, 
 	reg := prometheus.NewRegistry()
 	pods := newPodIndex(client, o.nodeName)
 	go pods.run(ctx)
-	reg.MustRegister(monitor.NewCollector(allocate.ContainerCacheRoot(o.hookPath), gpus, pods.lookup), registrar.PatchesCollector())
+	reg.MustRegister(monitor.NewCollector(assignment.ContainerCacheRoot(o.hookPath), gpus, pods.lookup), registrar.PatchesCollector())
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	srv := &http.Server{Addr: o.metricsAddress, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -215,7 +215,7 @@ func inspect(b nvml.Backend, o *options) error {
 		return err
 	}
 	fmt.Print(table)
-	cfg, err := config.Resolve(o.nodeName, vgpu.DefaultNvidiaConfig(), o.flags, vgpu.NodeConfigFile{})
+	cfg, err := settings.Resolve(o.nodeName, vgpu.DefaultNvidiaConfig(), o.flags, vgpu.NodeConfigFile{})
 	if err != nil {
 		return err
 	}

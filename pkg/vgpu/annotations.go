@@ -16,11 +16,9 @@ const (
 	NodeHandshakeAnnotation = "volcano.sh/node-vgpu-handshake"
 	// NodeLockAnnotation is the node lock the scheduler takes before assigning devices when
 	// deviceshare.NodeLockEnable is set, and the device plugin removes after Allocate. The key
-	// really has no prefix: upstream uses the device name as the key. Its value is a
-	// time.RFC3339 timestamp.
+	// really has no prefix: upstream uses the device name as the key. Its value is written by
+	// NodeLockValue and read by NodeLockHeld (nodelock.go).
 	NodeLockAnnotation = "hamivgpu"
-	// NodeLockExpiry is how old a lock may get before the scheduler takes it over.
-	NodeLockExpiry = 5 * time.Minute
 )
 
 // Pod annotations written by the scheduler when it assigns devices.

@@ -15,7 +15,7 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/deviceconfig"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/devicewatch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
@@ -88,7 +88,7 @@ tiers:
 	}
 	waitEvent(t, e.cs, 60*time.Second, e.ns, "involvedObject.name=gpu-slices", "a Warning Event on the malformed ConfigMap",
 		func(ev corev1.Event) bool {
-			return ev.Type == corev1.EventTypeWarning && ev.Reason == deviceconfig.InvalidReason &&
+			return ev.Type == corev1.EventTypeWarning && ev.Reason == devicewatch.InvalidReason &&
 				strings.Contains(ev.Message, "nvidia.resourceCountName")
 		})
 	e.slicePod("slices-1", queue)

@@ -3,8 +3,8 @@ package register
 import (
 	"fmt"
 
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/config"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/settings"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
@@ -15,7 +15,7 @@ import (
 // list as its identity, so the same GPUs must always produce the same
 // string (upstream v1.12 used map order and reshuffled it on every
 // refresh).
-func NodeDevices(cfg config.Config, gpus []nvml.GPU) (string, error) {
+func NodeDevices(cfg settings.Config, gpus []nvml.GPU) (string, error) {
 	if cfg.Device.GPUMemoryFactor < 1 {
 		return "", fmt.Errorf("node %s: vGPU memory factor %d is not settled; choose it before publishing GPUs",
 			cfg.Node, cfg.Device.GPUMemoryFactor)

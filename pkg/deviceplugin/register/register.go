@@ -33,8 +33,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/config"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/settings"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
@@ -56,7 +56,7 @@ type GPULister interface {
 type Options struct {
 	Client kubernetes.Interface
 	// Config is the node's configuration; Config.Node names the node.
-	Config config.Config
+	Config settings.Config
 	// GPUs lists the GPUs; those Config filters out are not published.
 	GPUs GPULister
 	// Clock is the real clock when nil.
@@ -66,7 +66,7 @@ type Options struct {
 // Registrar keeps the node's vGPU annotations up to date.
 type Registrar struct {
 	client kubernetes.Interface
-	cfg    config.Config
+	cfg    settings.Config
 	gpus   GPULister
 	clock  clock.Clock
 

@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/config"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/settings"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
@@ -75,8 +75,8 @@ func twoGPUs() []nvml.GPU { return []nvml.GPU{h200(0, 0, uuidA), h200(1, 1, uuid
 const published = uuidA + ",10,143771,NVIDIA-NVIDIA H200,true,hami-core:" +
 	uuidB + ",10,143771,NVIDIA-NVIDIA H200,true,hami-core:"
 
-func defaultConfig() config.Config {
-	c, err := config.Resolve(nodeName, vgpu.DefaultNvidiaConfig(), nil, vgpu.NodeConfigFile{})
+func defaultConfig() settings.Config {
+	c, err := settings.Resolve(nodeName, vgpu.DefaultNvidiaConfig(), nil, vgpu.NodeConfigFile{})
 	if err != nil {
 		panic(err)
 	}
@@ -95,7 +95,7 @@ type harness struct {
 
 // newHarness builds a Registrar over a fake API server holding objects and
 // starts its node cache (not its loop).
-func newHarness(t *testing.T, cfg config.Config, gpus []nvml.GPU, objects ...runtime.Object) *harness {
+func newHarness(t *testing.T, cfg settings.Config, gpus []nvml.GPU, objects ...runtime.Object) *harness {
 	t.Helper()
 	h := &harness{
 		client: fake.NewClientset(objects...),
@@ -316,7 +316,7 @@ func TestPublishedFieldsFollowConfig(t *testing.T) {
 		Name: nodeName, OperatingMode: vgpu.ModeMIG, DeviceSplitCount: 4, DeviceMemoryScaling: 2,
 		FilterDevices: &vgpu.FilterDevices{UUID: []string{uuidC}, Index: []int{0}},
 	}}}
-	cfg, err := config.Resolve(nodeName, device, nil, nodeFile)
+	cfg, err := settings.Resolve(nodeName, device, nil, nodeFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,6 @@ package cache
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -13,10 +11,10 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
-// lockNode takes the node lock named lock (an annotation holding the time it was taken) for
-// one bind, as upstream's scheduler does with deviceshare.NodeLockEnable: a lock younger than
-// vgpu.NodeLockExpiry is someone else's and refuses the bind; an older one was left behind (a
-// pod that never reached its device plugin) and is taken over. The device plugin removes the
+// lockNode takes the node lock named lock (an annotation whose value pkg/vgpu defines) for
+// one bind, as upstream's scheduler does with deviceshare.NodeLockEnable: a lock still held
+// (vgpu.NodeLockHeld) is someone else's and refuses the bind; an expired one was left behind
+// and is taken over. The device plugin removes the
 // lock once it has served the pod, so binds of vGPU pods to one node go one at a time, which
 // is what lets upstream's device plugin, which serves the oldest pending pod of its node,
 // tell them apart.
@@ -30,15 +28,12 @@ func (sc *SchedulerCache) lockNode(ctx context.Context, node, lock string) error
 			return err
 		}
 		now := sc.clock.Now()
-		if held, ok := n.Annotations[lock]; ok {
-			at, err := time.Parse(time.RFC3339, held)
-			if err == nil && now.Sub(at) < vgpu.NodeLockExpiry {
-				return fmt.Errorf("node %s has been locked within %.0f minutes", node, vgpu.NodeLockExpiry.Minutes())
-			}
+		if held, ok := n.Annotations[lock]; ok && vgpu.NodeLockHeld(held, now) {
+			return vgpu.NodeLockedError(node)
 		}
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 			"resourceVersion": n.ResourceVersion,
-			"annotations":     map[string]string{lock: now.Format(time.RFC3339)},
+			"annotations":     map[string]string{lock: vgpu.NodeLockValue(now)},
 		}})
 		if err != nil {
 			return err

@@ -3,8 +3,8 @@
 // TaskOrderFn order; a job's placements form one statement, bound when the job is ready
 // (its gang is complete), kept in the session when it is only pipelined, undone otherwise.
 //
-// The node search (NodeSearch) and the allocate-or-pipeline choice (Place) are exported
-// because backfill places its tasks the same way.
+// The node search and the allocate-or-pipeline choice live in actions/internal/nodesearch,
+// which backfill uses too.
 //
 // Left out: upstream's hyperNode (network-topology) path, and its job scheduling latency
 // metric (JobInfo does not carry upstream's ScheduleStartTimestamp, which enqueue stamps).
@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/nodesearch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/priorityqueue"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
@@ -27,50 +28,36 @@ const Name = "allocate"
 // enqueueAction is the action that admits Pending jobs. Without it, allocate admits them.
 const enqueueAction = "enqueue"
 
-// predicateErrorCacheArg is the action argument (under configurations) that switches the
-// predicate error cache; it defaults to on.
-const predicateErrorCacheArg = "predicateErrorCacheEnable"
+// Options bound how far a node search goes; cmd/vc-scheduler fills them from its flags.
+type Options = nodesearch.Options
 
-type action struct{ search *NodeSearch }
+// DefaultOptions are the flags' defaults.
+func DefaultOptions() Options { return nodesearch.DefaultOptions() }
+
+type action struct{ search *nodesearch.NodeSearch }
 
 // New is the action with the default search bounds.
 func New() framework.Action { return NewWithOptions(DefaultOptions()) }
 
 // NewWithOptions is the action with the search bounds the command-line flags give.
-func NewWithOptions(opts Options) framework.Action { return &action{search: NewNodeSearch(opts)} }
+func NewWithOptions(opts Options) framework.Action { return &action{search: nodesearch.New(opts)} }
 
 func (a *action) Name() string { return Name }
 
 func (a *action) Execute(ssn *framework.Session) {
 	c := &cycle{
 		ssn:         ssn,
-		search:      a.search.Open(ssn, PredicateErrorCacheEnabled(ssn, Name)),
+		search:      a.search.Open(ssn, nodesearch.PredicateErrorCacheEnabled(ssn, Name)),
 		pending:     map[api.JobID]*taskList{},
 		failedRoles: map[api.JobID]map[string]bool{},
 	}
 	c.run()
 }
 
-// PredicateErrorCacheEnabled reads predicateErrorCacheEnable from the action's
-// configuration; it is on unless the file turns it off. A value that is not a bool is
-// reported and leaves it on.
-func PredicateErrorCacheEnabled(ssn *framework.Session, actionName string) bool {
-	enabled := true
-	for _, cfg := range ssn.Configurations {
-		if cfg.Name != actionName {
-			continue
-		}
-		if err := cfg.Arguments.GetBool(&enabled, predicateErrorCacheArg); err != nil {
-			klog.ErrorS(err, "Ignoring a malformed action argument", "action", actionName)
-		}
-	}
-	return enabled
-}
-
 // cycle is one run of the action over a session.
 type cycle struct {
 	ssn    *framework.Session
-	search *SessionSearch
+	search *nodesearch.SessionSearch
 	// pending holds each job's tasks still to try, built on the job's first turn.
 	pending map[api.JobID]*taskList
 	// failedRoles: roles of a job one of whose tasks found no node. Their other tasks are
@@ -211,9 +198,9 @@ func (c *cycle) allocateTasks(queue *api.QueueInfo, job *api.JobInfo, tasks *tas
 		}
 		node, fitErrors := c.search.Find(task)
 		if node != nil {
-			if err := Place(stmt, task, node); err != nil {
+			if err := nodesearch.Place(stmt, task, node); err != nil {
 				klog.ErrorS(err, "A plugin refused the placement", "pod", klog.KRef(task.Namespace, task.Name), "node", node.Name)
-				node, fitErrors = nil, PlacementFailure(node, err)
+				node, fitErrors = nil, nodesearch.PlacementFailure(node, err)
 			}
 		}
 		if node == nil {

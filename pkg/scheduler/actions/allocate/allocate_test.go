@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/nodesearch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
@@ -267,7 +268,7 @@ func TestAllocate(t *testing.T) {
 			// The first worker (priority) finds no node; its role's other tasks are not tried,
 			// although they would fit. (The error cache is off: it would fail them on its own.)
 			name:      "once a task of a role found no node, the role's other tasks are not tried",
-			args:      conf.Arguments{predicateErrorCacheArg: false},
+			args:      conf.Arguments{nodesearch.PredicateErrorCacheArg: false},
 			queues:    q1,
 			podGroups: []*schedulingv1beta1.PodGroup{buildPodGroup("pg1", "q1", 1, inqueue, 0)},
 			pods: []*corev1.Pod{
@@ -498,9 +499,9 @@ func TestPredicateErrorCache(t *testing.T) {
 		wantCalls int
 	}{
 		{name: "on by default: a role asks a failing node once", role: "worker", wantCalls: 1},
-		{name: "switched off: every task asks", role: "worker", args: conf.Arguments{predicateErrorCacheArg: false}, wantCalls: 3},
+		{name: "switched off: every task asks", role: "worker", args: conf.Arguments{nodesearch.PredicateErrorCacheArg: false}, wantCalls: 3},
 		{name: "tasks without a role are not cached", role: "", wantCalls: 3},
-		{name: "a malformed value leaves it on", role: "worker", args: conf.Arguments{predicateErrorCacheArg: "maybe"}, wantCalls: 1},
+		{name: "a malformed value leaves it on", role: "worker", args: conf.Arguments{nodesearch.PredicateErrorCacheArg: "maybe"}, wantCalls: 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/nodesearch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 )
@@ -22,21 +22,24 @@ import (
 // Name is the action's name in volcano-scheduler.conf.
 const Name = "backfill"
 
-type action struct{ search *allocate.NodeSearch }
+// Options bound how far a node search goes: the same flags bound allocate's search.
+type Options = nodesearch.Options
+
+type action struct{ search *nodesearch.NodeSearch }
 
 // New is the action with the default search bounds.
-func New() framework.Action { return NewWithOptions(allocate.DefaultOptions()) }
+func New() framework.Action { return NewWithOptions(nodesearch.DefaultOptions()) }
 
 // NewWithOptions is the action with the search bounds the command-line flags give (the
 // same flags bound allocate's search).
-func NewWithOptions(opts allocate.Options) framework.Action {
-	return &action{search: allocate.NewNodeSearch(opts)}
+func NewWithOptions(opts Options) framework.Action {
+	return &action{search: nodesearch.New(opts)}
 }
 
 func (a *action) Name() string { return Name }
 
 func (a *action) Execute(ssn *framework.Session) {
-	search := a.search.Open(ssn, allocate.PredicateErrorCacheEnabled(ssn, Name))
+	search := a.search.Open(ssn, nodesearch.PredicateErrorCacheEnabled(ssn, Name))
 	for _, task := range candidates(ssn) {
 		job := ssn.JobFor(task)
 		if err := ssn.PrePredicate(task); err != nil {
@@ -50,9 +53,9 @@ func (a *action) Execute(ssn *framework.Session) {
 			continue
 		}
 		stmt := ssn.NewStatement()
-		if err := allocate.Place(stmt, task, node); err != nil {
+		if err := nodesearch.Place(stmt, task, node); err != nil {
 			klog.ErrorS(err, "A plugin refused the placement", "pod", klog.KRef(task.Namespace, task.Name), "node", node.Name)
-			job.NodesFitErrors[task.UID] = allocate.PlacementFailure(node, err)
+			job.NodesFitErrors[task.UID] = nodesearch.PlacementFailure(node, err)
 			continue
 		}
 		// A pending best-effort task already counts towards the gang, so placing one never

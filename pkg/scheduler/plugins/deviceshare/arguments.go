@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/deviceconfig"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/devicewatch"
 )
 
 // Arguments, upstream's names.
@@ -64,7 +64,7 @@ type arguments struct {
 	// nodeLock: vGPU pods are bound under the node lock.
 	nodeLock bool
 	// deviceConfig is the device ConfigMap.
-	deviceConfig deviceconfig.Key
+	deviceConfig devicewatch.Key
 }
 
 // parseArguments reads and checks the plugin's arguments; an error names the argument.
@@ -100,7 +100,7 @@ func parseArguments(args conf.Arguments) (arguments, error) {
 	if err := args.GetBool(&a.nodeLock, NodeLockEnableArg); err != nil {
 		return arguments{}, err
 	}
-	a.deviceConfig = deviceconfig.DefaultKey()
+	a.deviceConfig = devicewatch.DefaultKey()
 	for _, arg := range []struct {
 		key   string
 		value *string

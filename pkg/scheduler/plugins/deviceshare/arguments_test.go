@@ -5,11 +5,11 @@ import (
 	"testing"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/deviceconfig"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/devicewatch"
 )
 
 func TestParseArguments(t *testing.T) {
-	defaultCM := deviceconfig.Key{Namespace: "kube-system", Name: "volcano-vgpu-device-config"}
+	defaultCM := devicewatch.Key{Namespace: "kube-system", Name: "volcano-vgpu-device-config"}
 	for _, tc := range []struct {
 		name string
 		args conf.Arguments
@@ -38,7 +38,7 @@ func TestParseArguments(t *testing.T) {
 			want: arguments{vgpuEnable: true, deviceConfig: defaultCM}},
 		{name: "another ConfigMap",
 			args: conf.Arguments{KnownGeometriesCMNameArg: "gpu-slices", KnownGeometriesCMNamespaceArg: "gpu-system"},
-			want: arguments{deviceConfig: deviceconfig.Key{Namespace: "gpu-system", Name: "gpu-slices"}}},
+			want: arguments{deviceConfig: devicewatch.Key{Namespace: "gpu-system", Name: "gpu-slices"}}},
 		{name: "unknown policy", args: conf.Arguments{SchedulePolicyArg: "binPack"},
 			wantErr: []string{SchedulePolicyArg, `"binPack"`, "binpack", "spread"}},
 		{name: "negative weight", args: conf.Arguments{SchedulePolicyArg: "binpack", ScheduleWeightArg: -1},

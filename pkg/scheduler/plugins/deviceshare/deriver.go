@@ -7,7 +7,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/deviceconfig"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/devicewatch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
@@ -21,7 +21,7 @@ import (
 // ConfigMap in use when it derives, which also gives the MIG geometries of GPUs in mig mode.
 // The deriver has no arguments of its own, so that is the ConfigMap the plugin's arguments
 // named at the latest session open with vGPU on, and the default one
-// (deviceconfig.DefaultKey) before any (deviceconfig.Source.InUse). The Source's OnChange
+// (devicewatch.DefaultKey) before any (devicewatch.Source.InUse). The Source's OnChange
 // tells when that configuration changes; the cache must then derive every node again
 // (cache.SchedulerCache.RederiveDevices).
 //
@@ -31,15 +31,15 @@ import (
 // keeps an old upstream scheduler's verdict stays without GPUs until the device plugin
 // reports again or someone removes the annotation; the reason says so.
 type Deriver struct {
-	devices *deviceconfig.Source
+	devices *devicewatch.Source
 }
 
 // NewDeriverFor is the deriver for the device ConfigMap in use in devices.
-func NewDeriverFor(devices *deviceconfig.Source) *Deriver { return &Deriver{devices: devices} }
+func NewDeriverFor(devices *devicewatch.Source) *Deriver { return &Deriver{devices: devices} }
 
 // NewDeriver is the deriver for the shipped device configuration, for a scheduler that reads
 // no ConfigMap (benchmarks).
-func NewDeriver() *Deriver { return NewDeriverFor(deviceconfig.Static(vgpu.DefaultNvidiaConfig())) }
+func NewDeriver() *Deriver { return NewDeriverFor(devicewatch.Static(vgpu.DefaultNvidiaConfig())) }
 
 // Name is the key of the ledger in api.NodeInfo.Devices.
 func (*Deriver) Name() string { return PluginName }

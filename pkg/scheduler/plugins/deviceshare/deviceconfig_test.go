@@ -13,7 +13,7 @@ import (
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/deviceconfig"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/devicewatch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
@@ -25,11 +25,11 @@ var sliceNames = vgpu.ResourceNames{
 }
 
 // sliceDevices serves a configuration with sliceNames.
-func sliceDevices() *deviceconfig.Source {
+func sliceDevices() *devicewatch.Source {
 	c := vgpu.DefaultNvidiaConfig()
 	c.ResourceCountName, c.ResourceMemoryName = sliceNames.Count, sliceNames.Memory
 	c.ResourceCoreName, c.ResourceMemoryPercentageName = sliceNames.Cores, sliceNames.MemoryPercentage
-	return deviceconfig.Static(c)
+	return devicewatch.Static(c)
 }
 
 // sliceNode is gpuNode with its vGPU allocatable under sliceNames, as a device plugin
@@ -108,7 +108,7 @@ func TestConfigMapArguments(t *testing.T) {
 		Data: map[string]string{vgpu.DeviceConfigKey: fmt.Sprintf("nvidia:\n  resourceCountName: %s\n  resourceMemoryName: %s\n  resourceCoreName: %s\n",
 			sliceNames.Count, sliceNames.Memory, sliceNames.Cores)},
 	}
-	devices := deviceconfig.NewSource(ctx, kubefake.NewClientset(cm), nil)
+	devices := devicewatch.NewSource(ctx, kubefake.NewClientset(cm), nil)
 	n := api.NewNodeInfo(sliceNode(gpus(1, 10, 30000, h200)))
 	deriver := NewDeriverFor(devices)
 	if l := deriver.Derive(n).(*ledger); l.unavailable == nil {

@@ -30,7 +30,7 @@
 // queue's status.allocated (queueUsage).
 //
 // The vGPU resource names come from the device ConfigMap the deviceshare.KnownGeometriesCM*
-// arguments name (deviceconfig.Source; the shipped defaults while there is none), read at
+// arguments name (devicewatch.Source; the shipped defaults while there is none), read at
 // every session open. The cache's ledgers follow the ConfigMap the latest session used (see
 // Deriver), so a change of names is fully in force from the session after it is seen.
 //
@@ -49,7 +49,7 @@ import (
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/deviceconfig"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/devicewatch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
@@ -67,7 +67,7 @@ var assignmentKeys = [...]string{
 // safe because actions run, and search nodes, one at a time.
 type plugin struct {
 	args    arguments
-	devices *deviceconfig.Source
+	devices *devicewatch.Source
 	// names are the resource names of the device ConfigMap in force at session open.
 	names    vgpu.ResourceNames
 	verdicts verdicts
@@ -92,7 +92,7 @@ type plugin struct {
 // NewBuilder is the plugin's builder, reading the device ConfigMap through devices. The
 // builder checks the arguments only (a malformed one is an error naming it); the ConfigMap
 // is read when a session opens.
-func NewBuilder(devices *deviceconfig.Source) framework.PluginBuilder {
+func NewBuilder(devices *devicewatch.Source) framework.PluginBuilder {
 	return func(args conf.Arguments) (framework.Plugin, error) {
 		a, err := parseArguments(args)
 		if err != nil {

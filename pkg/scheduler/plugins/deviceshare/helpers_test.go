@@ -12,7 +12,7 @@ import (
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/deviceconfig"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/devicewatch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
@@ -155,7 +155,7 @@ func usageOf(l *ledger) string {
 
 // defaultDevices serves the shipped device configuration, as the scheduler does without a
 // device ConfigMap.
-var defaultDevices = deviceconfig.Static(vgpu.DefaultNvidiaConfig())
+var defaultDevices = devicewatch.Static(vgpu.DefaultNvidiaConfig())
 
 // newPlugin builds the plugin with the shipped device configuration.
 func newPlugin(args conf.Arguments) (framework.Plugin, error) {

@@ -1,4 +1,4 @@
-package allocate
+package nodesearch
 
 // Options bound how far a node search goes before it settles (upstream's
 // --minimum-feasible-nodes, --percentage-nodes-to-find and

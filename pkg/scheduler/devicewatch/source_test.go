@@ -1,4 +1,4 @@
-package deviceconfig
+package devicewatch
 
 import (
 	"context"

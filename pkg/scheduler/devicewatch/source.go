@@ -1,4 +1,4 @@
-// Package deviceconfig serves the scheduler the vGPU device configuration (the "nvidia:"
+// Package devicewatch serves the scheduler the vGPU device configuration (the "nvidia:"
 // section of the device ConfigMap's device-config.yaml, vgpu.NvidiaConfig): the resource
 // names in force and the known MIG geometries.
 //
@@ -16,7 +16,7 @@
 // for last (InUse), the default one until a session has asked. A change of that
 // configuration, or of which ConfigMap is in use, calls the OnChange function, so that
 // state derived from the old names can be derived again.
-package deviceconfig
+package devicewatch
 
 import (
 	"context"

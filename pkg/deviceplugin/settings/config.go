@@ -1,4 +1,4 @@
-// Package config works out the device plugin's configuration for one node
+// Package settings works out the device plugin's configuration for one node
 // from its four sources, highest precedence first:
 //
 //  1. the node's entry in config.json (the volcano-vgpu-node-config
@@ -13,7 +13,7 @@
 // flag defaults win over config.json, the most reported configuration
 // problem (spec section 1.4). Unlike upstream, every field of config.json
 // takes effect here, devicememoryscaling and migstrategy included.
-package config
+package settings
 
 import (
 	"fmt"

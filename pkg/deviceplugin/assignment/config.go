@@ -1,5 +1,5 @@
-// Package allocate answers kubelet's Allocate calls with the scheduler's
-// decision. Kubelet names only fake device IDs, so the vgpu-number
+// Package assignment hands each container the device assignment the
+// scheduler made, answering the kubelet's Allocate calls. Kubelet names only fake device IDs, so the vgpu-number
 // allocator (VGPU) finds the pod and container being admitted from the
 // pods on this node and their assignment annotations, hands the container
 // its GPUs and HAMi-core limits (environment and mounts), and records on
@@ -7,7 +7,7 @@
 // CountRequired, which refuses a container that asks for vGPU memory or
 // cores without a vGPU count, something no allocator would otherwise
 // notice.
-package allocate
+package assignment
 
 import (
 	"errors"

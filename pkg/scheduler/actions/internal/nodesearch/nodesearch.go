@@ -1,4 +1,7 @@
-package allocate
+// Package nodesearch finds the node a task goes to, for the actions that place tasks
+// (allocate and backfill): the nodes with room for it that pass every predicate, searched
+// from where the previous search stopped and bounded by Options, then the best-scored one.
+package nodesearch
 
 import (
 	"errors"
@@ -6,10 +9,31 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 )
+
+// PredicateErrorCacheArg is the action argument (under configurations) that switches the
+// predicate error cache; it defaults to on.
+const PredicateErrorCacheArg = "predicateErrorCacheEnable"
+
+// PredicateErrorCacheEnabled reads predicateErrorCacheEnable from the action's
+// configuration; it is on unless the file turns it off. A value that is not a bool is
+// reported and leaves it on.
+func PredicateErrorCacheEnabled(ssn *framework.Session, actionName string) bool {
+	enabled := true
+	for _, cfg := range ssn.Configurations {
+		if cfg.Name != actionName {
+			continue
+		}
+		if err := cfg.Arguments.GetBool(&enabled, PredicateErrorCacheArg); err != nil {
+			klog.ErrorS(err, "Ignoring a malformed action argument", "action", actionName)
+		}
+	}
+	return enabled
+}
 
 // NodeSearch finds the node a task goes to (spec 4.3, 4.4): the nodes that have room for it
 // and pass every predicate, searched from where the previous search stopped, then the best
@@ -27,8 +51,8 @@ type NodeSearch struct {
 	offset int
 }
 
-// NewNodeSearch makes a search bounded by opts.
-func NewNodeSearch(opts Options) *NodeSearch { return &NodeSearch{opts: opts} }
+// New makes a search bounded by opts.
+func New(opts Options) *NodeSearch { return &NodeSearch{opts: opts} }
 
 // SessionSearch is a NodeSearch over one session's nodes. It is dropped with the session
 // (so that it keeps no snapshot alive), and is not safe for concurrent use: actions run one

@@ -1,4 +1,4 @@
-package allocate
+package assignment
 
 import (
 	"context"
