@@ -276,3 +276,57 @@ func TestPredicateFollowsFlagsAndRegistrations(t *testing.T) {
 		t.Errorf("Predicate after b registered anew = %+v, want nil", s)
 	}
 }
+
+// usageOf registers a queue usage that counts its own amount of CPU, or has no say.
+type usageOf struct {
+	name     string
+	milliCPU float64
+	say      bool
+}
+
+func (u *usageOf) Name() string { return u.name }
+func (u *usageOf) OnSessionOpen(ssn *Session) {
+	ssn.AddQueueUsageFn(u.name, func(_ *api.TaskInfo, total *api.Resource) bool {
+		if u.say {
+			total.MilliCPU += u.milliCPU
+		}
+		return u.say
+	})
+}
+func (u *usageOf) OnSessionClose(*Session) {}
+
+// Queue usage goes through a chain like every other point: the first plugin in tier order
+// with a say decides, and with no say the request counts.
+func TestQueueUsageFollowsTiers(t *testing.T) {
+	cases := []struct {
+		name   string
+		tiers  [][]*usageOf
+		want   float64
+	}{
+		{"no plugin: the request", nil, 1000},
+		{"first tier decides", [][]*usageOf{{{name: "a", milliCPU: 1, say: true}}, {{name: "b", milliCPU: 2, say: true}}}, 1},
+		{"no say passes on", [][]*usageOf{{{name: "a", milliCPU: 1}}, {{name: "b", milliCPU: 2, say: true}}}, 2},
+		{"order within a tier", [][]*usageOf{{{name: "b", milliCPU: 2, say: true}, {name: "a", milliCPU: 1, say: true}}}, 2},
+		{"none has a say: the request", [][]*usageOf{{{name: "a", milliCPU: 1}}}, 1000},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := NewRegistry()
+			cfg := &conf.SchedulerConfiguration{Actions: "allocate"}
+			for _, tier := range tc.tiers {
+				var opts []conf.PluginOption
+				for _, p := range tier {
+					reg.RegisterPlugin(p.name, func(conf.Arguments) (Plugin, error) { return p, nil })
+					opts = append(opts, conf.PluginOption{Name: p.name})
+				}
+				cfg.Tiers = append(cfg.Tiers, conf.Tier{Plugins: opts})
+			}
+			ssn := OpenSession(&fakeCache{snap: cluster(1, 1)}, cfg, reg)
+			total := api.EmptyResource()
+			ssn.AddQueueUsage(total, ssn.Jobs["ns/pg"].Tasks["uid-0"])
+			if total.MilliCPU != tc.want {
+				t.Errorf("usage = %v milli-CPU, want %v", total.MilliCPU, tc.want)
+			}
+		})
+	}
+}

@@ -2,6 +2,26 @@
 // the cluster, the plugin extension points combined tier by tier, statements that make
 // tentative placements undoable, and the registry through which cmd/vc-scheduler supplies
 // actions and plugins. It knows no plugin or action by name.
+//
+// The contract between the engine and a plugin:
+//
+//   - A Plugin is built for one session, from its arguments, and OnSessionOpen registers its
+//     functions there. State that outlives a session (watches, metric series) is not the
+//     plugin's: cmd/vc-scheduler builds it once and hands it to the plugin's builder, and a
+//     session only reads it.
+//   - Every extension point goes through one chain: the functions of the plugins whose tier
+//     lists them, tier by tier and in configuration order, skipping a plugin whose enable
+//     flag for the point is false (job validity and queue usage have no flag). How a chain
+//     combines its answers (first opinion, all must agree, sum, vote by tier) is said on the
+//     Session method that calls it.
+//   - Nothing is called concurrently. Actions run one at a time, a node search examines one
+//     node at a time, and event handlers run on the goroutine that placed the task; so a
+//     plugin may keep scratch state between calls (the last task seen, per-node memos)
+//     without locks. Only what outlives the session must be safe for concurrent use.
+//   - Functions read the session's copies of jobs, nodes and queues and change nothing but
+//     their own state; a placement changes the session through a Statement, and an
+//     EventHandler that books something on Allocate takes back exactly the same on
+//     Deallocate.
 package framework
 
 import "github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"

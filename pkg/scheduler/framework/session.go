@@ -200,17 +200,5 @@ func (ssn *Session) updateQueueStatus() {
 	}
 }
 
-// AddQueueUsage adds to total what a task counts against its queue's status.allocated: its
-// request, unless a plugin knows better (deviceshare replaces vGPU requests with the devices
-// really booked).
-func (ssn *Session) AddQueueUsage(total *api.Resource, t *api.TaskInfo) {
-	for _, fn := range ssn.fns.queueUsage {
-		if fn(t, total) {
-			return
-		}
-	}
-	total.Add(t.Resreq)
-}
-
 // JobFor returns the task's job in this session.
 func (ssn *Session) JobFor(t *api.TaskInfo) *api.JobInfo { return ssn.Jobs[t.Job] }

@@ -12,7 +12,8 @@ type (
 	TaskCompareFn  func(l, r *api.TaskInfo) int
 	QueueCompareFn func(l, r *api.QueueInfo) int
 	PrePredicateFn func(task *api.TaskInfo) error
-	// PredicateFn returns nil (or a Success status) when the node can take the task.
+	// PredicateFn returns nil (or a Success status) when the node can take the task. Calls
+	// never run concurrently (see the package comment in plugin.go).
 	PredicateFn   func(task *api.TaskInfo, node *api.NodeInfo) *api.Status
 	NodeOrderFn   func(task *api.TaskInfo, node *api.NodeInfo) (float64, error)
 	QueueFn       func(queue *api.QueueInfo) bool
@@ -24,7 +25,8 @@ type (
 	JobValidFn func(job *api.JobInfo) *ValidateResult
 	// QueueUsageFn adds what the task counts against its queue to total and reports true, or
 	// leaves total alone and reports false when it has no say on the task. It adds in place
-	// because the session sums every placed task each close.
+	// because the session sums every placed task each close. The first plugin, in tier
+	// order, that reports true decides; it has no enable flag.
 	QueueUsageFn func(task *api.TaskInfo, total *api.Resource) bool
 )
 
@@ -117,6 +119,7 @@ type sessionChains struct {
 	jobPipelined, jobEnqueueable chain[VoteFn]
 	jobEnqueued                  chain[JobFn]
 	jobValid                     chain[JobValidFn]
+	queueUsage                   chain[QueueUsageFn]
 }
 
 // chains returns the session's chains, laying them out again after a registration. The
@@ -140,6 +143,7 @@ func (ssn *Session) chains() *sessionChains {
 		jobEnqueueable: newChain(tiers, f.jobEnqueueable, jobEnqueuedFlag),
 		jobEnqueued:    newChain(tiers, f.jobEnqueued, jobEnqueuedFlag),
 		jobValid:       newChain(tiers, f.jobValid, nil),
+		queueUsage:     newChain(tiers, f.queueUsage, nil),
 	}
 	return ssn.linked
 }
@@ -361,4 +365,16 @@ func (ssn *Session) JobValid(job *api.JobInfo) *ValidateResult {
 		}
 	}
 	return nil
+}
+
+// AddQueueUsage adds to total what a task counts against its queue's status.allocated: what
+// the first plugin with a say reports (deviceshare replaces vGPU requests with the devices
+// really booked), else the task's request.
+func (ssn *Session) AddQueueUsage(total *api.Resource, t *api.TaskInfo) {
+	for _, l := range ssn.chains().queueUsage {
+		if l.fn(t, total) {
+			return
+		}
+	}
+	total.Add(t.Resreq)
 }
