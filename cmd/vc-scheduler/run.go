@@ -12,8 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
@@ -27,6 +25,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/cache"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/devicewatch"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/events"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/deviceshare"
 )
@@ -35,7 +34,14 @@ import (
 // mounted ConfigMap about once a minute, so a change is picked up soon after it lands.
 const configPollInterval = 2 * time.Second
 
-func run(ctx context.Context, o *options) error {
+// shutdownGrace bounds how long a stopping scheduler finishes its binds, status writes and
+// Events; the chart's terminationGracePeriodSeconds leaves room for it.
+const shutdownGrace = 10 * time.Second
+
+// errLeadershipLost ends a replica that stopped holding the Lease.
+var errLeadershipLost = errors.New("leader election lost")
+
+func run(ctx context.Context, o *options) (err error) {
 	restCfg, err := clientcmd.BuildConfigFromFlags(o.master, o.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("kubeconfig %q, master %q: %w", o.kubeconfig, o.master, err)
@@ -51,23 +57,35 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 
-	events := newConfigEvents(kube, o)
+	pipe, err := events.New(kube, o.schedulerNames[0])
+	if err != nil {
+		return err
+	}
+	pipe.Start()
+	// Events recorded until the very end (the last cycle's, the last binds') are written
+	// before the process goes.
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+		defer cancel()
+		pipe.Shutdown(ctx)
+	}()
+	confEvents := newConfigEvents(pipe.Recorder(), o)
 	// The device ConfigMap's problems are recorded on the ConfigMap, by the recorder that
 	// reports the scheduler configuration's.
-	devices := devicewatch.NewSource(ctx, kube, events.recorder)
+	devices := devicewatch.NewSource(ctx, kube, confEvents.recorder)
 	registry := newRegistryFor(allocate.Options{
 		MinimumFeasibleNodes:         int(o.minNodesToFind),
 		PercentageNodesToFind:        int(o.pctNodesToFind),
 		MinimumPercentageNodesToFind: int(o.minPctNodesFind),
 	}, devices)
-	config, err := loadConfig(o, registry, events)
+	config, err := loadConfig(o, registry, confEvents)
 	if err != nil {
 		return err
 	}
 
-	sc, err := cache.New(cache.Options{
+	sc, err := cache.New(ctx, cache.Options{
 		SchedulerNames: o.schedulerNames, DefaultQueue: o.defaultQueue, NodeSelector: o.nodeSelector,
-		ResyncPeriod: o.compat.resyncPeriod, PriorityClass: o.compat.priorityClass,
+		ResyncPeriod: o.compat.resyncPeriod, PriorityClass: o.compat.priorityClass, Recorder: pipe.Recorder(),
 	}, kube, vc)
 	if err != nil {
 		return err
@@ -78,6 +96,17 @@ func run(ctx context.Context, o *options) error {
 
 	// Every replica keeps a warm cache (and so a truthful /healthz); only the leader schedules.
 	sc.Run(ctx)
+	// Runs after the scheduling loop has returned, before the Event pipe drains (deferred
+	// earlier, so it runs later): the binds and status writes the last cycle asked for are
+	// sent, and their Events recorded, first.
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+		defer cancel()
+		if errors.Is(err, errLeadershipLost) {
+			cancel() // another replica schedules now: send nothing more
+		}
+		sc.Stop(ctx)
+	}()
 	syncCtx, cancel := context.WithTimeout(ctx, o.compat.resourceSyncTimeout)
 	synced := sc.WaitForCacheSync(syncCtx)
 	cancel()
@@ -89,7 +118,7 @@ func run(ctx context.Context, o *options) error {
 			klog.InfoS("Scheduler configuration reloaded", "path", config.Path(), "actions", c.Actions)
 		}, func(err error) {
 			klog.ErrorS(err, "Scheduler configuration rejected; keeping the last good one", "path", config.Path())
-			events.warn("InvalidSchedulerConfig", err.Error())
+			confEvents.warn("InvalidSchedulerConfig", err.Error())
 		})
 	}
 	current := conf.DefaultConfiguration
@@ -108,7 +137,7 @@ func run(ctx context.Context, o *options) error {
 // loadConfig reads --scheduler-conf. Without the flag the built-in configuration is used.
 // A file that is missing or invalid at start keeps the built-in one (with an error in the
 // log and an event), unless --disable-default-scheduler-config makes that fatal.
-func loadConfig(o *options, registry conf.KnownNames, events *configEvents) (*conf.Watcher, error) {
+func loadConfig(o *options, registry conf.KnownNames, confEvents *configEvents) (*conf.Watcher, error) {
 	if o.schedulerConf == "" {
 		return nil, nil
 	}
@@ -118,7 +147,7 @@ func loadConfig(o *options, registry conf.KnownNames, events *configEvents) (*co
 			return nil, err
 		}
 		klog.ErrorS(err, "Scheduler configuration rejected; using the built-in configuration", "path", o.schedulerConf)
-		events.warn("InvalidSchedulerConfig", err.Error())
+		confEvents.warn("InvalidSchedulerConfig", err.Error())
 	}
 	return w, nil
 }
@@ -156,7 +185,7 @@ func runAsLeader(ctx context.Context, o *options, kube kubernetes.Interface, lea
 	case <-ctx.Done():
 		return nil
 	case <-lost:
-		return errors.New("leader election lost")
+		return errLeadershipLost
 	}
 }
 
@@ -207,16 +236,14 @@ type configEvents struct {
 	target   *corev1.ObjectReference
 }
 
-func newConfigEvents(kube kubernetes.Interface, o *options) *configEvents {
-	b := record.NewBroadcaster()
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+func newConfigEvents(recorder record.EventRecorder, o *options) *configEvents {
 	target := &corev1.ObjectReference{APIVersion: "coordination.k8s.io/v1", Kind: "Lease",
 		Namespace: o.leaderElection.ResourceNamespace, Name: o.leaderElection.ResourceName}
 	if ns, name := os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME"); ns != "" && name != "" {
 		target = &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: name}
 	}
 	return &configEvents{
-		recorder: b.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: o.schedulerNames[0]}),
+		recorder: recorder,
 		target:   target,
 	}
 }

@@ -174,12 +174,18 @@ func (e *schedulerEnv) boundPods(ctx context.Context, prefix string) (bound int,
 // waitBound waits until n pods with the prefix are bound.
 func (e *schedulerEnv) waitBound(prefix string, n int, timeout time.Duration) {
 	e.t.Helper()
-	eventually(e.t, timeout, fmt.Sprintf("%d pods %s* bound", n, prefix), func(ctx context.Context) (bool, string, error) {
+	e.waitBoundCount(prefix, fmt.Sprint(n), func(b int) bool { return b == n }, timeout)
+}
+
+// waitBoundCount waits until the number of bound pods with the prefix satisfies ok.
+func (e *schedulerEnv) waitBoundCount(prefix, what string, ok func(bound int) bool, timeout time.Duration) {
+	e.t.Helper()
+	eventually(e.t, timeout, fmt.Sprintf("%s pods %s* bound", what, prefix), func(ctx context.Context) (bool, string, error) {
 		b, pending, err := e.boundPods(ctx, prefix)
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		return b == n, fmt.Sprintf("bound %d, pending %v", b, pending), nil
+		return ok(b), fmt.Sprintf("bound %d, pending %v", b, pending), nil
 	})
 }
 

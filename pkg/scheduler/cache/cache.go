@@ -9,24 +9,19 @@ package cache
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"volcano.sh/apis/pkg/client/clientset/versioned"
-	vcscheme "volcano.sh/apis/pkg/client/clientset/versioned/scheme"
 	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
@@ -51,9 +46,10 @@ type SchedulerCache struct {
 	// synced reports, per registered handler, that it has seen the informer's initial list.
 	synced []toolscache.InformerSynced
 
-	broadcaster record.EventBroadcaster
-	recorder    record.EventRecorder
-	clock       clock.PassiveClock
+	recorder record.EventRecorder
+	clock    clock.PassiveClock
+	// stopWorkers cancels the context of the bind, resync and status workers' API calls.
+	stopWorkers context.CancelFunc
 
 	// binds holds pods whose placement Bind accepted, for the bind workers.
 	binds workqueue.TypedInterface[podRef]
@@ -87,14 +83,14 @@ func refOf(t *api.TaskInfo) podRef { return podRef{Namespace: t.Namespace, Name:
 // queueCreationTimeout bounds how long New retries creating the root and default queues.
 const queueCreationTimeout = 60 * time.Second
 
-// New builds the cache, creates the root and default queues (retrying for up to a minute) and
-// registers the informers. Nothing is watched until Run.
-func New(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*SchedulerCache, error) {
+// New builds the cache, creates the root and default queues (retrying for up to a minute, or
+// until ctx ends) and registers the informers. Nothing is watched until Run.
+func New(ctx context.Context, cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*SchedulerCache, error) {
 	sc, err := newCache(cfg, kube, vc)
 	if err != nil {
 		return nil, err
 	}
-	if err := createDefaultQueues(context.Background(), vc, sc.defaultQueue, queueCreationBackoff(queueCreationTimeout)); err != nil {
+	if err := createDefaultQueues(ctx, vc, sc.defaultQueue, queueCreationBackoff(queueCreationTimeout)); err != nil {
 		return nil, err
 	}
 	return sc, nil
@@ -107,14 +103,6 @@ func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*
 	if err != nil {
 		return nil, err
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("event scheme: %w", err)
-	}
-	if err := vcscheme.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("event scheme: %w", err)
-	}
-	broadcaster := record.NewBroadcaster()
 	sc := &SchedulerCache{
 		kube:           kube,
 		vc:             vc,
@@ -125,8 +113,7 @@ func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*
 		statusWorkers:  cfg.StatusWorkers,
 		kubeInformers:  informers.NewSharedInformerFactory(kube, cfg.ResyncPeriod),
 		vcInformers:    vcinformers.NewSharedInformerFactory(vc, cfg.ResyncPeriod),
-		broadcaster:    broadcaster,
-		recorder:       broadcaster.NewRecorder(scheme, corev1.EventSource{Component: cfg.SchedulerNames[0]}),
+		recorder:       cfg.Recorder,
 		clock:          clock.RealClock{},
 		binds:          workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[podRef]{Name: "bind"}),
 		resyncs: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[podRef](),
@@ -146,13 +133,13 @@ func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*
 	return sc, nil
 }
 
-// Run starts the informers, the event sink, and the bind, resync and status workers, and
-// returns. Everything stops when ctx is done.
+// Run starts the informers and the bind, resync and status workers, and returns. The
+// informers stop when ctx is done; the workers keep going until Stop, so that binds and status
+// writes the last scheduling cycle asked for are not cut off by the signal that ends it.
 func (sc *SchedulerCache) Run(ctx context.Context) {
-	sc.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: sc.kube.CoreV1().Events("")})
-	sc.broadcaster.StartStructuredLogging(4)
 	sc.kubeInformers.Start(ctx.Done())
 	sc.vcInformers.Start(ctx.Done())
+	ctx, sc.stopWorkers = context.WithCancel(context.WithoutCancel(ctx))
 	for range sc.bindWorkers {
 		go func() {
 			for sc.processNextBind(ctx) {
@@ -169,13 +156,27 @@ func (sc *SchedulerCache) Run(ctx context.Context) {
 			}
 		}()
 	}
+}
+
+// Stop ends the workers once nothing schedules any more. Binds and status writes already
+// accepted are finished first, unless ctx ends before, when the API calls still in flight are
+// cancelled (a Binding cut off leaves its pod pending, for the next scheduler to place).
+func (sc *SchedulerCache) Stop(ctx context.Context) {
+	sc.resyncs.ShutDown()
+	drained := make(chan struct{})
 	go func() {
-		<-ctx.Done()
-		sc.binds.ShutDown()
-		sc.resyncs.ShutDown()
-		sc.writes.shutDown()
-		sc.broadcaster.Shutdown()
+		sc.binds.ShutDownWithDrain()
+		sc.writes.shutDownWithDrain()
+		close(drained)
 	}()
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		klog.ErrorS(ctx.Err(), "Binds and status writes still queued at shutdown were cancelled")
+	}
+	if sc.stopWorkers != nil {
+		sc.stopWorkers()
+	}
 }
 
 // WaitForCacheSync blocks until every informer's initial list has been handled, or ctx ends;

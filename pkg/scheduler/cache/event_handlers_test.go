@@ -223,7 +223,7 @@ func TestParseNodeSelector(t *testing.T) {
 			t.Errorf("parseNodeSelector(%q) error = %v, want error %v", tt.entries, err, tt.wantErr)
 		}
 	}
-	if _, err := New(Options{NodeSelector: []string{"bad"}}, nil, nil); err == nil {
+	if _, err := New(context.Background(), Options{NodeSelector: []string{"bad"}}, nil, nil); err == nil {
 		t.Errorf("New accepted a malformed node selector")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/record"
 )
 
 // Options are the vc-scheduler flags the cache reads.
@@ -29,6 +30,9 @@ type Options struct {
 	// server answers binds in a few milliseconds, so one worker would cap throughput far
 	// below what it can take.
 	BindWorkers int
+	// Recorder receives the cache's Events (Scheduled, FailedScheduling, PodGroup conditions'
+	// Events); nil drops them.
+	Recorder record.EventRecorder
 	// StatusWorkers is the number of PodGroup, Queue and pod-condition writes in flight at
 	// once; 0 means 8.
 	StatusWorkers int
@@ -54,6 +58,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.StatusWorkers <= 0 {
 		o.StatusWorkers = defaultStatusWorkers
+	}
+	if o.Recorder == nil {
+		o.Recorder = &record.FakeRecorder{}
 	}
 	return o
 }

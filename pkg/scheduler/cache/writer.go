@@ -61,4 +61,5 @@ func (w *statusWriter) processNext(ctx context.Context) bool {
 	return true
 }
 
-func (w *statusWriter) shutDown() { w.queue.ShutDown() }
+// shutDownWithDrain waits for the writes already queued, then stops the workers.
+func (w *statusWriter) shutDownWithDrain() { w.queue.ShutDownWithDrain() }

@@ -27,7 +27,7 @@ func TestStatusWriter(t *testing.T) {
 	if want := []string{"a2", "b1"}; !reflect.DeepEqual(ran, want) {
 		t.Errorf("ran %q, want %q: the latest write per object, once", ran, want)
 	}
-	w.shutDown()
+	w.shutDownWithDrain()
 	if w.processNext(ctx) {
 		t.Errorf("processNext after shutdown reported more work")
 	}

@@ -4,12 +4,17 @@
 package metrics
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/component-base/metrics/legacyregistry"
+	// Registers client-go's request, rate-limiter and workqueue metrics (rest_client_requests_total
+	// by code, method and host, ...) with the legacy registry, so API traffic can be watched.
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	"k8s.io/klog/v2"
 )
 
 const subsystem = "volcano"
@@ -82,18 +87,35 @@ var (
 // Registry holds the scheduler's metrics.
 var Registry = prometheus.NewRegistry()
 
+// The Go runtime and process collectors are not registered here: the component-base legacy
+// registry, which Handler merges in, already carries them, and one family gathered from two
+// registries makes the whole scrape fail.
 func init() {
 	Registry.MustRegister(E2ESchedulingLatency, E2EJobSchedulingLatency, PluginLatency, ActionLatency,
 		TaskSchedulingLatency, UnscheduleTaskCount, UnscheduleJobCount, JobRetryCounts, ScheduleAttempts,
-		ScheduledPods, BindFailures,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		ScheduledPods, BindFailures)
 }
 
 // Since is the time from start in milliseconds, the unit of every latency metric.
 func Since(start time.Time) float64 { return float64(time.Since(start).Microseconds()) / 1000 }
 
-// Handler serves the scheduler's metrics merged with client-go's (the component-base
-// legacy registry), as upstream's /metrics does.
-func Handler() http.Handler {
-	return promhttp.HandlerFor(prometheus.Gatherers{Registry, legacyregistry.DefaultGatherer}, promhttp.HandlerOpts{})
+// Gatherer is everything /metrics serves: the scheduler's metrics merged with the
+// component-base legacy registry (Go runtime, process, and client-go's rest_client_* and
+// workqueue_* metrics), as upstream's /metrics does.
+func Gatherer() prometheus.Gatherer {
+	return prometheus.Gatherers{Registry, legacyregistry.DefaultGatherer}
 }
+
+// Handler serves Gatherer. A collector that fails is logged and left out; the rest of the
+// scrape is still served, so one bad series never blinds Prometheus to all the others.
+func Handler() http.Handler {
+	return promhttp.HandlerFor(Gatherer(), promhttp.HandlerOpts{
+		ErrorLog:      promLogger{},
+		ErrorHandling: promhttp.ContinueOnError,
+	})
+}
+
+// promLogger sends promhttp's errors to klog.
+type promLogger struct{}
+
+func (promLogger) Println(v ...any) { klog.ErrorS(nil, "Serving /metrics", "error", fmt.Sprint(v...)) }

@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 // as vc-scheduler does at start-up, and waits for its informers.
 func startCache(t *testing.T, kube *kubefake.Clientset, vc *vcfake.Clientset) *cache.SchedulerCache {
 	t.Helper()
-	sc, err := cache.New(cache.Options{}, kube, vc)
+	sc, err := cache.New(context.Background(), cache.Options{}, kube, vc)
 	if err != nil {
 		t.Fatal(err)
 	}
