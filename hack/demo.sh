@@ -10,7 +10,7 @@ source "$(dirname "$0")/lib.sh"
 "$ROOT/hack/cluster-up.sh"
 export KUBECONFIG=$P/admin.kubeconfig
 K=$BIN/kubectl
-SEED=$ROOT/test/e2e/testdata/lab8   # the lab's manifests and scheduler.conf, as published
+SEED=$ROOT/test/e2e/testdata/lab8   # the lab's manifests, as published (its scheduler.conf: config/lab8-scheduler.conf)
 NS=volcano-demo
 D=$TB/demo; mkdir -p "$D"
 
@@ -40,7 +40,7 @@ LAB=$D/lab
 # Step 2: the scheduler with the lab's configuration, unchanged; the stand-in plays
 # vc-controller-manager (VolcanoJob -> PodGroup + pods, queues Open).
 start demo-standin "$D/standin" --kubeconfig="$KUBECONFIG"
-start demo-scheduler "$D/vc-scheduler" --kubeconfig="$KUBECONFIG" --scheduler-conf="$SEED/scheduler.conf" \
+start demo-scheduler "$D/vc-scheduler" --kubeconfig="$KUBECONFIG" --scheduler-conf="$ROOT/config/lab8-scheduler.conf" \
   --node-selector=volcano-vgpu/demo:gpu --leader-elect=false --enable-metrics --listen-address=127.0.0.1:8080
 $K create namespace $NS --dry-run=client -o yaml | $K apply -f - >/dev/null
 

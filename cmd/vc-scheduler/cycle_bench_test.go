@@ -75,7 +75,7 @@ func BenchmarkCycle(b *testing.B) {
 // lab8Seed is the text of lab 8's seed scheduler.conf: deviceshare with binpack after
 // upstream's default plugins.
 func lab8Seed(b *testing.B) []byte {
-	seed, err := os.ReadFile(filepath.Join("..", "..", "test", "e2e", "testdata", "lab8", "scheduler.conf"))
+	seed, err := os.ReadFile(filepath.Join("..", "..", "config", "lab8-scheduler.conf"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -35,10 +35,10 @@ func labFile(t *testing.T, name string, into any) {
 	}
 }
 
-// seedConf is lab 8's scheduler.conf as the users' tutorial ships it.
+// seedConf is lab 8's scheduler.conf as the users' tutorial ships it (config/lab8-scheduler.conf).
 func seedConf(t *testing.T) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot(), "test", "e2e", "testdata", "lab8", "scheduler.conf"))
+	data, err := os.ReadFile(filepath.Join(repoRoot(), "config", "lab8-scheduler.conf"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 func TestLoadSeedConfigUnchanged(t *testing.T) {
-	path := filepath.Join("testdata", "lab8-scheduler.conf")
+	path := filepath.Join("..", "..", "..", "config", "lab8-scheduler.conf")
 	cfg, err := Load(path, testNames)
 	if err != nil {
 		t.Fatalf("Load(%s): %v", path, err)
@@ -42,8 +42,8 @@ func TestLoadSeedConfigUnchanged(t *testing.T) {
 	}
 }
 
-func TestLoadHelmDefaultFlags(t *testing.T) {
-	cfg, err := Load(filepath.Join("testdata", "helm-default.conf"), testNames)
+func TestLoadShippedDefaultFlags(t *testing.T) {
+	cfg, err := Load(filepath.Join("..", "..", "..", "config", "volcano-scheduler.conf"), testNames)
 	if err != nil {
 		t.Fatal(err)
 	}
