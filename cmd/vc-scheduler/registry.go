@@ -4,7 +4,6 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/backfill"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/enqueue"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/devicewatch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/binpack"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/capacity"
@@ -17,18 +16,17 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/predicates"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/priority"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/proportion"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
 // newRegistry is newRegistryFor with the shipped device configuration, for a scheduler that
 // reads no ConfigMap (benchmarks).
 func newRegistry(allocateOpts allocate.Options) *framework.Registry {
-	return newRegistryFor(allocateOpts, devicewatch.Static(vgpu.DefaultNvidiaConfig()))
+	return newRegistryFor(allocateOpts, deviceshare.NewStaticShared())
 }
 
 // newRegistryFor lists every action and plugin this binary has; the framework knows none by
-// name. deviceshare reads the device ConfigMap through devices.
-func newRegistryFor(allocateOpts allocate.Options, devices *devicewatch.Source) *framework.Registry {
+// name. deviceshare's sessions share devices, which outlives them.
+func newRegistryFor(allocateOpts allocate.Options, devices *deviceshare.Shared) *framework.Registry {
 	r := framework.NewRegistry()
 	r.RegisterAction(enqueue.New())
 	r.RegisterAction(allocate.NewWithOptions(allocateOpts))

@@ -71,8 +71,10 @@ func run(ctx context.Context, o *options) (err error) {
 	}()
 	confEvents := newConfigEvents(pipe.Recorder(), o)
 	// The device ConfigMap's problems are recorded on the ConfigMap, by the recorder that
-	// reports the scheduler configuration's.
-	devices := devicewatch.NewSource(ctx, kube, confEvents.recorder)
+	// reports the scheduler configuration's. devices is deviceshare's state for the life of
+	// the process; its sessions only read it.
+	devices := deviceshare.NewShared(devicewatch.NewSource(kube, confEvents.recorder))
+	metrics.Registry.MustRegister(devices.Collectors()...)
 	registry := newRegistryFor(allocate.Options{
 		MinimumFeasibleNodes:         int(o.minNodesToFind),
 		PercentageNodesToFind:        int(o.pctNodesToFind),
@@ -90,7 +92,7 @@ func run(ctx context.Context, o *options) (err error) {
 	if err != nil {
 		return err
 	}
-	sc.AddDeviceDeriver(deviceshare.NewDeriverFor(devices))
+	sc.AddDeviceDeriver(devices.Deriver())
 	devices.OnChange(sc.RederiveDevices)
 	serveHTTP(ctx, o, sc)
 
@@ -116,6 +118,7 @@ func run(ctx context.Context, o *options) (err error) {
 	if config != nil {
 		go config.Run(ctx, configPollInterval, func(c *conf.SchedulerConfiguration) {
 			klog.InfoS("Scheduler configuration reloaded", "path", config.Path(), "actions", c.Actions)
+			devices.Configure(ctx, c)
 		}, func(err error) {
 			klog.ErrorS(err, "Scheduler configuration rejected; keeping the last good one", "path", config.Path())
 			confEvents.warn("InvalidSchedulerConfig", err.Error())
@@ -125,6 +128,7 @@ func run(ctx context.Context, o *options) (err error) {
 	if config != nil {
 		current = config.Current
 	}
+	devices.Configure(ctx, current())
 	s := scheduler.New(sc, current, registry, o.schedulePeriod)
 
 	if !o.leaderElection.LeaderElect {

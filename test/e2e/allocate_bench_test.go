@@ -18,7 +18,7 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/apiclient"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/assignment"
+	assign "github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/assignment"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/kubelet"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
@@ -59,7 +59,7 @@ func BenchmarkAllocate(b *testing.B) {
 		}
 	}
 	gpus := []nvml.GPU{{UUID: nvml.FakeUUID(node, 0), Name: "NVIDIA H200", MemoryMiB: 143771, Healthy: true}}
-	allocator, err := assignment.NewVGPU(pluginClient, assignment.Config{NodeName: node, Names: vgpu.DefaultResourceNames(), MemoryFactor: 1,
+	allocator, err := assign.NewVGPU(pluginClient, assign.Config{NodeName: node, Names: vgpu.DefaultResourceNames(), MemoryFactor: 1,
 		HookPath: hook, LockDir: b.TempDir(), GPUs: kubelet.NewInventory(gpus)})
 	if err != nil {
 		b.Fatal(err)

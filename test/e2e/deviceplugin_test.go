@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/assignment"
+	assign "github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/assignment"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
@@ -221,7 +221,7 @@ func TestDevicePluginRestartLosesNothing(t *testing.T) {
 	plugin := devicePlugin(t, cs, 2)
 	ctx := context.Background()
 	before := runAssigned(t, cs, ns, "before-restart", vgpu.ContainerDevice{UUID: plugin.gpus[0], Type: vgpu.DeviceTypeNVIDIA, UsedMemory: 1000, UsedCores: 20})
-	cacheDir := filepath.Join(assignment.ContainerCacheRoot(plugin.hook), string(before.UID)+"_main")
+	cacheDir := filepath.Join(assign.ContainerCacheRoot(plugin.hook), string(before.UID)+"_main")
 	node, err := cs.CoreV1().Nodes().Get(ctx, realNode, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

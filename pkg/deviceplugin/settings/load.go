@@ -8,7 +8,6 @@ import (
 	"os"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -69,46 +68,25 @@ func Load(ctx context.Context, src Sources) (Config, error) {
 	return c, nil
 }
 
-// loadDeviceConfig reads device-config.yaml from the device ConfigMap in
-// the default namespace, else in the fallback namespace, as upstream does.
-// With no ConfigMap in either, the shipped defaults apply. The second
-// result names where the configuration came from.
+// loadDeviceConfig reads device-config.yaml from the device ConfigMap, looked for where
+// vgpu.FindDeviceConfig looks (the scheduler resolves it the same way, so both read the same
+// resource names). The second result names where the configuration came from.
 func loadDeviceConfig(ctx context.Context, get ConfigMapGetter) (vgpu.NvidiaConfig, string, error) {
-	// unreadable is set when the default namespace could not be read for a
-	// reason other than absence: then defaults must not be used, because
-	// the scheduler may be reading resource names from that ConfigMap.
-	var unreadable error
-	for _, namespace := range []string{vgpu.DefaultConfigNamespace, vgpu.FallbackConfigNamespace} {
-		source := namespace + "/" + vgpu.DeviceConfigMapName
-		cm, err := get(ctx, namespace, vgpu.DeviceConfigMapName)
-		switch {
-		case apierrors.IsNotFound(err):
-			continue
-		case err != nil && unreadable == nil:
-			unreadable = fmt.Errorf("ConfigMap %s: %w", source, err)
-			continue
-		case err != nil:
-			return vgpu.NvidiaConfig{}, "", fmt.Errorf("%w; ConfigMap %s: %w", unreadable, source, err)
-		}
-		if unreadable != nil {
-			klog.ErrorS(unreadable, "Using the device ConfigMap of the fallback namespace", "configMap", source)
-		}
-		data, ok := cm.Data[vgpu.DeviceConfigKey]
-		if !ok {
-			return vgpu.NvidiaConfig{}, "", fmt.Errorf("ConfigMap %s: no key %s", source, vgpu.DeviceConfigKey)
-		}
-		device, err := vgpu.ParseDeviceConfig([]byte(data))
-		if err != nil {
-			return vgpu.NvidiaConfig{}, "", fmt.Errorf("ConfigMap %s: %w", source, err)
-		}
-		return device, "ConfigMap " + source, nil
+	found, err := vgpu.FindDeviceConfig(vgpu.DefaultDeviceConfigMap(), func(ref vgpu.ConfigMapRef) (*corev1.ConfigMap, error) {
+		return get(ctx, ref.Namespace, ref.Name)
+	})
+	if err != nil {
+		return vgpu.NvidiaConfig{}, "", err
 	}
-	if unreadable != nil {
-		return vgpu.NvidiaConfig{}, "", fmt.Errorf("%w, and there is none in namespace %s", unreadable, vgpu.FallbackConfigNamespace)
+	if found.From == (vgpu.ConfigMapRef{}) {
+		klog.InfoS("No device ConfigMap; using the shipped defaults", "configMaps", vgpu.DeviceConfigMaps(vgpu.DefaultDeviceConfigMap()))
+		return found.Config, "defaults", nil
 	}
-	klog.InfoS("No device ConfigMap; using the shipped defaults", "name", vgpu.DeviceConfigMapName,
-		"namespaces", []string{vgpu.DefaultConfigNamespace, vgpu.FallbackConfigNamespace})
-	return vgpu.DefaultNvidiaConfig(), "defaults", nil
+	source := "ConfigMap " + found.From.String()
+	if found.Skipped != nil {
+		klog.ErrorS(found.Skipped, "Using a later choice of device ConfigMap", "configMap", found.From.String())
+	}
+	return found.Config, source, nil
 }
 
 // loadNodeConfig reads config.json; a missing file is an empty one (the

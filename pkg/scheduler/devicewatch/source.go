@@ -2,33 +2,38 @@
 // section of the device ConfigMap's device-config.yaml, vgpu.NvidiaConfig): the resource
 // names in force and the known MIG geometries.
 //
-// A Source watches each ConfigMap it is asked for, and only that one: a field selector on
-// its name in its namespace, started the first time the (namespace, name) is asked for. It
-// keeps the last configuration that parsed, so lookups cost a map read and no API call.
+// Which ConfigMap holds it is resolved as the device plugin resolves it
+// (vgpu.FindDeviceConfig): the one named, then, for the default name, the same name in the
+// fallback namespace, then the shipped defaults. A Source watches every ConfigMap of that
+// list, and only those (a field selector on each name in its namespace), and resolves again
+// whenever one changes, so a lookup costs a lock and no API call.
 //
 //   - No ConfigMap: the shipped defaults (vgpu.DefaultNvidiaConfig).
 //   - A ConfigMap that does not parse: the last good configuration stays (the defaults when
 //     there was none); the reason is logged once per resourceVersion and recorded as a
 //     Warning Event on the ConfigMap.
 //
-// Which ConfigMap is in force: the deviceshare plugin asks for the one its arguments name at
-// every session (Use); the cache's deriver, which sees no arguments, follows the one asked
-// for last (InUse), the default one until a session has asked. A change of that
-// configuration, or of which ConfigMap is in use, calls the OnChange function, so that
-// state derived from the old names can be derived again.
+// Which ConfigMap is in force: cmd/vc-scheduler selects the one the scheduler configuration
+// names (Select), at start and after every reload, outside any session; sessions and the
+// cache's deriver read the configuration in use (InUse), the default ConfigMap's until
+// something is selected. A change of that configuration, or of which ConfigMap is in use,
+// calls the OnChange function, so that state derived from the old names can be derived
+// again.
 package devicewatch
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"reflect"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -40,25 +45,20 @@ import (
 // InvalidReason is the reason of the Warning Event recorded on a ConfigMap that is rejected.
 const InvalidReason = "InvalidDeviceConfig"
 
-// syncTimeout bounds how long the first Use of a ConfigMap waits for its first read. A
-// session that went on without it would read vGPU requests under the wrong names; one that
-// waits longer than this would hold up scheduling while the API server cannot answer.
+// syncTimeout bounds how long the first Select of a ConfigMap waits for its first read. A
+// scheduler that went on without it would read vGPU requests under the wrong names; one
+// that waits longer than this would hold up start-up (or a reload) while the API server
+// cannot answer.
 const syncTimeout = 10 * time.Second
 
 // Key names a device ConfigMap.
-type Key struct {
-	Namespace, Name string
-}
+type Key = vgpu.ConfigMapRef
 
 // DefaultKey is the ConfigMap upstream's components read: vgpu.DeviceConfigMapName in
 // vgpu.DefaultConfigNamespace.
-func DefaultKey() Key {
-	return Key{Namespace: vgpu.DefaultConfigNamespace, Name: vgpu.DeviceConfigMapName}
-}
+func DefaultKey() Key { return vgpu.DefaultDeviceConfigMap() }
 
-func (k Key) String() string { return k.Namespace + "/" + k.Name }
-
-func (k Key) ref() klog.ObjectRef { return klog.KRef(k.Namespace, k.Name) }
+func ref(k Key) klog.ObjectRef { return klog.KRef(k.Namespace, k.Name) }
 
 // Source serves the device configuration of ConfigMaps by Key. Its methods are safe for
 // concurrent use.
@@ -66,32 +66,39 @@ type Source struct {
 	// client is nil for a static Source, which serves static for every Key.
 	client   kubernetes.Interface
 	static   vgpu.NvidiaConfig
-	ctx      context.Context
 	recorder record.EventRecorder
 
-	mu       sync.Mutex
-	watches  map[Key]*watch
+	mu sync.Mutex
+	// watches are the ConfigMaps read, one watch each.
+	watches map[Key]*configMapWatch
+	// resolved are the Keys selected so far, each resolved over its list of ConfigMaps.
+	resolved map[Key]*resolution
 	inUse    Key
 	onChange func()
 }
 
-// watch is the state of one ConfigMap; its fields other than key and synced are guarded by
-// Source.mu.
-type watch struct {
-	key    Key
+// configMapWatch is the watch of one ConfigMap.
+type configMapWatch struct {
+	store  cache.Store
 	synced cache.InformerSynced
-	// waited is set once a Use has waited for the first read, so that an API server that
-	// cannot answer delays one session, not all.
-	waited bool
+}
+
+// resolution is the configuration in force for one selected Key. Its fields other than key
+// and from are guarded by Source.mu.
+type resolution struct {
+	key Key
+	// from are the ConfigMaps looked at (vgpu.DeviceConfigMaps).
+	from   []Key
 	config vgpu.NvidiaConfig
-	// reported is the resourceVersion of the last ConfigMap rejected.
+	// reported is the ConfigMap (namespace/name@resourceVersion) rejected last.
 	reported string
 }
 
-// NewSource is a Source that reads ConfigMaps with client; its watches end with ctx.
-// recorder, when not nil, records the Events on rejected ConfigMaps.
-func NewSource(ctx context.Context, client kubernetes.Interface, recorder record.EventRecorder) *Source {
-	return &Source{client: client, ctx: ctx, recorder: recorder, watches: map[Key]*watch{}, inUse: DefaultKey()}
+// NewSource is a Source that reads ConfigMaps with client. recorder, when not nil, records
+// the Events on rejected ConfigMaps.
+func NewSource(client kubernetes.Interface, recorder record.EventRecorder) *Source {
+	return &Source{client: client, recorder: recorder, watches: map[Key]*configMapWatch{},
+		resolved: map[Key]*resolution{}, inUse: DefaultKey()}
 }
 
 // Static is a Source that serves c for every ConfigMap and reads nothing: for a scheduler
@@ -108,32 +115,37 @@ func (s *Source) OnChange(f func()) {
 	s.onChange = f
 }
 
-// Use returns the configuration of the ConfigMap key names and makes it the one in use.
-// The first Use of a key waits (up to syncTimeout) for the ConfigMap's first read.
-func (s *Source) Use(key Key) vgpu.NvidiaConfig {
+// Select makes the configuration of the ConfigMap key names the one in use and returns it.
+// The first Select of a key starts its watches, which end with ctx, and waits (up to
+// syncTimeout) for their first read. It is for the program's set-up and configuration
+// reloads, never for a scheduling session.
+func (s *Source) Select(ctx context.Context, key Key) vgpu.NvidiaConfig {
 	if s.client == nil {
 		return s.static
 	}
 	s.mu.Lock()
-	w := s.watchFor(key)
-	wait := !w.waited
-	w.waited = true
+	r, started := s.resolutionFor(ctx, key)
+	var synced []cache.InformerSynced
+	for _, k := range r.from {
+		synced = append(synced, s.watches[k].synced)
+	}
 	s.mu.Unlock()
-	if wait {
-		ctx, cancel := context.WithTimeout(s.ctx, syncTimeout)
-		if !cache.WaitForCacheSync(ctx.Done(), w.synced) {
-			klog.ErrorS(nil, "Device ConfigMap not read in time; using the last good configuration", "configMap", key.ref(), "timeout", syncTimeout)
+	if started {
+		wait, cancel := context.WithTimeout(ctx, syncTimeout)
+		if !cache.WaitForCacheSync(wait.Done(), synced...) {
+			klog.ErrorS(nil, "Device ConfigMap not read in time; using the last good configuration", "configMap", ref(key), "timeout", syncTimeout)
 		}
 		cancel()
+		s.resolve(r)
 	}
 
 	s.mu.Lock()
 	changed := s.inUse != key
 	s.inUse = key
-	c, notify := w.config, s.onChange
+	c, notify := r.config, s.onChange
 	s.mu.Unlock()
 	if changed {
-		klog.InfoS("Device ConfigMap in use", "configMap", key.ref(), "resourceNames", c.ResourceNames())
+		klog.InfoS("Device ConfigMap in use", "configMap", ref(key), "resourceNames", c.ResourceNames())
 		if notify != nil {
 			notify()
 		}
@@ -149,49 +161,134 @@ func (s *Source) InUse() vgpu.NvidiaConfig {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.watchFor(s.inUse).config
+	if r, ok := s.resolved[s.inUse]; ok {
+		return r.config
+	}
+	return vgpu.DefaultNvidiaConfig()
 }
 
-// watchFor returns the key's watch, starting it when it is new. Called under mu.
-func (s *Source) watchFor(key Key) *watch {
-	if w, ok := s.watches[key]; ok {
-		return w
+// resolutionFor returns the key's resolution, starting the watches of its ConfigMaps when
+// it is new (started). Called under mu.
+func (s *Source) resolutionFor(ctx context.Context, key Key) (r *resolution, started bool) {
+	if r, ok := s.resolved[key]; ok {
+		return r, false
 	}
-	w := &watch{key: key, config: vgpu.DefaultNvidiaConfig()}
-	s.watches[key] = w
-	informer := coreinformers.NewFilteredConfigMapInformer(s.client, key.Namespace, 0, cache.Indexers{},
-		func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", key.Name).String()
-		})
-	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { s.read(w, obj) },
-		UpdateFunc: func(_, obj interface{}) { s.read(w, obj) },
-		DeleteFunc: func(interface{}) { s.set(w, vgpu.DefaultNvidiaConfig()) },
+	r = &resolution{key: key, from: vgpu.DeviceConfigMaps(key), config: vgpu.DefaultNvidiaConfig()}
+	s.resolved[key] = r
+	for _, k := range r.from {
+		if _, ok := s.watches[k]; !ok {
+			s.watches[k] = s.watch(ctx, k)
+		}
+	}
+	return r, true
+}
+
+// watch starts watching one ConfigMap until ctx ends. Every change resolves again the keys
+// whose list holds it.
+func (s *Source) watch(ctx context.Context, key Key) *configMapWatch {
+	configMaps := s.client.CoreV1().ConfigMaps(key.Namespace)
+	only := func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", key.Name).String()
+	}
+	changed := func() { s.resolveAll(key) }
+	store, controller := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				only(&o)
+				return configMaps.List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				only(&o)
+				return configMaps.Watch(ctx, o)
+			},
+		},
+		ObjectType: &corev1.ConfigMap{},
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { changed() },
+			UpdateFunc: func(any, any) { changed() },
+			DeleteFunc: func(any) { changed() },
+		},
 	})
-	if err != nil {
-		// Only an informer already stopped refuses a handler, and this one has not started.
-		panic(fmt.Sprintf("ConfigMap %s: %v", key, err))
-	}
-	w.synced = reg.HasSynced
-	go informer.Run(s.ctx.Done())
-	return w
+	go controller.Run(ctx.Done())
+	return &configMapWatch{store: store, synced: controller.HasSynced}
 }
 
-// read applies a ConfigMap the watch delivered: its configuration when it parses, else a
-// report and the last good one.
-func (s *Source) read(w *watch, obj interface{}) {
-	cm, ok := obj.(*corev1.ConfigMap)
-	if !ok {
-		return
-	}
-	c, err := parse(cm)
-	if err == nil {
-		s.set(w, c)
-		return
-	}
+// resolveAll resolves again every selected key whose list holds the ConfigMap.
+func (s *Source) resolveAll(changed Key) {
 	s.mu.Lock()
-	repeated := w.reported == cm.ResourceVersion
-	w.reported = cm.ResourceVersion
+	var affected []*resolution
+	for _, r := range s.resolved {
+		for _, k := range r.from {
+			if k == changed {
+				affected = append(affected, r)
+			}
+		}
+	}
+	s.mu.Unlock()
+	for _, r := range affected {
+		s.resolve(r)
+	}
+}
+
+// get reads a watched ConfigMap from its watch's store (vgpu.ConfigMapGetter).
+func (s *Source) get(key Key) (*corev1.ConfigMap, error) {
+	notFound := apierrors.NewNotFound(corev1.Resource("configmaps"), key.Name)
+	w, ok := s.watches[key]
+	if !ok {
+		return nil, notFound
+	}
+	obj, exists, err := w.store.GetByKey(key.Namespace + "/" + key.Name)
+	if err != nil {
+		return nil, err
+	}
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !exists || !ok {
+		return nil, notFound
+	}
+	return cm, nil
+}
+
+// resolve works out the key's configuration from what its watches hold: the configuration
+// found, else (a ConfigMap that does not parse) a report and the last good one.
+func (s *Source) resolve(r *resolution) {
+	s.mu.Lock()
+	found, err := vgpu.FindDeviceConfig(r.key, s.get)
+	if err != nil {
+		s.mu.Unlock()
+		s.reject(r, err)
+		return
+	}
+	changed := !reflect.DeepEqual(r.config, found.Config)
+	r.config = found.Config
+	notify := s.onChange
+	if !changed || s.inUse != r.key {
+		notify = nil
+	}
+	s.mu.Unlock()
+	if changed {
+		from := "defaults"
+		if found.From != (Key{}) {
+			from = found.From.String()
+		}
+		klog.InfoS("Device configuration changed", "configMap", ref(r.key), "from", from, "resourceNames", found.Config.ResourceNames())
+	}
+	if notify != nil {
+		notify()
+	}
+}
+
+// reject reports a ConfigMap that does not parse, once per resourceVersion.
+func (s *Source) reject(r *resolution, err error) {
+	var bad *vgpu.ConfigMapError
+	if !errors.As(err, &bad) {
+		klog.ErrorS(err, "Device ConfigMap unreadable; keeping the last good configuration", "configMap", ref(r.key))
+		return
+	}
+	cm := bad.ConfigMap
+	s.mu.Lock()
+	id := cm.Namespace + "/" + cm.Name + "@" + cm.ResourceVersion
+	repeated := r.reported == id
+	r.reported = id
 	s.mu.Unlock()
 	if repeated {
 		return
@@ -200,36 +297,5 @@ func (s *Source) read(w *watch, obj interface{}) {
 		"resourceVersion", cm.ResourceVersion)
 	if s.recorder != nil {
 		s.recorder.Eventf(cm, corev1.EventTypeWarning, InvalidReason, "%v; the scheduler keeps its last good configuration", err)
-	}
-}
-
-// parse reads the configuration a ConfigMap holds; the error names the ConfigMap.
-func parse(cm *corev1.ConfigMap) (vgpu.NvidiaConfig, error) {
-	data, ok := cm.Data[vgpu.DeviceConfigKey]
-	if !ok {
-		return vgpu.NvidiaConfig{}, fmt.Errorf("ConfigMap %s/%s: no key %s", cm.Namespace, cm.Name, vgpu.DeviceConfigKey)
-	}
-	c, err := vgpu.ParseDeviceConfig([]byte(data))
-	if err != nil {
-		return vgpu.NvidiaConfig{}, fmt.Errorf("ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
-	}
-	return c, nil
-}
-
-// set makes c the watch's configuration and tells OnChange when it changed the one in use.
-func (s *Source) set(w *watch, c vgpu.NvidiaConfig) {
-	s.mu.Lock()
-	changed := !reflect.DeepEqual(w.config, c)
-	w.config = c
-	notify := s.onChange
-	if !changed || s.inUse != w.key {
-		notify = nil
-	}
-	s.mu.Unlock()
-	if changed {
-		klog.InfoS("Device configuration changed", "configMap", w.key.ref(), "resourceNames", c.ResourceNames())
-	}
-	if notify != nil {
-		notify()
 	}
 }

@@ -128,14 +128,23 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// testSource is a Source whose watches end with the test.
+type testSource struct {
+	*Source
+	ctx context.Context
+}
+
+// Use selects key, as cmd/vc-scheduler does for the ConfigMap its configuration names.
+func (s *testSource) Use(key Key) vgpu.NvidiaConfig { return s.Select(s.ctx, key) }
+
 // newTestSource is a Source over a fake clientset holding objects.
-func newTestSource(t *testing.T, objects ...runtime.Object) (*Source, *kubefake.Clientset, *eventSpy, *changeCounter) {
+func newTestSource(t *testing.T, objects ...runtime.Object) (*testSource, *kubefake.Clientset, *eventSpy, *changeCounter) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	client := kubefake.NewClientset(objects...)
 	events, changes := &eventSpy{}, &changeCounter{}
-	s := NewSource(ctx, client, events)
+	s := &testSource{Source: NewSource(client, events), ctx: ctx}
 	s.OnChange(changes.inc)
 	return s, client, events, changes
 }
@@ -166,7 +175,7 @@ func TestWatchesOnlyItsConfigMap(t *testing.T) {
 		_, _, _ = record(action)
 		return false, nil, nil
 	})
-	s := NewSource(ctx, client, nil)
+	s := NewSource(client, nil)
 	time.Sleep(50 * time.Millisecond)
 	mu.Lock()
 	if len(seen) != 0 {
@@ -174,7 +183,7 @@ func TestWatchesOnlyItsConfigMap(t *testing.T) {
 	}
 	mu.Unlock()
 
-	s.Use(slices)
+	s.Select(ctx, slices)
 	eventually(t, "the watch starts", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -259,7 +268,7 @@ func TestConfigMapFollowed(t *testing.T) {
 	eventually(t, "the update applies", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return s.watches[slices].config.ResourceNames() == sliceNames
+		return s.resolved[slices].config.ResourceNames() == sliceNames
 	})
 	if got := changes.take(); got != 0 {
 		t.Errorf("OnChange called %d times for a ConfigMap not in use", got)
@@ -322,8 +331,7 @@ func TestMalformedConfigMapKeepsLastGood(t *testing.T) {
 	}
 
 	// The same resourceVersion again (a relist) is not reported twice.
-	w := s.watches[slices]
-	s.read(w, noKey)
+	s.resolve(s.resolved[slices])
 	if got := events.take(); got != nil {
 		t.Errorf("the same resourceVersion reported again: %q", got)
 	}
@@ -335,10 +343,39 @@ func TestStatic(t *testing.T) {
 	c.ResourceCountName = sliceNames.Count
 	s := Static(c)
 	s.OnChange(func() { t.Error("OnChange called") })
-	if got := s.Use(slices); !reflect.DeepEqual(got, c) {
-		t.Errorf("Use = %+v, want %+v", got, c)
+	if got := s.Select(context.Background(), slices); !reflect.DeepEqual(got, c) {
+		t.Errorf("Select = %+v, want %+v", got, c)
 	}
 	if got := s.InUse(); !reflect.DeepEqual(got, c) {
 		t.Errorf("InUse = %+v, want %+v", got, c)
+	}
+}
+
+// TestFallbackNamespace: for the default ConfigMap the Source resolves as the device plugin
+// does: kube-system's when it exists, else volcano-system's, and it follows the deletion of
+// kube-system's to volcano-system's.
+func TestFallbackNamespace(t *testing.T) {
+	fallback := Key{Namespace: vgpu.FallbackConfigNamespace, Name: vgpu.DeviceConfigMapName}
+	s, client, _, changes := newTestSource(t, configMap(fallback, "1", sliceYAML(sliceNames)))
+	if got := s.Use(DefaultKey()).ResourceNames(); got != sliceNames {
+		t.Errorf("names %+v, want volcano-system's %+v", got, sliceNames)
+	}
+	changes.take()
+	renamed := sliceNames
+	renamed.Count = "example.com/kube-system-slices"
+	ctx := context.Background()
+	if _, err := client.CoreV1().ConfigMaps(vgpu.DefaultConfigNamespace).Create(ctx, configMap(DefaultKey(), "2", sliceYAML(renamed)), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	changes.await(t, "kube-system's ConfigMap appearing")
+	if got := s.InUse().ResourceNames(); got != renamed {
+		t.Errorf("names %+v, want kube-system's %+v", got, renamed)
+	}
+	if err := client.CoreV1().ConfigMaps(vgpu.DefaultConfigNamespace).Delete(ctx, DefaultKey().Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	changes.await(t, "kube-system's ConfigMap deleted")
+	if got := s.InUse().ResourceNames(); got != sliceNames {
+		t.Errorf("names %+v, want volcano-system's again", got)
 	}
 }

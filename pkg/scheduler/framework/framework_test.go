@@ -299,9 +299,9 @@ func (u *usageOf) OnSessionClose(*Session) {}
 // with a say decides, and with no say the request counts.
 func TestQueueUsageFollowsTiers(t *testing.T) {
 	cases := []struct {
-		name   string
-		tiers  [][]*usageOf
-		want   float64
+		name  string
+		tiers [][]*usageOf
+		want  float64
 	}{
 		{"no plugin: the request", nil, 1000},
 		{"first tier decides", [][]*usageOf{{{name: "a", milliCPU: 1, say: true}}, {{name: "b", milliCPU: 2, say: true}}}, 1},

@@ -19,11 +19,10 @@ import (
 // A node counts for vGPU only when it has the register annotation and non-zero allocatable
 // of the three vGPU resources (upstream HEAD's rule), under the names of the device
 // ConfigMap in use when it derives, which also gives the MIG geometries of GPUs in mig mode.
-// The deriver has no arguments of its own, so that is the ConfigMap the plugin's arguments
-// named at the latest session open with vGPU on, and the default one
-// (devicewatch.DefaultKey) before any (devicewatch.Source.InUse). The Source's OnChange
-// tells when that configuration changes; the cache must then derive every node again
-// (cache.SchedulerCache.RederiveDevices).
+// That is the ConfigMap the loaded scheduler configuration's deviceshare arguments name
+// (Shared.Configure), and the default one (devicewatch.DefaultKey) before any
+// (devicewatch.Source.InUse). The Source's OnChange tells when that configuration changes;
+// the cache must then derive every node again (cache.SchedulerCache.RederiveDevices).
 //
 // A handshake annotation, which upstream v1.13 to v1.15.0 require, is honoured when present
 // but only read: "Deleted_" means no GPUs, and so does a "Requesting_" older than

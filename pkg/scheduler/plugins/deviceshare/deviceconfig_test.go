@@ -67,7 +67,7 @@ func TestCustomResourceNames(t *testing.T) {
 	}
 	n.Devices = map[string]api.Devices{PluginName: l}
 
-	fp, err := NewBuilder(devices)(conf.Arguments{VGPUEnableArg: true})
+	fp, err := NewBuilder(NewShared(devices))(conf.Arguments{VGPUEnableArg: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +98,9 @@ func TestCustomResourceNames(t *testing.T) {
 	}
 }
 
-// TestConfigMapArguments: the plugin reads the names of the ConfigMap its arguments name,
-// and the deriver then follows that ConfigMap.
+// TestConfigMapArguments: once the configuration is loaded (Shared.Configure), sessions
+// read the names of the ConfigMap the plugin's arguments name, and the deriver follows
+// that ConfigMap.
 func TestConfigMapArguments(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -108,15 +109,17 @@ func TestConfigMapArguments(t *testing.T) {
 		Data: map[string]string{vgpu.DeviceConfigKey: fmt.Sprintf("nvidia:\n  resourceCountName: %s\n  resourceMemoryName: %s\n  resourceCoreName: %s\n",
 			sliceNames.Count, sliceNames.Memory, sliceNames.Cores)},
 	}
-	devices := devicewatch.NewSource(ctx, kubefake.NewClientset(cm), nil)
+	shared := NewShared(devicewatch.NewSource(kubefake.NewClientset(cm), nil))
 	n := api.NewNodeInfo(sliceNode(gpus(1, 10, 30000, h200)))
-	deriver := NewDeriverFor(devices)
+	deriver := shared.Deriver()
 	if l := deriver.Derive(n).(*ledger); l.unavailable == nil {
-		t.Errorf("before any session the deriver follows the default ConfigMap, which is missing: want the node unusable")
+		t.Errorf("before any configuration the deriver follows the default ConfigMap, which is missing: want the node unusable")
 	}
 
-	fp, err := NewBuilder(devices)(conf.Arguments{VGPUEnableArg: true,
-		KnownGeometriesCMNameArg: "gpu-slices", KnownGeometriesCMNamespaceArg: "gpu-system"})
+	args := conf.Arguments{VGPUEnableArg: true, KnownGeometriesCMNameArg: "gpu-slices", KnownGeometriesCMNamespaceArg: "gpu-system"}
+	shared.Configure(ctx, &conf.SchedulerConfiguration{Actions: "allocate",
+		Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName, Arguments: args}}}}})
+	fp, err := NewBuilder(shared)(args)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,13 +26,14 @@
 // NodeLock), which the cache's binder takes before it sends the Binding.
 //
 // What the ledgers book is reported too: each session close sets upstream's vGPU gauges
-// from them (metrics.go), and a task holding vGPUs counts what its devices book in its
+// (Shared's, metrics.go) from them, and a task holding vGPUs counts what its devices book in its
 // queue's status.allocated (queueUsage).
 //
 // The vGPU resource names come from the device ConfigMap the deviceshare.KnownGeometriesCM*
-// arguments name (devicewatch.Source; the shipped defaults while there is none), read at
-// every session open. The cache's ledgers follow the ConfigMap the latest session used (see
-// Deriver), so a change of names is fully in force from the session after it is seen.
+// arguments name (the shipped defaults while there is none). It is watched by Shared, which
+// outlives sessions and which cmd/vc-scheduler points at the ConfigMap of every
+// configuration it loads; a session reads the configuration in use when it opens, the same
+// one the cache's ledgers follow (see Deriver).
 //
 // GPUs in mig mode are shared by MIG instances of the ConfigMap's knownMigGeometries (see
 // migSharing); one whose type has no geometry there takes no vGPU, and says so.
@@ -49,7 +50,6 @@ import (
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/devicewatch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
@@ -66,8 +66,9 @@ var assignmentKeys = [...]string{
 // plugin is built for one session. Its checks keep scratch state between calls, which is
 // safe because actions run, and search nodes, one at a time.
 type plugin struct {
-	args    arguments
-	devices *devicewatch.Source
+	args arguments
+	// shared outlives the session: it is only read, and written at close by publishMetrics.
+	shared *Shared
 	// names are the resource names of the device ConfigMap in force at session open.
 	names    vgpu.ResourceNames
 	verdicts verdicts
@@ -89,16 +90,16 @@ type plugin struct {
 	placed map[api.TaskID]vgpu.PodDevices
 }
 
-// NewBuilder is the plugin's builder, reading the device ConfigMap through devices. The
-// builder checks the arguments only (a malformed one is an error naming it); the ConfigMap
-// is read when a session opens.
-func NewBuilder(devices *devicewatch.Source) framework.PluginBuilder {
+// NewBuilder is the plugin's builder, over the state every session shares. The builder
+// checks the arguments only (a malformed one is an error naming it); which device ConfigMap
+// is in use is Shared.Configure's business.
+func NewBuilder(shared *Shared) framework.PluginBuilder {
 	return func(args conf.Arguments) (framework.Plugin, error) {
 		a, err := parseArguments(args)
 		if err != nil {
 			return nil, err
 		}
-		p := &plugin{args: a, devices: devices, now: time.Now, placed: map[api.TaskID]vgpu.PodDevices{},
+		p := &plugin{args: a, shared: shared, now: time.Now, placed: map[api.TaskID]vgpu.PodDevices{},
 			shapeIDs: map[string]uint64{}}
 		p.fitter = fitter{policy: a.policy, assignments: p.assignmentOf}
 		return p, nil
@@ -121,10 +122,10 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 	ssn.AddQueueUsageFn(PluginName, p.queueUsage(ssn.Nodes))
 }
 
-// open reads what the session holds to: the resource names of the device ConfigMap, and
-// the session's time.
+// open reads what the session holds to: the resource names of the device configuration in
+// use (the one the cache's ledgers follow), and the session's time. It never waits.
 func (p *plugin) open(now time.Time) {
-	p.names = p.devices.Use(p.args.deviceConfig).ResourceNames()
+	p.names = p.shared.devices.InUse().ResourceNames()
 	p.verdicts = newVerdicts(p.names)
 	p.sessionTime = now
 }

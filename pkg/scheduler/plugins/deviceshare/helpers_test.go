@@ -157,7 +157,11 @@ func usageOf(l *ledger) string {
 // device ConfigMap.
 var defaultDevices = devicewatch.Static(vgpu.DefaultNvidiaConfig())
 
+// testShared is the state the plugins of the tests share: the shipped device configuration
+// and gauges of their own (restartMetrics makes new ones).
+var testShared = NewShared(defaultDevices)
+
 // newPlugin builds the plugin with the shipped device configuration.
 func newPlugin(args conf.Arguments) (framework.Plugin, error) {
-	return NewBuilder(defaultDevices)(args)
+	return NewBuilder(testShared)(args)
 }

@@ -9,51 +9,42 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 )
 
-// Upstream's vGPU gauges (reference spec 5.13), under its names, labels and help texts so
-// that dashboards built for the stock vc-scheduler keep working. devID is the GPU's UUID.
-// Memory is in the units the device plugin publishes (gpuMemoryFactor MiB: MiB on nodes
-// whose factor is 1), as upstream shows it.
+// vgpuGauges are upstream's vGPU gauges, under its names, labels and help texts so that
+// dashboards built for the stock vc-scheduler keep working. devID is the GPU's UUID. Memory
+// is in the units the device plugin publishes (gpuMemoryFactor MiB: MiB on nodes whose
+// factor is 1), as upstream shows it.
 //
 // Upstream moves them by increments as pods come and go, and resets a GPU's totals whenever
 // its node's pool is rebuilt. Here every session close sets them from the session's
 // ledgers, which the cache derives from the pods' annotations: they read the same after a
 // restart, and a GPU, node or pod that is gone loses its series.
-var (
-	vgpuSharedNumber = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: "volcano", Name: "vgpu_device_shared_number",
-		Help: "The number of vgpu tasks sharing this card",
-	}, []string{"devID", "NodeName"})
-	vgpuAllocatedMemory = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: "volcano", Name: "vgpu_device_allocated_memory",
-		Help: "The number of vgpu memory allocated in this card",
-	}, []string{"devID", "NodeName"})
-	vgpuAllocatedCores = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: "volcano", Name: "vgpu_device_allocated_cores",
-		Help: "The percentage of gpu compute cores allocated in this card",
-	}, []string{"devID", "NodeName"})
-	vgpuMemoryLimit = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: "volcano", Name: "vgpu_device_memory_limit",
-		Help: "The number of total device memory in this card",
-	}, []string{"devID", "NodeName"})
+type vgpuGauges struct {
+	sharedNumber, allocatedMemory, allocatedCores, memoryLimit *prometheus.GaugeVec
 	// The per-pod gauges are labelled with the pod's name only, as upstream's: it leaves the
 	// namespace out. Two pods of one name in different namespaces on one GPU therefore share
 	// a series, which shows their sum.
-	vgpuPodMemory = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: "volcano", Name: "vgpu_device_memory_allocation_for_a_certain_pod",
-		Help: "The vgpu device memory allocated for a certain pod",
-	}, []string{"devID", "NodeName", "podName"})
-	vgpuPodCores = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: "volcano", Name: "vgpu_device_core_allocation_for_a_certain_pod",
-		Help: "The vgpu device core allocated for a certain pod",
-	}, []string{"devID", "NodeName", "podName"})
+	podMemory, podCores *prometheus.GaugeVec
+}
 
-	// vgpuNodes outlives the plugin, which is built for one session.
-	vgpuNodes = nodeMetrics{nodes: map[string]*nodeSeries{}}
-)
+func newVGPUGauges() *vgpuGauges {
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: "volcano", Name: name, Help: help}, labels)
+	}
+	return &vgpuGauges{
+		sharedNumber:    gauge("vgpu_device_shared_number", "The number of vgpu tasks sharing this card", "devID", "NodeName"),
+		allocatedMemory: gauge("vgpu_device_allocated_memory", "The number of vgpu memory allocated in this card", "devID", "NodeName"),
+		allocatedCores:  gauge("vgpu_device_allocated_cores", "The percentage of gpu compute cores allocated in this card", "devID", "NodeName"),
+		memoryLimit:     gauge("vgpu_device_memory_limit", "The number of total device memory in this card", "devID", "NodeName"),
+		podMemory: gauge("vgpu_device_memory_allocation_for_a_certain_pod", "The vgpu device memory allocated for a certain pod",
+			"devID", "NodeName", "podName"),
+		podCores: gauge("vgpu_device_core_allocation_for_a_certain_pod", "The vgpu device core allocated for a certain pod",
+			"devID", "NodeName", "podName"),
+	}
+}
 
-func init() {
-	metrics.Registry.MustRegister(vgpuSharedNumber, vgpuAllocatedMemory, vgpuAllocatedCores, vgpuMemoryLimit,
-		vgpuPodMemory, vgpuPodCores)
+// collectors are the gauges, for a metrics registry.
+func (g *vgpuGauges) collectors() []prometheus.Collector {
+	return []prometheus.Collector{g.sharedNumber, g.allocatedMemory, g.allocatedCores, g.memoryLimit, g.podMemory, g.podCores}
 }
 
 // nodeMetrics is what the last session close published, node by node. A node's series
@@ -80,12 +71,13 @@ type nodeSeries struct {
 // nodes publish, and every pod holding vGPUs on one. The series of nodes left out, or
 // without usable GPUs now, are deleted.
 func (p *plugin) publishMetrics(nodes map[string]*api.NodeInfo) {
-	vgpuNodes.mu.Lock()
-	defer vgpuNodes.mu.Unlock()
-	for name, s := range vgpuNodes.nodes {
+	published := &p.shared.published
+	published.mu.Lock()
+	defer published.mu.Unlock()
+	for name, s := range published.nodes {
 		if node := nodes[name]; node == nil || !hasGPUs(ledgerOf(node)) {
 			s.published.Publish(func(metrics.Report) {})
-			delete(vgpuNodes.nodes, name)
+			delete(published.nodes, name)
 		}
 	}
 	for name, node := range nodes {
@@ -94,10 +86,10 @@ func (p *plugin) publishMetrics(nodes map[string]*api.NodeInfo) {
 			continue
 		}
 		placed := p.placesOn(node)
-		s := vgpuNodes.nodes[name]
+		s := published.nodes[name]
 		if s == nil {
 			s = &nodeSeries{}
-			vgpuNodes.nodes[name] = s
+			published.nodes[name] = s
 		} else if l.derived != nil && s.derived == l.derived && !s.placed && !placed {
 			continue
 		}
@@ -126,18 +118,19 @@ func (p *plugin) placesOn(node *api.NodeInfo) bool {
 // each pod books on each GPU, from the bookings the deriver found and the session's
 // placements, which together make those totals.
 func (p *plugin) nodeReport(r metrics.Report, node *api.NodeInfo, l *ledger) {
+	gauges := p.shared.gauges
 	for i := range l.gpus {
 		g := &l.gpus[i]
 		// Upstream counts vGPUs, one per container device, as the tasks sharing the card.
-		r.Set(vgpuSharedNumber, float64(g.used.devices), g.info.UUID, node.Name)
-		r.Set(vgpuAllocatedMemory, float64(g.used.memory), g.info.UUID, node.Name)
-		r.Set(vgpuAllocatedCores, float64(g.used.cores), g.info.UUID, node.Name)
-		r.Set(vgpuMemoryLimit, float64(g.memory), g.info.UUID, node.Name)
+		r.Set(gauges.sharedNumber, float64(g.used.devices), g.info.UUID, node.Name)
+		r.Set(gauges.allocatedMemory, float64(g.used.memory), g.info.UUID, node.Name)
+		r.Set(gauges.allocatedCores, float64(g.used.cores), g.info.UUID, node.Name)
+		r.Set(gauges.memoryLimit, float64(g.memory), g.info.UUID, node.Name)
 	}
 	// Add, not Set: a pod's containers may share a GPU.
 	podSeries := func(gpu int, pod string, memory, cores int32) {
-		r.Add(vgpuPodMemory, float64(memory), l.gpus[gpu].info.UUID, node.Name, pod)
-		r.Add(vgpuPodCores, float64(cores), l.gpus[gpu].info.UUID, node.Name, pod)
+		r.Add(gauges.podMemory, float64(memory), l.gpus[gpu].info.UUID, node.Name, pod)
+		r.Add(gauges.podCores, float64(cores), l.gpus[gpu].info.UUID, node.Name, pod)
 	}
 	if l.derived != nil {
 		for _, b := range l.derived.bookings {

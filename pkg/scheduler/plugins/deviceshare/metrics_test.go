@@ -12,7 +12,6 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
@@ -27,11 +26,13 @@ var vgpuMetricNames = []string{
 // restartMetrics gives the vGPU metrics the state of a process just started: no series, and
 // nothing remembered of earlier sessions.
 func restartMetrics() {
-	for _, vec := range []*prometheus.GaugeVec{vgpuSharedNumber, vgpuAllocatedMemory, vgpuAllocatedCores, vgpuMemoryLimit, vgpuPodMemory, vgpuPodCores} {
-		vec.Reset()
-	}
-	vgpuNodes.nodes = map[string]*nodeSeries{}
+	testShared = NewShared(defaultDevices)
+	metricsRegistry = prometheus.NewRegistry()
+	metricsRegistry.MustRegister(testShared.Collectors()...)
 }
+
+// metricsRegistry holds testShared's gauges.
+var metricsRegistry *prometheus.Registry
 
 func compareGolden(t *testing.T, file string) {
 	t.Helper()
@@ -40,14 +41,14 @@ func compareGolden(t *testing.T, file string) {
 		t.Fatal(err)
 	}
 	defer golden.Close()
-	if err := testutil.GatherAndCompare(metrics.Registry, golden, vgpuMetricNames...); err != nil {
+	if err := testutil.GatherAndCompare(metricsRegistry, golden, vgpuMetricNames...); err != nil {
 		t.Error(err)
 	}
 }
 
 func countVGPUSeries(t *testing.T) int {
 	t.Helper()
-	n, err := testutil.GatherAndCount(metrics.Registry, vgpuMetricNames...)
+	n, err := testutil.GatherAndCount(metricsRegistry, vgpuMetricNames...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,10 +118,10 @@ func TestVGPUMetrics(t *testing.T) {
 		// The cache's ledgers are those of the first session: the placement left no trace.
 		ssn := openDeviceSession(&bindRecorder{snap: snapshot(clones(base), 1)})
 		framework.CloseSession(ssn)
-		if got := testutil.ToFloat64(vgpuSharedNumber.WithLabelValues(uuid(2), "n2")); got != 0 {
+		if got := testutil.ToFloat64(testShared.gauges.sharedNumber.WithLabelValues(uuid(2), "n2")); got != 0 {
 			t.Errorf("n2's GPU shared by %v, want 0", got)
 		}
-		if n := testutil.CollectAndCount(vgpuPodMemory); n != 4 {
+		if n := testutil.CollectAndCount(testShared.gauges.podMemory); n != 4 {
 			t.Errorf("%d pod memory series, want the 4 of n1", n)
 		}
 	})
