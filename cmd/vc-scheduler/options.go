@@ -11,7 +11,7 @@ import (
 	componentbaseoptions "k8s.io/component-base/config/options"
 )
 
-// options are upstream vc-scheduler's flags with upstream's defaults (spec 6.2), so a
+// options are upstream vc-scheduler's flags with upstream's defaults, so a
 // Deployment written for the stock image runs this one unchanged.
 type options struct {
 	kubeconfig, master string
@@ -34,8 +34,10 @@ type options struct {
 	minPctNodesFind int32
 	pctNodesToFind  int32
 
-	// Accepted so existing manifests keep working; they tune upstream machinery this
-	// scheduler does not have (storage plugins, .so plugins, cache dumps, multi-scheduler).
+	// Upstream's flags kept so existing manifests keep working. resyncPeriod, priorityClass,
+	// resourceSyncTimeout and disableDefaultConfig are honoured; the others tune upstream
+	// machinery this scheduler does not have (storage plugins, .so plugins, cache dumps,
+	// TLS) and are accepted and ignored.
 	compat compatFlags
 }
 
@@ -101,8 +103,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.String("lock-object-namespace", "", "Deprecated and ignored: use --leader-elect-resource-namespace")
 
 	c := &o.compat
-	fs.DurationVar(&c.resyncPeriod, "resync-period", 0, "Accepted for compatibility; informers here never resync")
-	fs.BoolVar(&c.priorityClass, "priority-class", true, "Accepted for compatibility; PriorityClasses are always honoured")
+	fs.DurationVar(&c.resyncPeriod, "resync-period", 0, "Resync period of the scheduler's informers; 0 never resyncs")
+	fs.BoolVar(&c.priorityClass, "priority-class", true, "Watch PriorityClasses, which give PodGroups their priority (priorityClassName); false leaves them unread")
 	fs.StringVar(&c.pluginsDir, "plugins-dir", "", "Accepted for compatibility; Go .so plugins are not loaded")
 	fs.BoolVar(&c.csiStorage, "csi-storage", false, "Accepted for compatibility; no effect")
 	fs.BoolVar(&c.cacheDumper, "cache-dumper", true, "Accepted for compatibility; no effect")

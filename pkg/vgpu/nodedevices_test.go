@@ -11,7 +11,7 @@ const (
 	uuidB = "GPU-9f8e7d6c-5b4a-3928-1706-f5e4d3c2b1a0"
 )
 
-// Values as the upstream device plugins write them (reference spec sections 4.1 and 5.3).
+// Values as the upstream device plugins write them.
 var nodeDeviceGoldens = []struct {
 	name    string
 	value   string

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Assignments as upstream Volcano writes them (reference spec sections 5.1 and 5.8).
+// Assignments as upstream Volcano writes them.
 var podDeviceGoldens = []struct {
 	name  string
 	value string

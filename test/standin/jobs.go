@@ -29,7 +29,7 @@ const defaultMaxRetry = 3
 
 var jobKind = batch.SchemeGroupVersion.WithKind("Job")
 
-// Job annotations and labels that every pod of the job carries (spec 7.2).
+// Job annotations and labels that every pod of the job carries.
 var (
 	copiedJobAnnotations = []string{
 		scheduling.PodPreemptable, scheduling.CooldownTime, scheduling.RevocableZone,
@@ -38,7 +38,7 @@ var (
 	copiedJobLabels = []string{scheduling.PodPreemptable, scheduling.CooldownTime}
 )
 
-// jobController runs VolcanoJobs (spec 7.2): it gives each job a PodGroup, creates the job's
+// jobController runs VolcanoJobs: it gives each job a PodGroup, creates the job's
 // pods once the scheduler has admitted that PodGroup, and reports the pods in the job status.
 // Restart and failure policies, plugins (svc, ssh, env), volumes and retries are not
 // implemented: the test-bed only needs jobs whose pods run until they are deleted or finish.
@@ -245,7 +245,7 @@ func jobPodGroup(job *batch.Job) *scheduling.PodGroup {
 // jobMinResources is the quota usage (quotaUsage) of the job's first minAvailable pods: each
 // task's minAvailable pods first, then the tasks' remaining replicas, in task order. It is
 // computed from the pod templates, so extended resources that a template sets only under
-// limits are missing from it (spec 3.6).
+// limits are missing from it.
 func jobMinResources(job *batch.Job) *corev1.ResourceList {
 	total := corev1.ResourceList{}
 	left := job.Spec.MinAvailable

@@ -96,7 +96,7 @@ func TestJobMinResources(t *testing.T) {
 		want         corev1.ResourceList
 	}{
 		{
-			name:         "vGPU only under limits in the template: no vGPU dimension (spec 3.6)",
+			name:         "vGPU only under limits in the template: no vGPU dimension",
 			job:          defaultedJob(vgpuLimitsOnly),
 			minAvailable: 2,
 			want:         list("count/pods", "2", "pods", "2"),

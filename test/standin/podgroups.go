@@ -27,7 +27,7 @@ var copiedPodAnnotations = []string{
 	scheduling.JDBMinAvailable, scheduling.JDBMaxUnavailable,
 }
 
-// podGroupController gives every standalone pod of ours a PodGroup (spec 7.1): the scheduler
+// podGroupController gives every standalone pod of ours a PodGroup: the scheduler
 // ignores pods without the group-name annotation, so a plain Pod or Deployment with
 // schedulerName volcano would otherwise never be scheduled.
 type podGroupController struct {

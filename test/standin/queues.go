@@ -14,7 +14,7 @@ import (
 	schedulinglisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
 )
 
-// queueController makes new Queues usable (spec 3.7): proportion and capacity refuse every
+// queueController makes new Queues usable: proportion and capacity refuse every
 // job of a queue whose status.state is not Open, and a fresh queue has no state until a
 // controller opens it. It also fills in the spec defaults of upstream's queue webhook. It
 // does not close, reopen or count anything.

@@ -24,7 +24,7 @@ var computeResources = []struct{ name, requests, limits corev1.ResourceName }{
 // ephemeral-storage under their plain, requests. and limits. names, hugepages), plus each
 // extended resource under both requests.<name> and <name>. Extended resources are read from
 // requests only: the API server copies limits into requests on a live pod, but nothing does
-// so on a VolcanoJob's pod template (spec 3.6). The scheduler therefore sees these exact keys
+// so on a VolcanoJob's pod template. The scheduler therefore sees these exact keys
 // in minResources, as it would behind the real vc-controller-manager.
 func quotaUsage(pod *corev1.Pod) corev1.ResourceList {
 	usage := corev1.ResourceList{countPods: *resource.NewQuantity(1, resource.DecimalSI)}

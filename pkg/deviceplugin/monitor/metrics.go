@@ -11,7 +11,7 @@ import (
 )
 
 // The metrics below keep the upstream vGPU monitor's names, types and
-// labels (spec section 6), including the zone="vGPU" label on every
+// labels, including the zone="vGPU" label on every
 // series, so that existing dashboards and alerts keep working.
 const zoneLabel, zoneValue = "zone", "vGPU"
 

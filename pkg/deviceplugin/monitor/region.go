@@ -32,7 +32,7 @@ type Region struct {
 	// process exits, so it is an upper bound on live processes.
 	ProcNum int32
 	// UtilizationSwitch, RecentKernel and Priority are the fields of the
-	// upstream monitor's priority feedback loop (see spec section 6).
+	// upstream monitor's priority feedback loop.
 	UtilizationSwitch int32
 	RecentKernel      int32
 	Priority          int32

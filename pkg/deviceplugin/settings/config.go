@@ -11,7 +11,7 @@
 //
 // Upstream v1.12 and later use the same order; releases up to v1.11 let
 // flag defaults win over config.json, the most reported configuration
-// problem (spec section 1.4). Unlike upstream, every field of config.json
+// problem. Unlike upstream, every field of config.json
 // takes effect here, devicememoryscaling and migstrategy included.
 package settings
 

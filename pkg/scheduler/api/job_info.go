@@ -262,7 +262,7 @@ func (j *JobInfo) CheckTaskPipelined() bool {
 }
 
 // NeedContinueAllocating says, after one task found no node, whether trying the job's other
-// tasks can still make the gang (spec 2.3).
+// tasks can still make the gang.
 func (j *JobInfo) NeedContinueAllocating(failedRoles map[string]bool) bool {
 	if int(j.MinAvailable) == len(j.Tasks) {
 		return false
@@ -285,7 +285,7 @@ func (j *JobInfo) NeedContinueAllocating(failedRoles map[string]bool) bool {
 	return true
 }
 
-// FitError is the gang's explanation (spec 2.4), e.g. "pod group is not ready, 2 Pending,
+// FitError is the gang's explanation, e.g. "pod group is not ready, 2 Pending,
 // 2 minAvailable; Pending: 1 Schedulable, 1 Unschedulable. Origin reason is w-1: 0/1 nodes
 // are unavailable: 1 Insufficient volcano.sh/vgpu-memory."
 func (j *JobInfo) FitError() string {
@@ -319,7 +319,7 @@ func (j *JobInfo) FitError() string {
 }
 
 // TaskSchedulingReason is the PodScheduled reason and message for a task that is not yet
-// bound (spec 4.7). The task's last tentative placement, if any, is what it reports.
+// bound. The task's last tentative placement, if any, is what it reports.
 func (j *JobInfo) TaskSchedulingReason(t *TaskInfo) (reason, msg string) {
 	ctx := TransactionContext{NodeName: t.NodeName, Status: t.Status}
 	if t.LastTransaction != nil {

@@ -21,7 +21,7 @@ func testPod(ns, name, node string, phase corev1.PodPhase, cpu string) *corev1.P
 	}
 }
 
-// Golden strings from upstream's TestTaskSchedulingReason (spec 8.1).
+// Golden strings from upstream's TestTaskSchedulingReason.
 func TestTaskSchedulingReasonGolden(t *testing.T) {
 	job := NewJobInfo("ns1/pg1")
 	job.MinAvailable = 6

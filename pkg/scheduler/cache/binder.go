@@ -15,7 +15,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 )
 
-// Bind accepts a committed placement (spec 4.5): the cache's copy of the task becomes Binding
+// Bind accepts a committed placement: the cache's copy of the task becomes Binding
 // on the node at once, so the next snapshot already counts it there, and a bind worker sends
 // the Binding. It refuses a task the cache no longer holds as Pending, a node it does not
 // know, and a node whose idle resources cannot take the task.

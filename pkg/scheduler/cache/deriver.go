@@ -5,8 +5,8 @@ import "github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 // DeviceDeriver derives device state (the deviceshare plugin's GPU ledger) from a node object
 // and the pods on it. The cache calls it whenever either changes and keeps the result in
 // NodeInfo.Devices[Name()], so that every snapshot carries device state consistent with the
-// tasks it holds, and a restarted scheduler rebuilds it from the same pods (DESIGN rule 4:
-// device usage is derived from pods).
+// tasks it holds, and a restarted scheduler rebuilds it from the same pods: device usage is
+// always derived from pods, never remembered.
 //
 // Derive runs under the cache mutex: it must be quick and must not call back into the cache.
 type DeviceDeriver interface {

@@ -16,7 +16,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 )
 
-// Event reasons and messages users and tests read (spec section 9).
+// Event reasons and messages users and tests read.
 const (
 	// EventReasonUnschedulable: on a PodGroup whose gang could not be placed, every cycle.
 	EventReasonUnschedulable = "Unschedulable"
@@ -28,7 +28,7 @@ const (
 	PodGroupReady = "pod group is ready"
 )
 
-// UpdateJobStatus writes what the session decided about a job (spec 2.5, 4.7):
+// UpdateJobStatus writes what the session decided about a job:
 //   - the PodGroup, with a full Update (the CRD has no status subresource), when statusChanged;
 //   - an event on the PodGroup: Warning Unschedulable while it waits (every cycle, as
 //     upstream), else Normal Scheduled when its status changed;

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"sort"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 )
 
 // Cache is what a session needs from the scheduler cache: a private snapshot to work on,
@@ -87,7 +89,9 @@ func OpenSession(cache Cache, cfg *conf.SchedulerConfiguration, registry *Regist
 				continue
 			}
 			ssn.plugins = append(ssn.plugins, p)
+			start := time.Now()
 			p.OnSessionOpen(ssn)
+			metrics.ObservePlugin(p.Name(), metrics.OnSessionOpen, start)
 		}
 	}
 	return ssn
@@ -97,7 +101,9 @@ func OpenSession(cache Cache, cfg *conf.SchedulerConfiguration, registry *Regist
 // status and every queue's allocation.
 func CloseSession(ssn *Session) {
 	for _, p := range ssn.plugins {
+		start := time.Now()
 		p.OnSessionClose(ssn)
+		metrics.ObservePlugin(p.Name(), metrics.OnSessionClose, start)
 	}
 	for _, job := range ssn.Jobs {
 		if job.PodGroup == nil {
@@ -109,7 +115,7 @@ func CloseSession(ssn *Session) {
 	ssn.updateQueueStatus()
 }
 
-// updateJobPhase derives the PodGroup phase from its tasks (spec 2.5).
+// updateJobPhase derives the PodGroup phase from its tasks.
 func (ssn *Session) updateJobPhase(job *api.JobInfo) {
 	status := &job.Status
 	unschedulableNow := false
@@ -170,7 +176,7 @@ func (ssn *Session) RecordJobEvent(job *api.JobInfo, eventType, reason, message 
 }
 
 // updateQueueStatus writes status.allocated of every queue: the requests of its tasks that
-// hold resources (spec 3.7).
+// hold resources.
 func (ssn *Session) updateQueueStatus() {
 	allocated := make(map[api.QueueID]*api.Resource, len(ssn.Queues))
 	for id := range ssn.Queues {

@@ -1,4 +1,4 @@
-// Package allocate is the action that finds nodes for pending pods (spec 4.1-4.4). It walks
+// Package allocate is the action that finds nodes for pending pods. It walks
 // queues in QueueOrderFn order, each queue's jobs in JobOrderFn order and each job's tasks in
 // TaskOrderFn order; a job's placements form one statement, bound when the job is ready
 // (its gang is complete), kept in the session when it is only pipelined, undone otherwise.
@@ -6,8 +6,11 @@
 // The node search and the allocate-or-pipeline choice live in actions/internal/nodesearch,
 // which backfill uses too.
 //
-// Left out: upstream's hyperNode (network-topology) path, and its job scheduling latency
-// metric (JobInfo does not carry upstream's ScheduleStartTimestamp, which enqueue stamps).
+// A job's scheduling latency (e2e_job_scheduling_latency_milliseconds) is observed when a
+// commit makes its gang ready, from its PodGroup's creation: JobInfo does not carry
+// upstream's ScheduleStartTimestamp. Each task decision counts in schedule_attempts_total.
+//
+// Left out: upstream's hyperNode (network-topology) path.
 package allocate
 
 import (
@@ -20,6 +23,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/priorityqueue"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 )
 
 // Name is the action's name in volcano-scheduler.conf.
@@ -96,6 +100,7 @@ func (c *cycle) run() {
 		job := jobs.Pop()
 		tasks := c.pendingTasks(job)
 		if !tasks.empty() {
+			dispatched := job.IsReady()
 			stmt := c.allocateTasks(queue, job, tasks)
 			// Tasks are left when the job became ready before using them all (minAvailable
 			// below the replicas) or stopped early: it comes back for them after the others.
@@ -104,6 +109,9 @@ func (c *cycle) run() {
 			}
 			if stmt != nil {
 				stmt.Commit()
+				if !dispatched && job.IsReady() {
+					metrics.ObserveJobDispatched(job.CreationTimestamp.Time)
+				}
 			}
 		}
 		// The queue's share has changed, so it takes its new place.
@@ -111,7 +119,7 @@ func (c *cycle) run() {
 	}
 }
 
-// pickJobs gathers the jobs to allocate, by queue (spec 4.1 step 2). Pending jobs wait for
+// pickJobs gathers the jobs to allocate, by queue. Pending jobs wait for
 // enqueue when it is configured; without it, allocate admits them itself.
 func (c *cycle) pickJobs() (*priorityqueue.Queue[*api.QueueInfo], map[api.QueueID]*jobQueue) {
 	ssn := c.ssn
@@ -173,7 +181,7 @@ func (c *cycle) pendingTasks(job *api.JobInfo) *taskList {
 	return l
 }
 
-// allocateTasks places the job's tasks in one statement (spec 4.1 step 4). It returns the
+// allocateTasks places the job's tasks in one statement. It returns the
 // statement when the job is ready, for the caller to commit; otherwise it keeps the
 // placements in the session if the job is pipelined, undoes them if not, and returns nil.
 func (c *cycle) allocateTasks(queue *api.QueueInfo, job *api.JobInfo, tasks *taskList) *framework.Statement {
@@ -194,6 +202,7 @@ func (c *cycle) allocateTasks(queue *api.QueueInfo, job *api.JobInfo, tasks *tas
 		if err := ssn.PrePredicate(task); err != nil {
 			klog.V(3).InfoS("Pre-predicate failed", "pod", klog.KRef(task.Namespace, task.Name), "err", err)
 			job.NodesFitErrors[task.UID] = c.search.FailAllNodes(err)
+			metrics.CountAttempt(metrics.AttemptUnschedulable)
 			break
 		}
 		node, fitErrors := c.search.Find(task)
@@ -201,7 +210,12 @@ func (c *cycle) allocateTasks(queue *api.QueueInfo, job *api.JobInfo, tasks *tas
 			if err := nodesearch.Place(stmt, task, node); err != nil {
 				klog.ErrorS(err, "A plugin refused the placement", "pod", klog.KRef(task.Namespace, task.Name), "node", node.Name)
 				node, fitErrors = nil, nodesearch.PlacementFailure(node, err)
+				metrics.CountAttempt(metrics.AttemptError)
+			} else {
+				metrics.CountAttempt(metrics.AttemptScheduled)
 			}
+		} else {
+			metrics.CountAttempt(metrics.AttemptUnschedulable)
 		}
 		if node == nil {
 			job.NodesFitErrors[task.UID] = fitErrors

@@ -394,7 +394,7 @@ func TestAllocate(t *testing.T) {
 	}
 }
 
-// An undone gang leaves each placed pod saying where it could go (spec 4.7).
+// An undone gang leaves each placed pod saying where it could go.
 func TestDiscardedGangKeepsLastPlacement(t *testing.T) {
 	tc := allocateCase{
 		queues:    []*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)},
@@ -417,7 +417,7 @@ func TestDiscardedGangKeepsLastPlacement(t *testing.T) {
 }
 
 // "Insufficient <resource>" names the first resource the node lacks, in a fixed order: cpu,
-// memory, then extended resources by name (spec 4.3, 9).
+// memory, then extended resources by name.
 func TestInsufficientResourceFitError(t *testing.T) {
 	const (
 		vgpuNumber = "volcano.sh/vgpu-number"

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 )
 
 // singles is n single-pod jobs (min 1) in one queue, created in order.
@@ -226,5 +228,29 @@ func TestSearchSeesPlacementsAndTheirUndo(t *testing.T) {
 			ssn, cache := runAllocate(t, tc)
 			checkCase(t, tc, ssn, cache)
 		})
+	}
+}
+
+// Every task decision counts in schedule_attempts_total: four pods, three nodes of room for
+// three of them.
+func TestScheduleAttemptsCounted(t *testing.T) {
+	scheduled := metrics.ScheduleAttempts.WithLabelValues(metrics.AttemptScheduled)
+	unschedulable := metrics.ScheduleAttempts.WithLabelValues(metrics.AttemptUnschedulable)
+	before, beforeUnschedulable := testutil.ToFloat64(scheduled), testutil.ToFloat64(unschedulable)
+	groups, pods := singles(4, resources("1", "1Gi"))
+	tc := allocateCase{
+		queues:    []*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)},
+		podGroups: groups,
+		pods:      pods,
+		nodes:     nodes(3, resources("1", "8Gi", "pods", "10")),
+		wantBinds: map[string]string{"c1/job0-p": "n0", "c1/job1-p": "n1", "c1/job2-p": "n2"},
+	}
+	ssn, cache := runAllocate(t, tc)
+	checkCase(t, tc, ssn, cache)
+	if got := testutil.ToFloat64(scheduled) - before; got != 3 {
+		t.Errorf("scheduled attempts +%v, want +3", got)
+	}
+	if got := testutil.ToFloat64(unschedulable) - beforeUnschedulable; got != 1 {
+		t.Errorf("unschedulable attempts +%v, want +1", got)
 	}
 }

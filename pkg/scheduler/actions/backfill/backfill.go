@@ -1,5 +1,5 @@
 // Package backfill is the action that places best-effort pods, those that request nothing
-// but a pod slot (spec 4.6). allocate leaves them out; they fit wherever a node has a free
+// but a pod slot. allocate leaves them out; they fit wherever a node has a free
 // pod slot and passes the predicates. Each placement is its own statement, bound at once
 // when the job is ready.
 //
@@ -17,6 +17,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/nodesearch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 )
 
 // Name is the action's name in volcano-scheduler.conf.
@@ -45,19 +46,23 @@ func (a *action) Execute(ssn *framework.Session) {
 		if err := ssn.PrePredicate(task); err != nil {
 			klog.V(3).InfoS("Pre-predicate failed", "pod", klog.KRef(task.Namespace, task.Name), "err", err)
 			job.NodesFitErrors[task.UID] = search.FailAllNodes(err)
+			metrics.CountAttempt(metrics.AttemptUnschedulable)
 			continue
 		}
 		node, fitErrors := search.Find(task)
 		if node == nil {
 			job.NodesFitErrors[task.UID] = fitErrors
+			metrics.CountAttempt(metrics.AttemptUnschedulable)
 			continue
 		}
 		stmt := ssn.NewStatement()
 		if err := nodesearch.Place(stmt, task, node); err != nil {
 			klog.ErrorS(err, "A plugin refused the placement", "pod", klog.KRef(task.Namespace, task.Name), "node", node.Name)
 			job.NodesFitErrors[task.UID] = nodesearch.PlacementFailure(node, err)
+			metrics.CountAttempt(metrics.AttemptError)
 			continue
 		}
+		metrics.CountAttempt(metrics.AttemptScheduled)
 		// A pending best-effort task already counts towards the gang, so placing one never
 		// makes a job ready: a job that is not ready lacks other tasks, and its best-effort
 		// ones wait for them (the undone placement still says where the pod would go).

@@ -1,4 +1,4 @@
-// Package enqueue is the action that admits Pending PodGroups (spec 3.1): it moves a job to
+// Package enqueue is the action that admits Pending PodGroups: it moves a job to
 // Inqueue when the plugins' JobEnqueueable vote lets it (quota, cluster room), so that
 // allocate considers it and the VolcanoJob controller creates its pods. The phase changes in
 // the session only; the session writes it to the PodGroup when it closes.

@@ -1,5 +1,5 @@
 // Package capacity is the queue plugin that replaces proportion where queues declare their
-// share themselves (spec 3.4): a queue deserves its spec.deserved (within its real capability,
+// share themselves: a queue deserves its spec.deserved (within its real capability,
 // never below its guarantee) instead of a weight-based slice, and its real capability is the
 // hard cap on what it may allocate. Enqueue admission, queue order and the accounts kept
 // during the session are proportion's (package quota).

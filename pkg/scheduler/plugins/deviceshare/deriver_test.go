@@ -13,7 +13,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
-// Register annotations as upstream device plugins write them (device plugin spec 4.1).
+// Register annotations as upstream device plugins write them.
 const (
 	uuidA = "GPU-3a6e07b4-8c1d-4f2e-9a5b-7d0c1e2f3a4b"
 	uuidB = "GPU-9f8e7d6c-5b4a-3928-1706-f5e4d3c2b1a0"

@@ -1,6 +1,6 @@
 // Package deviceshare is the vGPU plugin: it fits pods' vGPU requests onto the GPUs each node
 // publishes, orders GPUs and nodes by binpack or spread, and hands every placed pod its device
-// assignment inside the Binding (reference spec 5, with upstream HEAD's fixes).
+// assignment inside the Binding, in the annotation protocol docs/protocol.md describes.
 //
 // Where the state lives:
 //

@@ -5,8 +5,8 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
-// fitter places a pod's vGPU containers on one node's GPUs (spec 5.5, with upstream HEAD's
-// fixes). Containers are placed in order, each vGPU of a container on a different GPU; a
+// fitter places a pod's vGPU containers on one node's GPUs, as upstream's deviceshare does
+// with the fixes of its development branch (docs/protocol.md describes the assignment). Containers are placed in order, each vGPU of a container on a different GPU; a
 // later container may share a GPU with an earlier one and sees what it took. Among the GPUs
 // that can take a vGPU, the policy picks:
 //

@@ -13,7 +13,7 @@ import (
 // are never offered, and an assignment naming one is counted without its instance.
 const maxMIGPositions = 32
 
-// migSharing shares a GPU in mig mode by MIG instances (spec 5.12): the GPU is partitioned by
+// migSharing shares a GPU in mig mode by MIG instances: the GPU is partitioned by
 // one geometry group of the device ConfigMap's knownMigGeometries at a time, and each vGPU is
 // one instance of that group. The device plugin repartitions the GPU for the group the
 // assignment names, so the group is fixed while any of its instances is held; once all are

@@ -5,9 +5,8 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 )
 
-// queueUsage is what a task holding vGPUs counts in its queue's status.allocated (reference
-// spec 5.14): its request with vgpu-memory and vgpu-cores replaced by what it books on the
-// GPUs of its node, in milli-units as api.Resource keeps scalars. A container of 2 vGPUs of
+// queueUsage is what a task holding vGPUs counts in its queue's status.allocated: its
+// request with vgpu-memory and vgpu-cores replaced by what it books on the GPUs of its node, in milli-units as api.Resource keeps scalars. A container of 2 vGPUs of
 // 3000 MiB each asks vgpu-memory 3000 but holds 6000, and one asking a percentage of a GPU's
 // memory asks no vgpu-memory at all. A task that books nothing on its node's ledger (no
 // assignment, an unreadable one, or a node without usable GPUs) is left to the session: its

@@ -1,5 +1,5 @@
-// Package overcommit is the cluster-wide enqueue gate of upstream's default configuration
-// (spec 3.2): a job leaves Pending only while the minResources of all admitted jobs fit in the
+// Package overcommit is the cluster-wide enqueue gate of upstream's default configuration:
+// a job leaves Pending only while the minResources of all admitted jobs fit in the
 // cluster's allocatable scaled by overcommit-factor, less what pods already use. It keeps
 // VolcanoJob controllers from creating pods the cluster cannot hold even with some slack.
 package overcommit
@@ -22,7 +22,7 @@ const (
 	FactorArgument = "overcommit-factor"
 	// DefaultFactor is used when the argument is absent or below 1.
 	DefaultFactor = 1.2
-	// ClusterOverused opens the message of the PodGroup event a rejection emits (spec 9):
+	// ClusterOverused opens the message of the PodGroup event a rejection emits:
 	// "resource in cluster is overused: overused cpu, overused volcano.sh/vgpu-memory".
 	ClusterOverused = "resource in cluster is overused"
 )

@@ -5,7 +5,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/internal/quota"
 )
 
-// divideByWeight sets every queue's Deserved by water-filling (spec 3.3). In each round, every
+// divideByWeight sets every queue's Deserved by water-filling. In each round, every
 // queue not yet satisfied receives the cluster still undivided in proportion to its weight;
 // the result is cut to the queue's real capability (a dimension it does not cap stays
 // unbounded) and to its request (a dimension it does not request drops to zero), then raised

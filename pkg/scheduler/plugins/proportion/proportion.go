@@ -1,4 +1,4 @@
-// Package proportion is the queue plugin of upstream's default configuration (spec 3.3): it
+// Package proportion is the queue plugin of upstream's default configuration: it
 // divides the cluster between the queues that have work by weight (water-filling, within each
 // queue's real capability and request, never below its guarantee), admits jobs against the
 // queues' real capabilities, lets a queue allocate up to its deserved share, orders queues by

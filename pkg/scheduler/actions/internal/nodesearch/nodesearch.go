@@ -35,7 +35,7 @@ func PredicateErrorCacheEnabled(ssn *framework.Session, actionName string) bool 
 	return enabled
 }
 
-// NodeSearch finds the node a task goes to (spec 4.3, 4.4): the nodes that have room for it
+// NodeSearch finds the node a task goes to: the nodes that have room for it
 // and pass every predicate, searched from where the previous search stopped, then the best
 // of them. allocate and backfill each keep one for the life of the scheduler, holding only
 // what outlives a session; Open gives the search over one session.

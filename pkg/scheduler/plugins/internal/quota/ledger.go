@@ -1,11 +1,8 @@
 // Package quota is the queue accounting that the proportion and capacity plugins share, and
-// the job amounts the overcommit plugin also needs (spec 3.2-3.5): what each queue holds,
-// asks for and has promised to admitted jobs, its real capability, its share, and the
-// enqueue check against that capability with its PodGroup event.
-//
-// It sits under proportion only because this change could write nowhere else; it belongs
-// beside the plugins (pkg/scheduler/plugins/quota), and its job-level functions (MinResources,
-// WithoutGated, Reserved, Elastic) and ExceededPart/Max belong in pkg/scheduler/api.
+// the job amounts the overcommit plugin also needs: what each queue holds, asks for and has
+// promised to admitted jobs, its real capability, its share, and the enqueue check against
+// that capability with its PodGroup event. It is internal to the plugins: no action or
+// framework code depends on it.
 package quota
 
 import (
@@ -22,7 +19,7 @@ import (
 )
 
 // QueueQuotaInsufficient opens the message of the PodGroup event a queue-quota rejection
-// emits (spec 9): "queue resource quota insufficient: insufficient volcano.sh/vgpu-memory".
+// emits: "queue resource quota insufficient: insufficient volcano.sh/vgpu-memory".
 const QueueQuotaInsufficient = "queue resource quota insufficient"
 
 // Message formats an enqueue rejection as upstream does: "<prefix>: <verb> <name>, <verb>

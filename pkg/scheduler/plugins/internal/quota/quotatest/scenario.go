@@ -81,7 +81,7 @@ func QueueQuotaRejected(podGroup, message string) Event {
 	return Event{PodGroup: podGroup, Type: corev1.EventTypeNormal, Reason: "Unschedulable", Message: message}
 }
 
-// VGPUQueueScenarios are lab 8's queue cases (spec 3.5, 3.6), which proportion and capacity
+// VGPUQueueScenarios are lab 8's queue cases, which proportion and capacity
 // decide alike: queue gpu-small-queue caps vgpu-number 2, vgpu-memory 4000 and vgpu-cores 60
 // on a cluster whose node has 8192 MiB of vGPU memory.
 func VGPUQueueScenarios() []Scenario {
