@@ -125,10 +125,10 @@ func run(ctx context.Context, o *options) error {
 		return fmt.Errorf("discover GPUs: %w", err)
 	}
 	gpus := cfg.RegisteredGPUs(discovered)
-	if err := settleMemoryFactor(&cfg, gpus); err != nil {
+	if err := cfg.SettleMemoryFactor(gpus); err != nil {
 		return err
 	}
-	factor, memoryUnits := cfg.Device.GPUMemoryFactor, memoryUnitsOf(cfg)
+	factor, memoryUnits := cfg.Device.GPUMemoryFactor, cfg.MemoryUnits()
 	klog.InfoS("Configuration in force", "config", cfg.String(), "gpus", len(gpus))
 
 	inventory := kubelet.NewInventory(gpus)
@@ -167,33 +167,12 @@ func run(ctx context.Context, o *options) error {
 	return g.Wait()
 }
 
-// settleMemoryFactor replaces a configured factor of 0 with the smallest one the kubelet can
-// take for gpus, and checks a configured one against the same limit.
-func settleMemoryFactor(cfg *settings.Config, gpus []nvml.GPU) error {
-	factor, err := kubelet.ChooseMemoryFactor(cfg.Device.GPUMemoryFactor, gpus, memoryUnitsOf(*cfg))
-	if err != nil {
-		return fmt.Errorf("node %s: %w", cfg.Node, err)
-	}
-	cfg.Device.GPUMemoryFactor = factor
-	return nil
-}
-
-// memoryUnitsOf is the node's rule for a GPU's vgpu-memory units at a factor, shared by the
-// kubelet's device list and the node annotation so that they always agree.
-func memoryUnitsOf(cfg settings.Config) kubelet.MemoryUnits {
-	return func(totalMiB uint64, factor int32) int32 {
-		c := cfg
-		c.Device.GPUMemoryFactor = factor
-		return c.GPUMemory(totalMiB)
-	}
-}
-
 // serveMetrics serves the host GPUs' usage, the per-container metrics and the plugin's own counters.
 func serveMetrics(ctx context.Context, o *options, client kubernetes.Interface, gpus nvml.Backend, registrar *register.Registrar) error {
 	reg := prometheus.NewRegistry()
-	pods := newPodIndex(client, o.nodeName)
-	go pods.run(ctx)
-	reg.MustRegister(monitor.NewCollector(assignment.ContainerCacheRoot(o.hookPath), gpus, pods.lookup), registrar.PatchesCollector())
+	pods := monitor.NewPodIndex(client, o.nodeName)
+	go pods.Run(ctx)
+	reg.MustRegister(monitor.NewCollector(assignment.ContainerCacheRoot(o.hookPath), gpus, pods.Lookup), registrar.PatchesCollector())
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	srv := &http.Server{Addr: o.metricsAddress, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -224,7 +203,7 @@ func inspect(b nvml.Backend, o *options) error {
 		return err
 	}
 	gpus = cfg.RegisteredGPUs(gpus)
-	if err := settleMemoryFactor(&cfg, gpus); err != nil {
+	if err := cfg.SettleMemoryFactor(gpus); err != nil {
 		return err
 	}
 	value, err := register.NodeDevices(cfg, gpus)

@@ -1,4 +1,4 @@
-package main
+package monitor
 
 import (
 	"context"
@@ -11,16 +11,17 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// podIndex knows the pods on this node only (a field-selected watch, never a cluster-wide
-// one), so metrics name a container's pod and disappear with it.
-type podIndex struct {
+// PodIndex knows the pods on this node only (a field-selected watch, never a cluster-wide
+// one), so metrics name a container's pod and disappear with it. Lookup is its PodLookup.
+type PodIndex struct {
 	factory informers.SharedInformerFactory
 	indexer cache.Indexer
 }
 
 const byUID = "uid"
 
-func newPodIndex(client kubernetes.Interface, node string) *podIndex {
+// NewPodIndex is the index of the pods on node; it reads nothing until Run.
+func NewPodIndex(client kubernetes.Interface, node string) *PodIndex {
 	f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", node).String()
 	}))
@@ -31,15 +32,16 @@ func newPodIndex(client kubernetes.Interface, node string) *podIndex {
 		}
 		return nil, nil
 	}})
-	return &podIndex{factory: f, indexer: inf.GetIndexer()}
+	return &PodIndex{factory: f, indexer: inf.GetIndexer()}
 }
 
-func (p *podIndex) run(ctx context.Context) {
+// Run starts the watch, which ends with ctx.
+func (p *PodIndex) Run(ctx context.Context) {
 	p.factory.Start(ctx.Done())
 }
 
-// lookup implements monitor.PodLookup.
-func (p *podIndex) lookup(uid string) (namespace, name string, ok bool) {
+// Lookup is a PodLookup over the pods the watch has seen.
+func (p *PodIndex) Lookup(uid string) (namespace, name string, ok bool) {
 	objs, err := p.indexer.ByIndex(byUID, uid)
 	if err != nil || len(objs) == 0 {
 		return "", "", false
