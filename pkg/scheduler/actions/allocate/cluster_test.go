@@ -2,17 +2,15 @@ package allocate
 
 import (
 	"sort"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	ft "github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 )
 
 // Building test clusters, and a cache that records binds.
@@ -38,24 +36,11 @@ func (c *fakeCache) UpdateJobStatus(*api.JobInfo, bool)                  {}
 func (c *fakeCache) UpdateQueueStatus(*api.QueueInfo, *api.Resource)     {}
 func (c *fakeCache) RecordJobEvent(*api.JobInfo, string, string, string) {}
 
-var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+// at is a creation time i seconds after the builders' epoch, to fix the order of equal
+// objects.
+func at(i int) metav1.Time { return ft.At(i) }
 
-// at is a creation time i seconds after epoch, to fix the order of equal objects.
-func at(i int) metav1.Time { return metav1.NewTime(epoch.Add(time.Duration(i) * time.Second)) }
-
-func resources(cpu, mem string, scalars ...string) corev1.ResourceList {
-	list := corev1.ResourceList{}
-	if cpu != "" {
-		list[corev1.ResourceCPU] = resource.MustParse(cpu)
-	}
-	if mem != "" {
-		list[corev1.ResourceMemory] = resource.MustParse(mem)
-	}
-	for i := 0; i+1 < len(scalars); i += 2 {
-		list[corev1.ResourceName(scalars[i])] = resource.MustParse(scalars[i+1])
-	}
-	return list
-}
+var resources = ft.Resources
 
 func buildQueue(name string, priority int32, created int) *schedulingv1beta1.Queue {
 	return &schedulingv1beta1.Queue{
@@ -74,53 +59,42 @@ func buildPodGroup(name, queue string, minMember int32, phase schedulingv1beta1.
 }
 
 // buildPod is a pending pod of the group requesting requests; change it with the with* helpers.
-func buildPod(name, group string, requests corev1.ResourceList, changes ...func(*corev1.Pod)) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "-" + name),
-			Annotations: map[string]string{schedulingv1beta1.KubeGroupNameAnnotationKey: group}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c",
-			Resources: corev1.ResourceRequirements{Requests: requests}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodPending},
-	}
+func buildPod(name, group string, requests corev1.ResourceList, changes ...func(*ft.PodWrapper)) *corev1.Pod {
+	w := ft.MakePod().Namespace(ns).Name(name).Group(group).Container(requests)
 	for _, change := range changes {
-		change(p)
+		change(w)
 	}
-	return p
+	return w.Obj()
 }
 
-func withPriority(prio int32) func(*corev1.Pod) {
-	return func(p *corev1.Pod) { p.Spec.Priority = &prio }
+func withPriority(prio int32) func(*ft.PodWrapper) {
+	return func(w *ft.PodWrapper) { w.Priority(prio) }
 }
 
-func withRole(role string) func(*corev1.Pod) {
-	return func(p *corev1.Pod) { p.Annotations["volcano.sh/task-spec"] = role }
+func withRole(role string) func(*ft.PodWrapper) {
+	return func(w *ft.PodWrapper) { w.Annotation("volcano.sh/task-spec", role) }
 }
 
-func withNodeSelector(sel map[string]string) func(*corev1.Pod) {
-	return func(p *corev1.Pod) { p.Spec.NodeSelector = sel }
+func withNodeSelector(sel map[string]string) func(*ft.PodWrapper) {
+	return func(w *ft.PodWrapper) { w.NodeSelector(sel) }
 }
 
-func withGate() func(*corev1.Pod) {
-	return func(p *corev1.Pod) { p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "wait"}} }
+func withGate() func(*ft.PodWrapper) {
+	return func(w *ft.PodWrapper) { w.Gated() }
 }
 
 // runningOn makes the pod run on the node; releasing makes it one being deleted.
-func runningOn(node string, releasing bool) func(*corev1.Pod) {
-	return func(p *corev1.Pod) {
-		p.Spec.NodeName = node
-		p.Status.Phase = corev1.PodRunning
+func runningOn(node string, releasing bool) func(*ft.PodWrapper) {
+	return func(w *ft.PodWrapper) {
+		w.Node(node).Phase(corev1.PodRunning)
 		if releasing {
-			now := metav1.NewTime(epoch)
-			p.DeletionTimestamp = &now
+			w.Terminating()
 		}
 	}
 }
 
 func buildNode(name string, allocatable corev1.ResourceList, labels map[string]string) *corev1.Node {
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		Status:     corev1.NodeStatus{Allocatable: allocatable, Capacity: allocatable},
-	}
+	return ft.MakeNode().Name(name).Allocatable(allocatable).Labels(labels).Obj()
 }
 
 // buildCluster turns API objects into a snapshot, as the cache would.
