@@ -4,13 +4,12 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
-	ft "github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 // Building test clusters, and a cache that records binds.
@@ -36,56 +35,44 @@ func (c *fakeCache) UpdateJobStatus(*api.JobInfo, bool)                  {}
 func (c *fakeCache) UpdateQueueStatus(*api.QueueInfo, *api.Resource)     {}
 func (c *fakeCache) RecordJobEvent(*api.JobInfo, string, string, string) {}
 
-// at is a creation time i seconds after the builders' epoch, to fix the order of equal
-// objects.
-func at(i int) metav1.Time { return ft.At(i) }
-
-var resources = ft.Resources
+var resources = st.Resources
 
 func buildQueue(name string, priority int32, created int) *schedulingv1beta1.Queue {
-	return &schedulingv1beta1.Queue{
-		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: at(created)},
-		Spec:       schedulingv1beta1.QueueSpec{Priority: priority},
-		Status:     schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateOpen},
-	}
+	return st.MakeQueue().Name(name).Priority(priority).Created(created).Obj()
 }
 
 func buildPodGroup(name, queue string, minMember int32, phase schedulingv1beta1.PodGroupPhase, created int) *schedulingv1beta1.PodGroup {
-	return &schedulingv1beta1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: at(created)},
-		Spec:       schedulingv1beta1.PodGroupSpec{MinMember: minMember, Queue: queue},
-		Status:     schedulingv1beta1.PodGroupStatus{Phase: phase},
-	}
+	return st.MakePodGroup().Namespace(ns).Name(name).Created(created).Queue(queue).MinMember(minMember).Phase(phase).Obj()
 }
 
 // buildPod is a pending pod of the group requesting requests; change it with the with* helpers.
-func buildPod(name, group string, requests corev1.ResourceList, changes ...func(*ft.PodWrapper)) *corev1.Pod {
-	w := ft.MakePod().Namespace(ns).Name(name).Group(group).Container(requests)
+func buildPod(name, group string, requests corev1.ResourceList, changes ...func(*st.PodWrapper)) *corev1.Pod {
+	w := st.MakePod().Namespace(ns).Name(name).Group(group).Container(requests)
 	for _, change := range changes {
 		change(w)
 	}
 	return w.Obj()
 }
 
-func withPriority(prio int32) func(*ft.PodWrapper) {
-	return func(w *ft.PodWrapper) { w.Priority(prio) }
+func withPriority(prio int32) func(*st.PodWrapper) {
+	return func(w *st.PodWrapper) { w.Priority(prio) }
 }
 
-func withRole(role string) func(*ft.PodWrapper) {
-	return func(w *ft.PodWrapper) { w.Annotation("volcano.sh/task-spec", role) }
+func withRole(role string) func(*st.PodWrapper) {
+	return func(w *st.PodWrapper) { w.Annotation("volcano.sh/task-spec", role) }
 }
 
-func withNodeSelector(sel map[string]string) func(*ft.PodWrapper) {
-	return func(w *ft.PodWrapper) { w.NodeSelector(sel) }
+func withNodeSelector(sel map[string]string) func(*st.PodWrapper) {
+	return func(w *st.PodWrapper) { w.NodeSelector(sel) }
 }
 
-func withGate() func(*ft.PodWrapper) {
-	return func(w *ft.PodWrapper) { w.Gated() }
+func withGate() func(*st.PodWrapper) {
+	return func(w *st.PodWrapper) { w.Gated() }
 }
 
 // runningOn makes the pod run on the node; releasing makes it one being deleted.
-func runningOn(node string, releasing bool) func(*ft.PodWrapper) {
-	return func(w *ft.PodWrapper) {
+func runningOn(node string, releasing bool) func(*st.PodWrapper) {
+	return func(w *st.PodWrapper) {
 		w.Node(node).Phase(corev1.PodRunning)
 		if releasing {
 			w.Terminating()
@@ -94,7 +81,7 @@ func runningOn(node string, releasing bool) func(*ft.PodWrapper) {
 }
 
 func buildNode(name string, allocatable corev1.ResourceList, labels map[string]string) *corev1.Node {
-	return ft.MakeNode().Name(name).Allocatable(allocatable).Labels(labels).Obj()
+	return st.MakeNode().Name(name).Allocatable(allocatable).Capacity(allocatable).Labels(labels).Obj()
 }
 
 // buildCluster turns API objects into a snapshot, as the cache would.

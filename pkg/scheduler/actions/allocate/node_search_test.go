@@ -10,8 +10,8 @@ import (
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
-	ft "github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 // singles is n single-pod jobs (min 1) in one queue, created in order.
@@ -176,7 +176,7 @@ func TestNominatedNodeFirst(t *testing.T) {
 			tc := allocateCase{
 				queues:    []*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)},
 				podGroups: []*schedulingv1beta1.PodGroup{buildPodGroup("pg1", "q1", 1, inqueue, 0)},
-				pods: []*corev1.Pod{buildPod("p1", "pg1", resources("2", "1Gi"), func(w *ft.PodWrapper) {
+				pods: []*corev1.Pod{buildPod("p1", "pg1", resources("2", "1Gi"), func(w *st.PodWrapper) {
 					w.Status.NominatedNodeName = c.nominated
 				})},
 				nodes: append(nodes(3, resources("4", "8Gi", "pods", "10")),
