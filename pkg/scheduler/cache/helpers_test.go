@@ -11,16 +11,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcfake "volcano.sh/apis/pkg/client/clientset/versioned/fake"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 // TestMain turns off client-go's watch-list streaming for the informer tests: volcano.sh/apis'
@@ -189,68 +188,43 @@ func (l *eventLog) take() []string {
 
 // Object builders. Everything lives in namespace "ns"; pods belong to this scheduler.
 
-type podOption func(*corev1.Pod)
+type podOption func(*st.PodWrapper)
 
 func newPod(name, cpu string, opts ...podOption) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), ResourceVersion: "1"},
-		Spec: corev1.PodSpec{SchedulerName: "volcano", Containers: []corev1.Container{{Name: "c",
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodPending},
-	}
+	w := st.MakePod().Namespace("ns").UID("uid-" + name).Name(name).ResourceVersion("1").SchedulerName("volcano").
+		Container(st.Resources(cpu, ""))
 	for _, o := range opts {
-		o(p)
+		o(w)
 	}
-	return p
+	return w.Obj()
 }
 
-func inGroup(pg string) podOption {
-	return func(p *corev1.Pod) {
-		if p.Annotations == nil {
-			p.Annotations = map[string]string{}
-		}
-		p.Annotations[schedulingv1beta1.KubeGroupNameAnnotationKey] = pg
-	}
-}
+func inGroup(pg string) podOption { return func(w *st.PodWrapper) { w.Group(pg) } }
 
-func onNode(node string) podOption { return func(p *corev1.Pod) { p.Spec.NodeName = node } }
+func onNode(node string) podOption { return func(w *st.PodWrapper) { w.Node(node) } }
 
-func inPhase(phase corev1.PodPhase) podOption { return func(p *corev1.Pod) { p.Status.Phase = phase } }
+func inPhase(phase corev1.PodPhase) podOption { return func(w *st.PodWrapper) { w.Phase(phase) } }
 
-func scheduledBy(name string) podOption { return func(p *corev1.Pod) { p.Spec.SchedulerName = name } }
+func scheduledBy(name string) podOption { return func(w *st.PodWrapper) { w.SchedulerName(name) } }
 
-func gated() podOption {
-	return func(p *corev1.Pod) { p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "wait"}} }
-}
+func gated() podOption { return func(w *st.PodWrapper) { w.Gated() } }
 
-func withCondition(c corev1.PodCondition) podOption {
-	return func(p *corev1.Pod) { p.Status.Conditions = append(p.Status.Conditions, c) }
-}
+func withCondition(c corev1.PodCondition) podOption { return func(w *st.PodWrapper) { w.Condition(c) } }
 
-func resourceVersion(rv string) podOption { return func(p *corev1.Pod) { p.ResourceVersion = rv } }
+func resourceVersion(rv string) podOption { return func(w *st.PodWrapper) { w.ResourceVersion(rv) } }
 
 func newNode(name, cpu string, labels map[string]string) *corev1.Node {
-	list := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourcePods: resource.MustParse("110")}
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		Status:     corev1.NodeStatus{Allocatable: list, Capacity: list},
-	}
+	list := st.Resources(cpu, "", "pods", "110")
+	return st.MakeNode().Name(name).Labels(labels).Allocatable(list).Capacity(list).Obj()
 }
 
 func newPodGroup(name, queue string, minMember int32) *schedulingv1beta1.PodGroup {
-	return &schedulingv1beta1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-pg-" + name), ResourceVersion: "1"},
-		Spec:       schedulingv1beta1.PodGroupSpec{MinMember: minMember, Queue: queue},
-		Status:     schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupPending},
-	}
+	return st.MakePodGroup().Namespace("ns").Name(name).UID("uid-pg-" + name).ResourceVersion("1").
+		MinMember(minMember).Queue(queue).Phase(schedulingv1beta1.PodGroupPending).Obj()
 }
 
 func newQueue(name string) *schedulingv1beta1.Queue {
-	return &schedulingv1beta1.Queue{
-		ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "1"},
-		Spec:       schedulingv1beta1.QueueSpec{Weight: 1},
-		Status:     schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateOpen},
-	}
+	return st.MakeQueue().Name(name).ResourceVersion("1").Weight(1).Obj()
 }
 
 // sessionJob is the job as a session holds it: the snapshot's copy.
