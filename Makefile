@@ -3,13 +3,18 @@ SHELL := /bin/bash
 GO ?= /usr/local/go/bin/go
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build test unit fuzz e2e lint demo bench tools deps cluster-up cluster-down clean
+.PHONY: all build images test unit fuzz e2e lint demo bench tools deps cluster-up cluster-down clean
 
 all: build
 
 ## build: the project's programs into bin/
 build:
 	$(GO) build -o bin/ ./cmd/...
+
+## images: OCI archives of vc-scheduler and vgpu-device-plugin under .cache/images (no Docker
+## engine needed), imported into the local cluster when it runs
+images: tools
+	hack/images.sh
 
 ## test: everything (lint, unit, fuzz, end-to-end on a real local cluster); installs what is missing
 test:

@@ -38,28 +38,42 @@ if ! fresh kwok "$ROOT/hack/lib.sh"; then
     echo '---'; cat "$KD/kustomize/stage/$f"; done > "$BIN/kwok-stages.yaml"
   mark kwok "$ROOT/hack/lib.sh"
 fi
+if ! fresh helm "$ROOT/hack/lib.sh"; then
+  log "building helm $HELM_VERSION"
+  GOBIN=$BIN go install -trimpath -ldflags "-s -w" "helm.sh/helm/v4/cmd/helm@$HELM_VERSION"
+  mark helm "$ROOT/hack/lib.sh"
+fi
 if ! fresh controller-gen "$ROOT/hack/lib.sh"; then
   log "building controller-gen $CONTROLLER_GEN_VERSION"
   GOBIN=$BIN go install -trimpath -ldflags "-s -w" "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_GEN_VERSION"
   mark controller-gen "$ROOT/hack/lib.sh"
 fi
-IMG_INPUTS=("$ROOT/test/images/tiny/main.go" "$ROOT/hack/testbed/mkimage.sh")
+IMG_INPUTS=("$ROOT/test/images/tiny/main.go" "$ROOT/hack/imagebuild/main.go" "$ROOT/go.sum")
 if ! fresh tiny "${IMG_INPUTS[@]}"; then
   log "building the local images (pause, tiny)"
-  (cd "$ROOT" && go build -trimpath -ldflags "-s -w" -o "$BIN/tiny" ./test/images/tiny)
+  (cd "$ROOT" && go build -trimpath -ldflags "-s -w" -o "$BIN/tiny" ./test/images/tiny && go build -o "$BIN/imagebuild" ./hack/imagebuild)
   mkdir -p "$BIN/images"
-  "$ROOT/hack/testbed/mkimage.sh" "$BIN/tiny" "$PAUSE_IMAGE" "$BIN/images/pause.tar" /pause
-  "$ROOT/hack/testbed/mkimage.sh" "$BIN/tiny" "$TINY_IMAGE" "$BIN/images/tiny.tar" /tiny
+  # One static binary answers to both names: /pause sleeps like the sandbox's pause, /tiny
+  # is the test containers' program.
+  for img in "pause $PAUSE_IMAGE /pause" "tiny $TINY_IMAGE /tiny"; do
+    set -- $img
+    "$BIN/imagebuild" -ref "$2" -out "$BIN/images/$1.tar" -entrypoint "$3" -file "$BIN/tiny:/pause" -file "$BIN/tiny:/tiny"
+  done
   mark tiny "${IMG_INPUTS[@]}"
 fi
-# The Volcano CRDs come from the volcano.sh/apis version the project builds against.
-CRD_INPUTS=("$ROOT/go.mod" "$ROOT/hack/lib.sh")
+# The Volcano CRDs in config/crd are generated from the volcano.sh/apis version the project
+# builds against; a copy that no longer matches a fresh generation fails here.
+CRD_INPUTS=("$ROOT/go.mod" "$ROOT/hack/lib.sh" "$ROOT"/config/crd/*.yaml)
 if [ "$(cat "$CACHE/crds/.stamp" 2>/dev/null)" != "$(stamp_of "${CRD_INPUTS[@]}")" ]; then
-  log "generating Volcano CRDs from volcano.sh/apis"
+  log "checking config/crd against the CRDs generated from volcano.sh/apis"
   rm -rf "$CACHE/crds"; mkdir -p "$CACHE/crds"
   (cd "$ROOT" && "$BIN/controller-gen" crd:allowDangerousTypes=true \
      paths=volcano.sh/apis/pkg/apis/scheduling/v1beta1 paths=volcano.sh/apis/pkg/apis/batch/v1alpha1 \
      output:crd:dir="$CACHE/crds")
+  if ! diff -r "$CACHE/crds" "$ROOT/config/crd" >/dev/null; then
+    log "config/crd differs from the CRDs of volcano.sh/apis in go.mod; regenerate: cp $CACHE/crds/*.yaml config/crd/"
+    exit 1
+  fi
   stamp_of "${CRD_INPUTS[@]}" > "$CACHE/crds/.stamp"
 fi
 log "tools ready in $(( $(date +%s) - T0 ))s under $BIN"

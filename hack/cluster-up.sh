@@ -86,9 +86,9 @@ if ! alive kube-controller-manager; then
     --service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" --use-service-account-credentials=true
 fi
 
-# --- Volcano CRDs (generated from volcano.sh/apis by build-tools.sh) ---
+# --- Volcano CRDs (config/crd, generated from volcano.sh/apis; build-tools.sh checks them) ---
 t=$(now)
-"$KUBECTL" apply --server-side --force-conflicts -f "$CACHE/crds" >/dev/null
+"$KUBECTL" apply --server-side --force-conflicts -f "$ROOT/config/crd" >/dev/null
 wait_for 30 "$KUBECTL" wait --for=condition=Established --timeout=1s crd/queues.scheduling.volcano.sh crd/podgroups.scheduling.volcano.sh crd/jobs.batch.volcano.sh
 log "Volcano CRDs established: $(since "$t")s"
 

@@ -8,6 +8,7 @@ K8S_VERSION=v1.35.4
 ETCD_VERSION=v3.6.5
 KWOK_VERSION=v0.8.0
 CONTROLLER_GEN_VERSION=v0.19.0
+HELM_VERSION=v4.3.2
 # kwok's stages: fast node start, lease heartbeats, pods Running and deleted. Without its
 # pod-complete stage, which finishes every pod owned by a "Job" (VolcanoJobs too), simulated
 # workers keep running like the lab's `sleep infinity`.

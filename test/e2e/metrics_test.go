@@ -55,7 +55,7 @@ func TestMetricsScrapeAndCleanShutdown(t *testing.T) {
 	e := newSchedulerEnv(t)
 	e.node("a", "64")
 	addr := freeAddress(t)
-	sched, _ := e.scheduler(defaultConf, "--listen-address", addr)
+	sched, _ := e.scheduler(defaultConf, "--enable-metrics", "--listen-address", addr)
 	e.gang("first", "", 1, 10, "100m", nil)
 	e.waitBound("first-", 10, 30*time.Second)
 
