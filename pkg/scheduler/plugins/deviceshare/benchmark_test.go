@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
@@ -17,6 +16,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/gang"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/predicates"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 // BenchmarkAllocateVGPU measures the allocate action with the real gang, predicates and
@@ -32,8 +32,7 @@ func BenchmarkAllocateVGPU(b *testing.B) {
 		nodes = append(nodes, nodeInfo(gpuNode(fmt.Sprintf("n%04d", i), 8*i, gpus(8, 10, 81920, h200))))
 	}
 	template := &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{}, Queues: map[api.QueueID]*api.QueueInfo{}}
-	template.Queues["default"] = api.NewQueueInfo(&schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: schedulingv1beta1.QueueSpec{Weight: 1}, Status: schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateOpen}})
+	template.Queues["default"] = api.NewQueueInfo(st.MakeQueue().Name("default").Weight(1).Obj())
 	for _, n := range nodes {
 		template.Nodes[n.Name] = n
 		template.NodeList = append(template.NodeList, n)
@@ -41,9 +40,8 @@ func BenchmarkAllocateVGPU(b *testing.B) {
 	for j := 0; j*gangSize < podCount; j++ {
 		name := fmt.Sprintf("job%05d", j)
 		job := api.NewJobInfo(api.NewJobID(testNS, name))
-		job.SetPodGroup(&schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: name},
-			Spec:   schedulingv1beta1.PodGroupSpec{MinMember: gangSize, Queue: "default"},
-			Status: schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupInqueue}}, "default")
+		job.SetPodGroup(st.MakePodGroup().Namespace(testNS).Name(name).MinMember(gangSize).Queue("default").
+			Phase(schedulingv1beta1.PodGroupInqueue).Obj(), "default")
 		for k := range gangSize {
 			job.AddTask(api.NewTaskInfo(pod(fmt.Sprintf("%s-w-%d", name, k), name, vgpuCtr("main", 1, 8000, 0))))
 		}

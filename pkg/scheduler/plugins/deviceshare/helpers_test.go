@@ -6,14 +6,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/devicewatch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
@@ -69,16 +67,12 @@ func gpuNode(name string, first int, specs []gpuSpec) *corev1.Node {
 		count += int64(s.split)
 		memory += int64(s.memory)
 	}
-	list := corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourcePods: resource.MustParse("110"),
-		resCount: *resource.NewQuantity(count, resource.DecimalSI),
-		resMem:   *resource.NewQuantity(memory, resource.DecimalSI),
-		resCores: *resource.NewQuantity(100*int64(len(specs)), resource.DecimalSI),
-	}
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{vgpu.NodeDevicesAnnotation: registerValue(first, specs)}},
-		Status:     corev1.NodeStatus{Allocatable: list, Capacity: list},
-	}
+	list := st.Resources("64", "", "pods", "110")
+	list[resCount] = *resource.NewQuantity(count, resource.DecimalSI)
+	list[resMem] = *resource.NewQuantity(memory, resource.DecimalSI)
+	list[resCores] = *resource.NewQuantity(100*int64(len(specs)), resource.DecimalSI)
+	return st.MakeNode().Name(name).Annotation(vgpu.NodeDevicesAnnotation, registerValue(first, specs)).
+		Allocatable(list).Capacity(list).Obj()
 }
 
 // ctr is a container whose limits (and, as the API server defaults them, requests) are
@@ -107,12 +101,8 @@ func vgpuCtr(name string, count, memory, cores int) corev1.Container {
 
 // pod is a pending pod of PodGroup group with the containers.
 func pod(name, group string, containers ...corev1.Container) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: name, UID: types.UID("uid-" + name),
-			Annotations: map[string]string{schedulingv1beta1.KubeGroupNameAnnotationKey: group}},
-		Spec:   corev1.PodSpec{SchedulerName: "volcano", Containers: containers},
-		Status: corev1.PodStatus{Phase: corev1.PodPending},
-	}
+	return st.MakePod().Namespace(testNS).UID("uid-" + name).Name(name).Group(group).SchedulerName("volcano").
+		Containers(containers...).Obj()
 }
 
 // annotated adds annotations to the pod.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -20,6 +19,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/gang"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/predicates"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
@@ -68,11 +68,8 @@ func TestRestartRebuildsLedger(t *testing.T) {
 		pod("new-1", "pg", vgpuCtr("main", 1, 1000, 0)),
 	}
 	kube := kubefake.NewClientset(objects...)
-	vc := vcfake.NewSimpleClientset(&schedulingv1beta1.PodGroup{ //nolint:staticcheck // NewClientset cannot store cluster-scoped Queues
-		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "pg"},
-		Spec:       schedulingv1beta1.PodGroupSpec{MinMember: 1, Queue: "default"},
-		Status:     schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupInqueue},
-	})
+	vc := vcfake.NewSimpleClientset( //nolint:staticcheck // NewClientset cannot store cluster-scoped Queues
+		st.MakePodGroup().Namespace(testNS).Name("pg").MinMember(1).Queue("default").Phase(schedulingv1beta1.PodGroupInqueue).Obj())
 
 	const want = "0:2/3000/0 1:1/4000/0"
 	first := startCache(t, kube, vc)

@@ -13,6 +13,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
@@ -39,16 +40,14 @@ var fixedClock = time.Unix(1778317876, 0)
 // "default" holding the pods, as the cache would hand it to a session.
 func snapshot(nodes []*api.NodeInfo, minMember int32, pods ...*corev1.Pod) *api.ClusterInfo {
 	ci := &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{}, Queues: map[api.QueueID]*api.QueueInfo{}}
-	ci.Queues["default"] = api.NewQueueInfo(&schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: schedulingv1beta1.QueueSpec{Weight: 1}, Status: schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateOpen}})
+	ci.Queues["default"] = api.NewQueueInfo(st.MakeQueue().Name("default").Weight(1).Obj())
 	for _, n := range nodes {
 		ci.Nodes[n.Name] = n
 		ci.NodeList = append(ci.NodeList, n)
 	}
 	job := api.NewJobInfo(api.NewJobID(testNS, "pg"))
-	job.SetPodGroup(&schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "pg"},
-		Spec:   schedulingv1beta1.PodGroupSpec{MinMember: minMember, Queue: "default"},
-		Status: schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupInqueue}}, "default")
+	job.SetPodGroup(st.MakePodGroup().Namespace(testNS).Name("pg").MinMember(minMember).Queue("default").
+		Phase(schedulingv1beta1.PodGroupInqueue).Obj(), "default")
 	for _, p := range pods {
 		job.AddTask(api.NewTaskInfo(p))
 	}
