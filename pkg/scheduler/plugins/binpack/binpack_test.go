@@ -8,14 +8,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 const vgpuMemory = corev1.ResourceName("volcano.sh/vgpu-memory")
@@ -29,18 +27,13 @@ func list(kv ...string) corev1.ResourceList {
 }
 
 func newTask(name string, requests corev1.ResourceList) *api.TaskInfo {
-	return api.NewTaskInfo(&corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name),
-			Annotations: map[string]string{schedulingv1beta1.KubeGroupNameAnnotationKey: "pg"}},
-		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: requests}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodPending},
-	})
+	return api.NewTaskInfo(st.MakePod().Namespace("ns").UID(name).Name(name).Group("pg").Container(requests).Obj())
 }
 
 // newNode has the allocatable given and a running pod using used.
 func newNode(allocatable, used corev1.ResourceList) *api.NodeInfo {
 	allocatable[corev1.ResourcePods] = resource.MustParse("110")
-	n := api.NewNodeInfo(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: allocatable}})
+	n := api.NewNodeInfo(st.MakeNode().Name("n").Allocatable(allocatable).Obj())
 	running := newTask("running", used)
 	running.Status = api.Running
 	n.AddTask(running)

@@ -7,15 +7,13 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 const vgpuMemory corev1.ResourceName = "volcano.sh/vgpu-memory"
@@ -53,8 +51,7 @@ type pod struct {
 
 // newJob builds job ns/<name> created at the given second, with pods "<name>-<i>".
 func newJob(name string, created int64, pods ...pod) *api.JobInfo {
-	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, CreationTimestamp: metav1.Unix(created, 0)},
-		Spec: schedulingv1beta1.PodGroupSpec{MinMember: 1}}
+	pg := st.MakePodGroup().Namespace("ns").Name(name).CreatedAt(metav1.Unix(created, 0)).MinMember(1).Obj()
 	job := api.NewJobInfo(api.NewJobID("ns", name))
 	job.SetPodGroup(pg, "default")
 	for i, p := range pods {
@@ -63,13 +60,8 @@ func newJob(name string, created int64, pods ...pod) *api.JobInfo {
 		if p.node == "" {
 			phase = corev1.PodPending
 		}
-		job.AddTask(api.NewTaskInfo(&corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: podName, UID: types.UID(podName),
-				Annotations: map[string]string{schedulingv1beta1.KubeGroupNameAnnotationKey: name}},
-			Spec: corev1.PodSpec{NodeName: p.node, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(p.cpu), corev1.ResourceMemory: resource.MustParse(p.memory)}}}}},
-			Status: corev1.PodStatus{Phase: phase},
-		}))
+		job.AddTask(api.NewTaskInfo(st.MakePod().Namespace("ns").UID(podName).Name(podName).Group(name).Node(p.node).
+			Container(st.Resources(p.cpu, p.memory)).Phase(phase).Obj()))
 	}
 	return job
 }
@@ -79,8 +71,7 @@ func openSession(t *testing.T, jobs ...*api.JobInfo) *framework.Session {
 	t.Helper()
 	ci := &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{}, Queues: map[api.QueueID]*api.QueueInfo{}}
 	for _, name := range []string{"n0", "n1"} {
-		n := api.NewNodeInfo(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}}})
+		n := api.NewNodeInfo(st.MakeNode().Name(name).Allocatable(st.Resources("4", "8Gi", "pods", "110")).Obj())
 		ci.Nodes[name] = n
 		ci.NodeList = append(ci.NodeList, n)
 	}

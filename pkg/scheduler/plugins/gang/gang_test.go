@@ -7,9 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 // task describes one pod of a test job.
@@ -30,26 +29,18 @@ type task struct {
 // newJob builds PodGroup ns/<name> and its pods "<name>-<i>", each requesting 1 cpu unless
 // best-effort, moved to the given status.
 func newJob(name string, minMember int32, minTaskMember map[string]int32, old []schedulingv1beta1.PodGroupCondition, tasks ...task) *api.JobInfo {
-	pg := &schedulingv1beta1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
-		Spec:       schedulingv1beta1.PodGroupSpec{MinMember: minMember, MinTaskMember: minTaskMember},
-		Status:     schedulingv1beta1.PodGroupStatus{Conditions: old},
-	}
+	pg := st.MakePodGroup().Namespace("ns").Name(name).MinMember(minMember).MinTaskMember(minTaskMember).Conditions(old...).Obj()
 	job := api.NewJobInfo(api.NewJobID("ns", name))
 	job.SetPodGroup(pg, "default")
 	for i, spec := range tasks {
 		podName := fmt.Sprintf("%s-%d", name, i)
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: podName, UID: types.UID(podName),
-				Annotations: map[string]string{
-					schedulingv1beta1.KubeGroupNameAnnotationKey: name,
-					batchv1alpha1.TaskSpecKey:                    spec.role,
-				}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}},
-		}
+		var requests corev1.ResourceList
 		if !spec.bestEffort {
-			pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+			requests = st.Resources("1", "")
 		}
+		// No phase: the pod as the API server first stores it.
+		pod := st.MakePod().Namespace("ns").UID(podName).Name(podName).Group(name).Annotation(batchv1alpha1.TaskSpecKey, spec.role).
+			Container(requests).Phase("").Obj()
 		t := api.NewTaskInfo(pod)
 		job.AddTask(t)
 		if spec.status != api.Pending {
@@ -64,8 +55,7 @@ func newJob(name string, minMember int32, minTaskMember map[string]int32, old []
 func openSession(t *testing.T, jobs ...*api.JobInfo) *framework.Session {
 	t.Helper()
 	ci := &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{}, Queues: map[api.QueueID]*api.QueueInfo{}}
-	n := api.NewNodeInfo(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n0"}, Status: corev1.NodeStatus{
-		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}}})
+	n := api.NewNodeInfo(st.MakeNode().Name("n0").Allocatable(st.Resources("8", "", "pods", "110")).Obj())
 	ci.Nodes[n.Name] = n
 	ci.NodeList = []*api.NodeInfo{n}
 	for _, j := range jobs {

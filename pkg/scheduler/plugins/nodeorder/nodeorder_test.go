@@ -7,25 +7,18 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 func newPod(name, cpu, mem string, opts ...func(*corev1.Pod)) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name),
-			Annotations: map[string]string{schedulingv1beta1.KubeGroupNameAnnotationKey: "pg"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodPending},
-	}
+	p := st.MakePod().Namespace("ns").UID(name).Name(name).Group("pg").Container(st.Resources(cpu, mem)).Obj()
 	for _, o := range opts {
 		o(p)
 	}
@@ -55,12 +48,8 @@ func preferNoSchedule(key string) corev1.Taint {
 
 // newNode is a 4-cpu, 8 GiB node running pods that use cpu and mem in total.
 func newNode(name, cpu, mem string, labels map[string]string, taints ...corev1.Taint) *api.NodeInfo {
-	n := api.NewNodeInfo(&corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		Spec:       corev1.NodeSpec{Taints: taints},
-		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"),
-			corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}},
-	})
+	n := api.NewNodeInfo(st.MakeNode().Name(name).Labels(labels).Taints(taints...).
+		Allocatable(st.Resources("4", "8Gi", "pods", "110")).Obj())
 	running := newPod("running-on-"+name, cpu, mem)
 	running.Spec.NodeName, running.Status.Phase = name, corev1.PodRunning
 	n.AddTask(api.NewTaskInfo(running))

@@ -9,89 +9,77 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 // podOpt and nodeOpt shape the test objects.
 type (
-	podOpt  func(*corev1.Pod)
-	nodeOpt func(*corev1.Node)
+	podOpt  func(*st.PodWrapper)
+	nodeOpt func(*st.NodeWrapper)
 )
 
 func newPod(name string, opts ...podOpt) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name),
-			Annotations: map[string]string{schedulingv1beta1.KubeGroupNameAnnotationKey: "pg"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodPending},
-	}
+	w := st.MakePod().Namespace("ns").UID("uid-" + name).Name(name).Group("pg").Container(st.Resources("1", ""))
 	for _, o := range opts {
-		o(p)
+		o(w)
 	}
-	return p
+	return w.Obj()
 }
 
 func withNodeSelector(kv ...string) podOpt {
-	return func(p *corev1.Pod) {
-		p.Spec.NodeSelector = map[string]string{}
+	return func(w *st.PodWrapper) {
+		sel := map[string]string{}
 		for i := 0; i+1 < len(kv); i += 2 {
-			p.Spec.NodeSelector[kv[i]] = kv[i+1]
+			sel[kv[i]] = kv[i+1]
 		}
+		w.NodeSelector(sel)
 	}
 }
 
 func withRequiredAffinity(terms ...corev1.NodeSelectorTerm) podOpt {
-	return func(p *corev1.Pod) {
-		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: terms}}}
-	}
+	return func(w *st.PodWrapper) { w.RequiredNodeAffinity(terms...) }
 }
 
 func withTolerations(t ...corev1.Toleration) podOpt {
-	return func(p *corev1.Pod) { p.Spec.Tolerations = t }
+	return func(w *st.PodWrapper) { w.Tolerations(t...) }
 }
 
 // withHostPort adds a container port; ip may be "" (every address), proto "" (TCP).
 func withHostPort(port int32, proto corev1.Protocol, ip string) podOpt {
-	return func(p *corev1.Pod) {
-		c := &p.Spec.Containers[0]
+	return func(w *st.PodWrapper) {
+		c := &w.Spec.Containers[0]
 		c.Ports = append(c.Ports, corev1.ContainerPort{ContainerPort: 80, HostPort: port, Protocol: proto, HostIP: ip})
 	}
 }
 
 func newNode(name string, opts ...nodeOpt) *corev1.Node {
-	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}},
-		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourcePods: resource.MustParse("110")}},
-	}
+	w := st.MakeNode().Name(name).Label("kubernetes.io/hostname", name).Allocatable(st.Resources("64", "", "pods", "110"))
 	for _, o := range opts {
-		o(n)
+		o(w)
 	}
-	return n
+	return w.Obj()
 }
 
 func withLabels(kv ...string) nodeOpt {
-	return func(n *corev1.Node) {
+	return func(w *st.NodeWrapper) {
 		for i := 0; i+1 < len(kv); i += 2 {
-			n.Labels[kv[i]] = kv[i+1]
+			w.Label(kv[i], kv[i+1])
 		}
 	}
 }
 
-func withTaints(t ...corev1.Taint) nodeOpt { return func(n *corev1.Node) { n.Spec.Taints = t } }
+func withTaints(t ...corev1.Taint) nodeOpt { return func(w *st.NodeWrapper) { w.Taints(t...) } }
 
-func cordoned() nodeOpt { return func(n *corev1.Node) { n.Spec.Unschedulable = true } }
+func cordoned() nodeOpt { return func(w *st.NodeWrapper) { w.Unschedulable() } }
 
 func withPodCapacity(pods string) nodeOpt {
-	return func(n *corev1.Node) { n.Status.Allocatable[corev1.ResourcePods] = resource.MustParse(pods) }
+	return func(w *st.NodeWrapper) { w.Status.Allocatable[corev1.ResourcePods] = resource.MustParse(pods) }
 }
 
 // nodeInfo builds the node with the given pods already running on it.
@@ -231,9 +219,9 @@ func TestPredicate(t *testing.T) {
 			node:       nodeInfo(newNode("n"), newPod("a", withHostPort(8080, "", ""))),
 			wantReason: "node(s) didn't have free ports for the requested pod ports", wantCode: api.Unschedulable},
 		{name: "port held by a sidecar", pod: newPod("p", withHostPort(8080, "", "")),
-			node: nodeInfo(newNode("n"), newPod("a", func(p *corev1.Pod) {
+			node: nodeInfo(newNode("n"), newPod("a", func(w *st.PodWrapper) {
 				always := corev1.ContainerRestartPolicyAlways
-				p.Spec.InitContainers = []corev1.Container{{Name: "proxy", RestartPolicy: &always,
+				w.Spec.InitContainers = []corev1.Container{{Name: "proxy", RestartPolicy: &always,
 					Ports: []corev1.ContainerPort{{ContainerPort: 1, HostPort: 8080}}}}
 			})),
 			wantReason: "node(s) didn't have free ports for the requested pod ports", wantCode: api.Unschedulable},
