@@ -8,14 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
-
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 // fakeCache records what leaves the session.
@@ -45,24 +40,18 @@ func (c *fakeCache) RecordJobEvent(*api.JobInfo, string, string, string) {}
 
 func cluster(nodes, pods int) *api.ClusterInfo {
 	ci := &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{}, Queues: map[api.QueueID]*api.QueueInfo{}}
-	q := &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Status: schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateOpen}}
-	ci.Queues["default"] = api.NewQueueInfo(q)
+	ci.Queues["default"] = api.NewQueueInfo(st.MakeQueue().Name("default").Obj())
 	for i := 0; i < nodes; i++ {
-		n := api.NewNodeInfo(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i)},
-			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("10")}}})
+		n := api.NewNodeInfo(st.MakeNode().Name(fmt.Sprintf("n%d", i)).Allocatable(st.Resources("4", "", "pods", "10")).Obj())
 		ci.Nodes[n.Name] = n
 		ci.NodeList = append(ci.NodeList, n)
 	}
-	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pg"},
-		Spec: schedulingv1beta1.PodGroupSpec{MinMember: int32(pods)}}
+	pg := st.MakePodGroup().Namespace("ns").Name("pg").MinMember(int32(pods)).Obj()
 	job := api.NewJobInfo("ns/pg")
 	job.SetPodGroup(pg, "default")
 	for i := 0; i < pods; i++ {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("pg-w-%d", i), UID: types.UID(fmt.Sprintf("uid-%d", i)),
-			Annotations: map[string]string{schedulingv1beta1.KubeGroupNameAnnotationKey: "pg"}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
-			Status: corev1.PodStatus{Phase: corev1.PodPending}}
+		pod := st.MakePod().Namespace("ns").UID(fmt.Sprintf("uid-%d", i)).Name(fmt.Sprintf("pg-w-%d", i)).Group("pg").
+			Container(st.Resources("1", "")).Obj()
 		job.AddTask(api.NewTaskInfo(pod))
 	}
 	ci.Jobs[job.UID] = job

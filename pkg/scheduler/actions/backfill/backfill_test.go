@@ -4,18 +4,17 @@ import (
 	"errors"
 	"sort"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 type fakeCache struct {
@@ -57,15 +56,8 @@ func (stub) OnSessionOpen(ssn *framework.Session) {
 }
 func (stub) OnSessionClose(*framework.Session) {}
 
-var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-
 func pod(name, group string, requests corev1.ResourceList, changes ...func(*corev1.Pod)) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: name, UID: types.UID("c1-" + name),
-			Annotations: map[string]string{schedulingv1beta1.KubeGroupNameAnnotationKey: group}},
-		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: requests}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodPending},
-	}
+	p := st.MakePod().Namespace("c1").Name(name).Group(group).Container(requests).Obj()
 	for _, change := range changes {
 		change(p)
 	}
@@ -77,17 +69,11 @@ func runningOn(node string) func(*corev1.Pod) {
 }
 
 func group(name, queue string, minMember int32, phase schedulingv1beta1.PodGroupPhase) *schedulingv1beta1.PodGroup {
-	return &schedulingv1beta1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: name, CreationTimestamp: metav1.NewTime(epoch)},
-		Spec:       schedulingv1beta1.PodGroupSpec{MinMember: minMember, Queue: queue},
-		Status:     schedulingv1beta1.PodGroupStatus{Phase: phase},
-	}
+	return st.MakePodGroup().Namespace("c1").Name(name).Created(0).MinMember(minMember).Queue(queue).Phase(phase).Obj()
 }
 
 func node(name string, pods string) *corev1.Node {
-	alloc := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"),
-		corev1.ResourcePods: resource.MustParse(pods)}
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: alloc}}
+	return st.MakeNode().Name(name).Allocatable(st.Resources("4", "8Gi", "pods", pods)).Obj()
 }
 
 func TestBackfill(t *testing.T) {

@@ -2,18 +2,17 @@ package enqueue
 
 import (
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 // voter stands in for the quota plugins: it orders queues by priority, votes on each job
@@ -49,28 +48,21 @@ func budget(n int) func(*api.JobInfo) int {
 	}
 }
 
-var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-
 func queue(name string, priority int32) *api.QueueInfo {
-	return api.NewQueueInfo(&schedulingv1beta1.Queue{
-		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(epoch)},
-		Spec:       schedulingv1beta1.QueueSpec{Priority: priority},
-		Status:     schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateOpen},
-	})
+	return api.NewQueueInfo(st.MakeQueue().Name(name).Created(0).Priority(priority).Obj())
 }
 
 // minResources8 is upstream's case: 8 cpu and 8Gi up front.
 var minResources8 = &corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("8Gi")}
 
 // job is a PodGroup (without pods: enqueue looks at the group only) created created seconds
-// after epoch.
+// after st.Epoch.
 func job(name, queue string, phase schedulingv1beta1.PodGroupPhase, minResources *corev1.ResourceList, created int) *api.JobInfo {
-	pg := &schedulingv1beta1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: name,
-			CreationTimestamp: metav1.NewTime(epoch.Add(time.Duration(created) * time.Second))},
-		Spec:   schedulingv1beta1.PodGroupSpec{MinMember: 1, Queue: queue, MinResources: minResources},
-		Status: schedulingv1beta1.PodGroupStatus{Phase: phase},
+	w := st.MakePodGroup().Namespace("c1").Name(name).Created(created).MinMember(1).Queue(queue).Phase(phase)
+	if minResources != nil {
+		w.MinResources(*minResources)
 	}
+	pg := w.Obj()
 	j := api.NewJobInfo(api.NewJobID(pg.Namespace, pg.Name))
 	j.SetPodGroup(pg, "default")
 	return j
