@@ -9,13 +9,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 // Namespace holds every PodGroup and pod the builders make.
@@ -41,26 +40,18 @@ func Node(name string, allocatable corev1.ResourceList) *corev1.Node {
 	if _, ok := allocatable[corev1.ResourcePods]; !ok {
 		allocatable[corev1.ResourcePods] = resource.MustParse("110")
 	}
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Status: corev1.NodeStatus{Allocatable: allocatable, Capacity: allocatable}}
+	return st.MakeNode().Name(name).Allocatable(allocatable).Capacity(allocatable).Obj()
 }
 
 // Queue is an Open queue of weight 1; capability may be nil.
 func Queue(name string, capability corev1.ResourceList) *schedulingv1beta1.Queue {
-	return &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:   schedulingv1beta1.QueueSpec{Weight: 1, Capability: capability},
-		Status: schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateOpen}}
+	return st.MakeQueue().Name(name).Weight(1).Capability(capability).Obj()
 }
 
 // PodGroup is a PodGroup in queue with the given phase; minResources may be nil.
 func PodGroup(name, queue string, minMember int32, minResources corev1.ResourceList, phase schedulingv1beta1.PodGroupPhase) *schedulingv1beta1.PodGroup {
-	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: name},
-		Spec:   schedulingv1beta1.PodGroupSpec{Queue: queue, MinMember: minMember},
-		Status: schedulingv1beta1.PodGroupStatus{Phase: phase}}
-	if minResources != nil {
-		pg.Spec.MinResources = &minResources
-	}
-	return pg
+	return st.MakePodGroup().Namespace(Namespace).Name(name).Queue(queue).MinMember(minMember).MinResources(minResources).
+		Phase(phase).Obj()
 }
 
 // Pod is a one-container pod of podGroup requesting requests: Running on node when node is
@@ -70,13 +61,8 @@ func Pod(name, podGroup, node string, requests corev1.ResourceList) *corev1.Pod 
 	if node != "" {
 		phase = corev1.PodRunning
 	}
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: name, UID: types.UID(Namespace + "-" + name),
-			Annotations: map[string]string{schedulingv1beta1.KubeGroupNameAnnotationKey: podGroup}},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main",
-			Resources: corev1.ResourceRequirements{Requests: requests, Limits: requests}}}},
-		Status: corev1.PodStatus{Phase: phase},
-	}
+	return st.MakePod().Namespace(Namespace).Name(name).Group(podGroup).Node(node).Phase(phase).
+		Containers(corev1.Container{Name: "main", Resources: corev1.ResourceRequirements{Requests: requests, Limits: requests}}).Obj()
 }
 
 // Cluster is the API objects a session starts from.
