@@ -9,31 +9,24 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 // vgpuPod is a live standalone pod asking for one vGPU slice; its requests are what the API
 // server derives from its limits.
 func vgpuPod(name string, owners ...metav1.OwnerReference) *corev1.Pod {
 	vgpu := list("cpu", "1", "volcano.sh/vgpu-number", "1", "volcano.sh/vgpu-memory", "2000")
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: "demo", UID: types.UID("pod-uid-" + name),
-			OwnerReferences: owners,
-			Annotations: map[string]string{
-				scheduling.QueueNameAnnotationKey: "gpu-small-queue",
-				scheduling.PodPreemptable:         "true",
-				"unrelated":                       "x",
-			},
-		},
-		Spec: corev1.PodSpec{
-			SchedulerName:     "volcano",
-			PriorityClassName: "high",
-			Containers:        []corev1.Container{{Name: "cuda", Resources: corev1.ResourceRequirements{Requests: vgpu, Limits: vgpu}}},
-		},
+	w := st.MakePod().Namespace("demo").UID("pod-uid-"+name).Name(name).Phase("").
+		Annotation(scheduling.QueueNameAnnotationKey, "gpu-small-queue").Annotation(scheduling.PodPreemptable, "true").
+		Annotation("unrelated", "x").SchedulerName("volcano").PriorityClassName("high").
+		Containers(corev1.Container{Name: "cuda", Resources: corev1.ResourceRequirements{Requests: vgpu, Limits: vgpu}})
+	for _, o := range owners {
+		w.Owner(o)
 	}
+	return w.Obj()
 }
 
 func replicaSet(annotations map[string]string) *appsv1.ReplicaSet {

@@ -6,24 +6,22 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 // list builds a ResourceList from name/quantity pairs.
 func list(pairs ...string) corev1.ResourceList {
-	l := corev1.ResourceList{}
-	for i := 0; i < len(pairs); i += 2 {
-		l[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
-	}
-	return l
+	return st.Resources("", "", pairs...)
 }
 
 // podWith is a pod whose containers have the given requirements.
 func podWith(containers ...corev1.ResourceRequirements) *corev1.Pod {
-	pod := &corev1.Pod{}
+	w := st.MakePod().Phase("")
 	for _, r := range containers {
-		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "c", Resources: r})
+		w.Containers(corev1.Container{Name: "c", Resources: r})
 	}
-	return pod
+	return w.Obj()
 }
 
 // semanticList compares ResourceLists by value, not by the quantities' formatting.

@@ -112,6 +112,12 @@ func (w *PodWrapper) Containers(cs ...corev1.Container) *PodWrapper {
 // SchedulerName sets the scheduler the pod asks for.
 func (w *PodWrapper) SchedulerName(name string) *PodWrapper { w.Spec.SchedulerName = name; return w }
 
+// PriorityClassName sets the pod's priority class.
+func (w *PodWrapper) PriorityClassName(name string) *PodWrapper {
+	w.Spec.PriorityClassName = name
+	return w
+}
+
 // Priority sets the pod's priority.
 func (w *PodWrapper) Priority(p int32) *PodWrapper { w.Spec.Priority = &p; return w }
 

@@ -34,7 +34,7 @@ func TestMakePod(t *testing.T) {
 	got := MakePod().Namespace("ns").Name("p").ResourceVersion("4").Created(2).Label("l", "v").
 		Group("pg").Annotation("a", "b").Owner(owner).
 		Container(Resources("1", "")).Container(nil).Containers(corev1.Container{Name: "x"}).
-		SchedulerName("volcano").Priority(prio).NodeSelector(map[string]string{"s": "t"}).
+		SchedulerName("volcano").PriorityClassName("high").Priority(prio).NodeSelector(map[string]string{"s": "t"}).
 		RequiredNodeAffinity(term).Tolerations(toleration).Gated().Node("n").Phase(corev1.PodRunning).
 		Condition(cond).Terminating().Obj()
 	want := &corev1.Pod{
@@ -48,7 +48,7 @@ func TestMakePod(t *testing.T) {
 				{Name: "c1"},
 				{Name: "x"},
 			},
-			SchedulerName: "volcano", Priority: &prio, NodeSelector: map[string]string{"s": "t"}, NodeName: "n",
+			SchedulerName: "volcano", PriorityClassName: "high", Priority: &prio, NodeSelector: map[string]string{"s": "t"}, NodeName: "n",
 			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{term}}}},
 			Tolerations:     []corev1.Toleration{toleration},
