@@ -6,19 +6,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 func testPod(ns, name, node string, phase corev1.PodPhase, cpu string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "-" + name),
-			Annotations: map[string]string{schedulingv1beta1.KubeGroupNameAnnotationKey: "pg1"}},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c",
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}},
-		Status: corev1.PodStatus{Phase: phase},
-	}
+	return st.MakePod().Namespace(ns).Name(name).Group("pg1").Node(node).Container(st.Resources(cpu, "")).Phase(phase).Obj()
 }
 
 // Golden strings from upstream's TestTaskSchedulingReason.
