@@ -23,13 +23,13 @@ labels() { # labels TITLE
     -label "org.opencontainers.image.revision=$COMMIT" -label "org.opencontainers.image.source=https://github.com/volcano-vgpu/volcano-vgpu"
 }
 # shellcheck disable=SC2046
-"$BIN/imagebuild" -ref "$REGISTRY/vc-scheduler:$VERSION" -out "$OUT/vc-scheduler.tar" \
+"$BIN/imagebuild" -ref "$REGISTRY/volcano-vgpu/vc-scheduler:$VERSION" -out "$OUT/vc-scheduler.tar" \
   -file "$OUT/bin/vc-scheduler:/vc-scheduler" -entrypoint /vc-scheduler -user 65532:65532 $(labels vc-scheduler)
 # shellcheck disable=SC2046
-"$BIN/imagebuild" -ref "$REGISTRY/vgpu-device-plugin:$VERSION" -out "$OUT/vgpu-device-plugin.tar" \
+"$BIN/imagebuild" -ref "$REGISTRY/volcano-vgpu/vgpu-device-plugin:$VERSION" -out "$OUT/vgpu-device-plugin.tar" \
   -file "$OUT/bin/vgpu-device-plugin:/vgpu-device-plugin" -shared-libs-of "$OUT/bin/vgpu-device-plugin" \
   -entrypoint /vgpu-device-plugin $(labels vgpu-device-plugin)
-log "images: $OUT/vc-scheduler.tar, $OUT/vgpu-device-plugin.tar ($REGISTRY/...:$VERSION)"
+log "images: $OUT/vc-scheduler.tar, $OUT/vgpu-device-plugin.tar ($REGISTRY/volcano-vgpu/...:$VERSION)"
 if [ -S "$TB/containerd/containerd.sock" ] && alive containerd; then
   for img in vc-scheduler vgpu-device-plugin; do
     ctr -a "$TB/containerd/containerd.sock" -n k8s.io images import "$OUT/$img.tar" >/dev/null

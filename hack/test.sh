@@ -30,16 +30,23 @@ if has fuzz; then
   done < <(grep -rEo '^func (Fuzz[A-Za-z0-9_]+)' --include='*_test.go' pkg cmd 2>/dev/null | sed 's/:func / /')
   log "fuzz: $(since "$t")s"
 fi
+# cluster_suites: everything that needs the local cluster. The images go into its containerd
+# first, for the suite that installs the chart.
+cluster_suites() {
+  "$ROOT/hack/images.sh"
+  "$ROOT/hack/chart-test.sh"
+  go test -count=1 -tags e2e -timeout 20m ./test/e2e/...
+}
 if has e2e; then
   t=$(now)
   if "$ROOT/hack/cluster-running.sh"; then
     log "reusing the running cluster; it stays up"
-    go test -count=1 -tags e2e -timeout 20m ./test/e2e/...
+    cluster_suites
   else
     before=$("$ROOT/hack/testbed/fingerprint.sh")
     trap '"$ROOT/hack/cluster-down.sh"' EXIT
     "$ROOT/hack/cluster-up.sh"
-    go test -count=1 -tags e2e -timeout 20m ./test/e2e/...
+    cluster_suites
     trap - EXIT
     "$ROOT/hack/cluster-down.sh"
     after=$("$ROOT/hack/testbed/fingerprint.sh")

@@ -82,6 +82,9 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%, nodefs.inodesFree: 1%}
 nodeStatusUpdateFrequency: 5s
+# A changed ConfigMap reaches the pods that mount it within seconds, not the default minute
+# (the chart test upgrades the scheduler's configuration in place).
+syncFrequency: 5s
 podLogsDir: $K/pod-logs
 EOK
   kubelet_start

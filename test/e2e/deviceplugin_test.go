@@ -41,12 +41,7 @@ const pluginMetrics = "127.0.0.1:19394"
 // registered.
 func devicePlugin(t *testing.T, cs kubernetes.Interface, n int) *pluginRun {
 	t.Helper()
-	hook := t.TempDir()
-	for name, content := range map[string]string{"libvgpu.so": "not a real library\n", "ld.so.preload": "/usr/local/vgpu/libvgpu.so\n"} {
-		if err := os.WriteFile(filepath.Join(hook, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	hook := hookDir(t)
 	p := &pluginRun{cs: cs, hook: hook, args: []string{"--kubeconfig", kubeconfigPath(), "--node-name", realNode, "--nvml", "fake",
 		"--fake-gpus", fmt.Sprintf("%dxNVIDIA GeForce RTX 3070 Ti:8192", n), "--hook-path", hook, "--metrics-address", pluginMetrics,
 		"--node-config", filepath.Join(hook, "absent-config.json"), "-v", "2"}}
@@ -56,6 +51,19 @@ func devicePlugin(t *testing.T, cs kubernetes.Interface, n int) *pluginRun {
 	p.proc = start(t, "vgpu-device-plugin", p.args...)
 	p.waitServing(t, 0)
 	return p
+}
+
+// hookDir is a host directory with stand-ins for HAMi-core's files (the test containers run
+// no CUDA).
+func hookDir(t *testing.T) string {
+	t.Helper()
+	hook := t.TempDir()
+	for name, content := range map[string]string{"libvgpu.so": "not a real library\n", "ld.so.preload": "/usr/local/vgpu/libvgpu.so\n"} {
+		if err := os.WriteFile(filepath.Join(hook, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return hook
 }
 
 // restart stops the plugin and starts it again with the same flags and hook directory, as a
@@ -84,13 +92,17 @@ func (p *pluginRun) sends() int {
 	return strings.Count(p.proc.log.String(), "Sent device list to kubelet")
 }
 
-func (p *pluginRun) waitAdvertised(t *testing.T) {
+func (p *pluginRun) waitAdvertised(t *testing.T) { t.Helper(); waitAdvertised(t, p.cs, p.gpus) }
+
+// waitAdvertised waits until the real node advertises these fake 8 GiB GPUs (split 10) in its
+// allocatable and its register annotation.
+func waitAdvertised(t *testing.T, cs kubernetes.Interface, gpus []string) {
 	t.Helper()
-	n := int64(len(p.gpus))
+	n := int64(len(gpus))
 	want := map[corev1.ResourceName]int64{vgpu.DefaultCountResource: 10 * n, vgpu.DefaultMemoryResource: 8192 * n,
 		vgpu.DefaultCoresResource: 100 * n}
 	eventually(t, 60*time.Second, "kubelet advertises the vGPU resources", func(ctx context.Context) (bool, string, error) {
-		node, err := p.cs.CoreV1().Nodes().Get(ctx, realNode, metav1.GetOptions{})
+		node, err := cs.CoreV1().Nodes().Get(ctx, realNode, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error(), nil
 		}
@@ -101,7 +113,7 @@ func (p *pluginRun) waitAdvertised(t *testing.T) {
 			}
 		}
 		reg := node.Annotations[vgpu.NodeDevicesAnnotation]
-		return strings.Count(reg, ":") == len(p.gpus) && strings.Contains(reg, p.gpus[len(p.gpus)-1]), "register=" + reg, nil
+		return strings.Count(reg, ":") == len(gpus) && strings.Contains(reg, gpus[len(gpus)-1]), "register=" + reg, nil
 	})
 }
 

@@ -64,9 +64,14 @@ func TestLab8GangAndQueue(t *testing.T) {
 		patch := []byte(`{"metadata":{"labels":{"` + envLabel + `":null}}}`)
 		_, _ = e.cs.CoreV1().Nodes().Patch(context.Background(), realNode, types.MergePatchType, patch, metav1.PatchOptions{})
 	})
-	seed := seedConf(t)
-	e.scheduler(seed)
+	e.scheduler(seedConf(t))
+	lab8Steps5to7(t, e)
+}
 
+// lab8Steps5to7 replays lab 8 steps 5-7 with the env's scheduler name and namespace, on the
+// real node with one fake 8 GiB GPU: the exact PodGroup phases and messages the lab shows.
+func lab8Steps5to7(t *testing.T, e *schedulerEnv) {
+	ctx := context.Background()
 	job := func(file string) *batchv1alpha1.Job {
 		j := &batchv1alpha1.Job{}
 		labFile(t, file, j)
