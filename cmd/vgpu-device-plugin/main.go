@@ -27,6 +27,7 @@ import (
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/apiclient"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/assignment"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/hook"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/kubelet"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/monitor"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
@@ -36,10 +37,10 @@ import (
 )
 
 type options struct {
-	nodeName, kubeconfig, kubeletDir, nvmlMode, fakeGPUs string
-	metricsAddress, hookPath, nodeConfigPath             string
-	inspect                                              bool
-	flags                                                *settings.Flags
+	nodeName, kubeconfig, kubeletDir, nvmlMode, fakeGPUs   string
+	metricsAddress, hookPath, hookImageDir, nodeConfigPath string
+	inspect                                                bool
+	flags                                                  *settings.Flags
 }
 
 func main() {
@@ -53,6 +54,7 @@ func main() {
 	fs.StringVar(&o.fakeGPUs, "fake-gpus", "", `GPUs of the fake backend, e.g. "1xNVIDIA GeForce RTX 3070 Ti:8192,2xNVIDIA H200:143771"`)
 	fs.StringVar(&o.metricsAddress, "metrics-address", ":9394", "Address of the metrics endpoint")
 	fs.StringVar(&o.hookPath, "hook-path", envOr("HOOK_PATH", assignment.DefaultHookPath), "Host directory holding libvgpu.so and ld.so.preload (default $HOOK_PATH)")
+	fs.StringVar(&o.hookImageDir, "hook-image-dir", hook.ImageDir, "Where the image carries HAMi-core's libvgpu.so and ld.so.preload, copied into --hook-path at start when present")
 	fs.StringVar(&o.nodeConfigPath, "node-config", settings.DefaultNodeConfigPath, "The node ConfigMap's config.json")
 	fs.BoolVar(&o.inspect, "inspect", false, "Print the GPUs found and the node annotation that would be written, then exit")
 	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
@@ -109,6 +111,9 @@ func run(ctx context.Context, o *options) error {
 	defer func() { _ = gpuBackend.Shutdown() }()
 	if o.inspect {
 		return inspect(gpuBackend, o)
+	}
+	if err := hook.Install(o.hookImageDir, o.hookPath); err != nil {
+		return err
 	}
 
 	client, err := apiclient.New(o.kubeconfig)

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/hook"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
@@ -30,8 +31,8 @@ const DefaultLockDir = "/tmp/vgpulock"
 
 // Host files under the hook path.
 const (
-	hostLibrary = "libvgpu.so"
-	hostPreload = "ld.so.preload"
+	hostLibrary = hook.Library
+	hostPreload = hook.Preload
 )
 
 // ContainerCacheRoot is the host directory holding one cache directory per
