@@ -75,7 +75,9 @@ func TestChartInstallsReplaysLab8UpgradesAndUninstalls(t *testing.T) {
 			t.Fatalf("image %s not built: run make images (make test does): %v", img, err)
 		}
 	}
-	e := newSchedulerEnv(t)
+	// The stand-in also plays kube-scheduler for the chart's own pods (the local cluster runs
+	// none): it binds them to the real node.
+	e := newSchedulerEnvWith(t, "--place-pods", chartNamespace+"="+realNode)
 	ctx := context.Background()
 	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, envLabel, e.name)
 	if _, err := e.cs.CoreV1().Nodes().Patch(ctx, realNode, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
@@ -85,7 +87,6 @@ func TestChartInstallsReplaysLab8UpgradesAndUninstalls(t *testing.T) {
 		unlabel := []byte(`{"metadata":{"labels":{"` + envLabel + `":null}}}`)
 		_, _ = e.cs.CoreV1().Nodes().Patch(context.Background(), realNode, types.MergePatchType, unlabel, metav1.PatchOptions{})
 	})
-	placeChartPods(t, e)
 	release, chart := "vv-e2e", filepath.Join(repoRoot(), "charts", "volcano-vgpu")
 	values := chartValues(t, e, hookDir(t), seedConf(t))
 	helm(t, "install", release, chart, "-n", chartNamespace, "-f", values, "--wait", "--timeout", "3m")
@@ -132,36 +133,6 @@ func TestChartInstallsReplaysLab8UpgradesAndUninstalls(t *testing.T) {
 	helm(t, "uninstall", release, "-n", chartNamespace, "--wait", "--timeout", "2m")
 	uninstalled = true
 	checkNothingLeft(t, e, release)
-}
-
-// placeChartPods binds the chart's pods (the scheduler's Deployment, the device plugin's
-// DaemonSet: schedulerName default-scheduler) to the real node until the test ends. The local
-// cluster runs no kube-scheduler, which would race the tests that bind pods themselves; this
-// stands in for it, for the chart's namespace only.
-func placeChartPods(t *testing.T, e *schedulerEnv) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); <-done })
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			pods, err := e.cs.CoreV1().Pods(chartNamespace).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName="})
-			if err == nil {
-				for _, p := range pods.Items {
-					if p.Spec.SchedulerName != corev1.DefaultSchedulerName || p.DeletionTimestamp != nil {
-						continue
-					}
-					_ = e.cs.CoreV1().Pods(chartNamespace).Bind(ctx, &corev1.Binding{
-						ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID},
-						Target:     corev1.ObjectReference{Kind: "Node", Name: realNode}}, metav1.CreateOptions{})
-				}
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(200 * time.Millisecond):
-			}
-		}
-	}()
 }
 
 // chartSchedulerPod is the release's one running scheduler pod.

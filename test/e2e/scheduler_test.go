@@ -37,6 +37,12 @@ const envLabel = "e2e.volcano-vgpu/scheduler"
 
 func newSchedulerEnv(t *testing.T) *schedulerEnv {
 	t.Helper()
+	return newSchedulerEnvWith(t)
+}
+
+// newSchedulerEnvWith is newSchedulerEnv with more flags for the stand-in controllers.
+func newSchedulerEnvWith(t *testing.T, standinArgs ...string) *schedulerEnv {
+	t.Helper()
 	cs := client(t)
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfigPath())
 	if err != nil {
@@ -55,7 +61,7 @@ func newSchedulerEnv(t *testing.T) *schedulerEnv {
 	}
 	// The stand-in controllers open queues (as upstream's queue controller) and give plain
 	// pods their PodGroups.
-	start(t, "standin", "--kubeconfig", kubeconfigPath(), "--scheduler-name", e.name)
+	start(t, "standin", append([]string{"--kubeconfig", kubeconfigPath(), "--scheduler-name", e.name}, standinArgs...)...)
 	return e
 }
 

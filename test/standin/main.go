@@ -11,6 +11,9 @@
 //   - Queues get the webhook's spec defaults (weight 1, reclaimable) and status.state Open
 //     (3.7).
 //
+// With --place-pods it also stands in for kube-scheduler in one namespace (placer.go), so the
+// chart's own pods run on the local cluster's node.
+//
 // Deleting a Job, ReplicaSet or pod leaves its PodGroup and pods to the garbage collector
 // of kube-controller-manager, through the owner references set here.
 package main
@@ -41,6 +44,7 @@ type options struct {
 	workers        int
 	kubeAPIQPS     float32
 	kubeAPIBurst   int
+	placePods      string
 }
 
 func main() {
@@ -52,6 +56,7 @@ func main() {
 	fs.IntVar(&opts.workers, "workers", 3, "concurrent syncs per controller")
 	fs.Float32Var(&opts.kubeAPIQPS, "kube-api-qps", 50, "API requests per second")
 	fs.IntVar(&opts.kubeAPIBurst, "kube-api-burst", 100, "API request burst")
+	fs.StringVar(&opts.placePods, "place-pods", "", "NAMESPACE=NODE: bind that namespace's default-scheduler pods to the node")
 	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
 	klog.InitFlags(klogFlags)
 	fs.AddGoFlagSet(klogFlags)
@@ -97,11 +102,22 @@ func run(ctx context.Context, opts options) error {
 	pgc := newPodGroupController(kube, vc, pods.Lister(), podGroups.Lister(), opts.schedulerNames)
 	jc := newJobController(kube, vc, jobs.Lister(), podGroups.Lister(), pods.Lister(), opts.schedulerNames[0])
 	qc := newQueueController(vc, queues.Lister())
-	for _, err := range []error{
+	loops := []*loop{pgc.loop, jc.loop, qc.loop}
+	watches := []error{
 		pgc.watch(pods.Informer()),
 		jc.watch(jobs.Informer(), podGroups.Informer(), pods.Informer()),
 		qc.watch(queues.Informer()),
-	} {
+	}
+	if opts.placePods != "" {
+		ns, node, err := parsePlacement(opts.placePods)
+		if err != nil {
+			return err
+		}
+		pl := newPlacer(kube, pods.Lister(), ns, node)
+		loops = append(loops, pl.loop)
+		watches = append(watches, pl.watch(pods.Informer()))
+	}
+	for _, err := range watches {
 		if err != nil {
 			return fmt.Errorf("register event handlers: %w", err)
 		}
@@ -118,7 +134,7 @@ func run(ctx context.Context, opts options) error {
 	klog.InfoS("standin controllers running", "schedulerNames", opts.schedulerNames, "workers", opts.workers)
 
 	var wg sync.WaitGroup
-	for _, l := range []*loop{pgc.loop, jc.loop, qc.loop} {
+	for _, l := range loops {
 		wg.Go(func() { l.run(ctx, opts.workers) })
 	}
 	wg.Wait()
