@@ -14,19 +14,10 @@ SEED=$ROOT/test/e2e/testdata/lab8   # the lab's manifests, as published (its sch
 NS=volcano-demo
 D=$TB/demo; mkdir -p "$D"
 
-log "building vc-scheduler, vgpu-device-plugin and the stand-in Volcano controllers"
-(cd "$ROOT" && go build -o "$D/" ./cmd/vc-scheduler ./cmd/vgpu-device-plugin ./test/standin)
-
-# Step 3: vgpu-device-plugin on the real kubelet's node, with the lab's GPU (one RTX 3070 Ti,
-# 8 GiB) from the fake NVML backend; HAMi-core's files are stand-ins (the container runs no CUDA).
-mkdir -p "$D/hook"
-echo "stand-in for HAMi-core's libvgpu.so" > "$D/hook/libvgpu.so"
-echo /usr/local/vgpu/libvgpu.so > "$D/hook/ld.so.preload"
-start demo-device-plugin "$D/vgpu-device-plugin" --kubeconfig="$KUBECONFIG" --node-name=localhost --nvml=fake \
-  --fake-gpus="1xNVIDIA GeForce RTX 3070 Ti:8192" --hook-path="$D/hook" --node-config="$D/no-node-config.json" \
-  --metrics-address=127.0.0.1:9394
-$K label node localhost volcano-vgpu/demo=gpu --overwrite >/dev/null
-wait_for 60 sh -c "[ \"\$($K get node localhost -o jsonpath='{.status.allocatable.volcano\.sh/vgpu-memory}')\" = 8192 ]"
+# The project installs the way users install it: images, then the Helm chart.
+"$ROOT/hack/images.sh"
+log "building the stand-in Volcano controllers"
+(cd "$ROOT" && go build -o "$D/" ./test/standin)
 
 # The lab's manifests run nvidia/cuda with `sleep infinity`; there is no registry here, so the
 # project's tiny image stands in: it prints its environment and mounts, then sleeps.
@@ -37,11 +28,34 @@ for f in "$SEED"/*.yaml; do
 done
 LAB=$D/lab
 
-# Step 2: the scheduler with the lab's configuration, unchanged; the stand-in plays
-# vc-controller-manager (VolcanoJob -> PodGroup + pods, queues Open).
-start demo-standin "$D/standin" --kubeconfig="$KUBECONFIG"
-start demo-scheduler "$D/vc-scheduler" --kubeconfig="$KUBECONFIG" --scheduler-conf="$ROOT/config/lab8-scheduler.conf" \
-  --node-selector=volcano-vgpu/demo:gpu --leader-elect=false --enable-metrics --listen-address=127.0.0.1:8080
+# The stand-in plays vc-controller-manager (VolcanoJob -> PodGroup + pods, queues Open) and,
+# for the chart's own pods only, kube-scheduler, which this cluster does not run.
+start demo-standin "$D/standin" --kubeconfig="$KUBECONFIG" --place-pods=volcano-system=localhost
+
+# Step 2 and 3 through the chart: vc-scheduler with the lab's scheduler.conf, unchanged, and
+# vgpu-device-plugin on the real kubelet's node with the lab's GPU (one RTX 3070 Ti, 8 GiB)
+# from the fake NVML backend; HAMi-core's files are stand-ins (the containers run no CUDA).
+mkdir -p "$D/hook"
+echo "stand-in for HAMi-core's libvgpu.so" > "$D/hook/libvgpu.so"
+echo /usr/local/vgpu/libvgpu.so > "$D/hook/ld.so.preload"
+$K label node localhost volcano-vgpu/demo=gpu --overwrite >/dev/null
+cat > "$D/values.yaml" <<EOV
+basic: {image_registry: localhost, image_tag_version: dev, image_pull_policy: Never}
+custom:
+  # This cluster has no service proxy: pods reach the API server on the host's loopback.
+  scheduler_host_network: true
+  api_server: {host: 127.0.0.1, port: 6443}
+devicePlugin:
+  nvml: fake
+  fakeGPUs: "1xNVIDIA GeForce RTX 3070 Ti:8192"
+  hookPath: $D/hook
+  nodeSelector: {gpu: null, volcano-vgpu/demo: gpu}
+  tolerations: []
+EOV
+log "helm upgrade --install volcano-vgpu charts/volcano-vgpu (scheduler_config_override: lab 8's scheduler.conf)"
+"$BIN/helm" upgrade --install volcano-vgpu "$ROOT/charts/volcano-vgpu" -n volcano-system --create-namespace \
+  -f "$D/values.yaml" --set-file custom.scheduler_config_override="$ROOT/config/lab8-scheduler.conf" --wait --timeout 3m 2>/dev/null >/dev/null
+wait_for 60 sh -c "[ \"\$($K get node localhost -o jsonpath='{.status.allocatable.volcano\.sh/vgpu-memory}')\" = 8192 ]"
 $K create namespace $NS --dry-run=client -o yaml | $K apply -f - >/dev/null
 
 show() { echo; echo "\$ kubectl $*"; $K "$@"; }
@@ -64,6 +78,7 @@ echo; echo "\$ kubectl logs -n $NS volcano-vgpu-single | grep -E 'CUDA_DEVICE|NV
 $K logs -n $NS volcano-vgpu-single | grep -E 'CUDA_DEVICE|NVIDIA_VISIBLE_DEVICES|vgpu|ld.so'
 echo; echo "\$ kubectl get pod -n $NS volcano-vgpu-single  # the scheduler's assignment, consumed by the device plugin"
 $K get pod -n $NS volcano-vgpu-single -o go-template='{{range $k, $v := .metadata.annotations}}{{if ne $k "kubectl.kubernetes.io/last-applied-configuration"}}{{$k}}={{$v}}{{"\n"}}{{end}}{{end}}'
+STEP4=$($K logs -n $NS volcano-vgpu-single | grep -E '^CUDA_DEVICE_(MEMORY_LIMIT_0|SM_LIMIT)=' | tr '\n' ' ')
 $K delete pod volcano-vgpu-single -n $NS --grace-period=1 >/dev/null
 
 echo; echo "== step 5: a two-worker gang (2 x 2000 MiB) starts as a whole"
@@ -71,6 +86,7 @@ $K apply -f "$LAB/02-gang-job.yaml" >/dev/null
 wait_pg vcjob-vgpu-gang Running
 running vcjob-vgpu-gang
 show get vcjob,podgroup,pod -n $NS
+STEP5="PodGroup $($K get podgroup -n $NS "$(pg_of vcjob-vgpu-gang)" -o jsonpath='{.status.phase}'), $($K get pods -n $NS -l volcano.sh/job-name=vcjob-vgpu-gang --field-selector=status.phase=Running -o name | wc -l) pods Running"
 $K delete vcjob vcjob-vgpu-gang -n $NS >/dev/null; gone vcjob-vgpu-gang
 
 echo; echo "== step 6: a gang that does not fit (2 x 6000 MiB on 8 GiB) never starts partly"
@@ -79,6 +95,7 @@ wait_pg vcjob-vgpu-gang-insufficient Inqueue
 wait_for 30 sh -c "$K get podgroup -n $NS -o yaml | grep -q NotEnoughResources"
 show get vcjob,podgroup,pod -n $NS
 echo; cond vcjob-vgpu-gang-insufficient
+STEP6="PodGroup $($K get podgroup -n $NS "$(pg_of vcjob-vgpu-gang-insufficient)" -o jsonpath='{.status.phase}, {.status.conditions[?(@.type=="Unschedulable")].reason}'), $($K get pods -n $NS -l volcano.sh/job-name=vcjob-vgpu-gang-insufficient --field-selector=spec.nodeName!= -o name | wc -l) pods bound"
 $K delete vcjob vcjob-vgpu-gang-insufficient -n $NS >/dev/null; gone vcjob-vgpu-gang-insufficient
 
 echo; echo "== step 7: the queue's capability (4000 MiB) holds, though the node has 8 GiB free"
@@ -88,13 +105,33 @@ $K apply -f "$LAB/05-queue-fit-job.yaml" >/dev/null
 wait_pg vcjob-vgpu-queue-fit Running
 running vcjob-vgpu-queue-fit
 show get vcjob,podgroup,pod -n $NS
+STEP7_FIT="PodGroup $($K get podgroup -n $NS "$(pg_of vcjob-vgpu-queue-fit)" -o jsonpath='{.status.phase}')"
 $K delete vcjob vcjob-vgpu-queue-fit -n $NS >/dev/null; gone vcjob-vgpu-queue-fit
 $K apply -f "$LAB/06-queue-exceeds-job.yaml" >/dev/null
 wait_pg vcjob-vgpu-queue-exceeds Inqueue
 wait_for 30 sh -c "$K get podgroup -n $NS -o yaml | grep -q NotEnoughResources"
 show get vcjob,podgroup,pod -n $NS
 echo; cond vcjob-vgpu-queue-exceeds
+STEP7_EXCEEDS="PodGroup $($K get podgroup -n $NS "$(pg_of vcjob-vgpu-queue-exceeds)" -o jsonpath='{.status.phase}, {.status.conditions[?(@.type=="Unschedulable")].reason}'), $($K get pods -n $NS -l volcano.sh/job-name=vcjob-vgpu-queue-exceeds --field-selector=spec.nodeName!= -o name | wc -l) pods bound"
 $K delete vcjob vcjob-vgpu-queue-exceeds -n $NS >/dev/null
 
+# What was verified, each value read back from the cluster now.
+sel() { echo "app.kubernetes.io/instance=volcano-vgpu,app.kubernetes.io/component=$1"; }
+pod_state() { $K get pods -n volcano-system -l "$(sel "$1")" -o jsonpath='{range .items[*]}{.status.phase}, {.status.containerStatuses[0].restartCount} restarts{end}'; }
+metrics=$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8080/metrics)
+bound=$(curl -s http://127.0.0.1:8080/metrics | sed -n 's/^volcano_scheduled_pods_total //p')
+row() { printf '| %-58s | %-52s |\n' "$1" "$2"; }
+echo; echo "== verified (read from the cluster)"
+row "check" "value"; row "----------------------------------------------------------" "----------------------------------------------------"
+row "helm release volcano-vgpu" "$("$BIN/helm" status volcano-vgpu -n volcano-system -o json | sed -n 's/.*"status":"\([a-z]*\)".*/\1/p' | head -1), chart $("$BIN/helm" list -n volcano-system -o json | sed -n 's/.*"chart":"\([^"]*\)".*/\1/p')"
+row "vc-scheduler pod (chart Deployment)" "$(pod_state scheduler)"
+row "vgpu-device-plugin pod (chart DaemonSet)" "$(pod_state device-plugin)"
+row "step 3: node allocatable number / memory / cores" "$($K get node localhost -o jsonpath='{.status.allocatable.volcano\.sh/vgpu-number} / {.status.allocatable.volcano\.sh/vgpu-memory} / {.status.allocatable.volcano\.sh/vgpu-cores}')"
+row "step 4: HAMi-core limits handed to the pod" "$STEP4"
+row "step 5: 2 x 2000 MiB gang" "$STEP5"
+row "step 6: 2 x 6000 MiB gang on 8 GiB" "$STEP6"
+row "step 7: 2 x 1000 MiB in a 4000 MiB queue" "$STEP7_FIT"
+row "step 7: 2 x 3000 MiB in a 4000 MiB queue" "$STEP7_EXCEEDS"
+row "vc-scheduler /metrics (HTTP status, pods bound)" "$metrics, $bound"
 echo
-echo "The cluster stays up (KUBECONFIG=$KUBECONFIG); scheduler log: $L/demo-scheduler.log; make cluster-down stops it all."
+echo "The cluster stays up (KUBECONFIG=$KUBECONFIG); scheduler log: kubectl logs -n volcano-system -l $(sel scheduler); make cluster-down stops it all."
