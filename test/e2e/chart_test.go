@@ -66,8 +66,8 @@ func chartValues(t *testing.T, e *schedulerEnv, hook, conf string) string {
 }
 
 // The chart the way users take it: helm install with the locally built images (both programs
-// as pods on the real kubelet, under the chart's ServiceAccounts and RBAC), lab 8 steps 4-7
-// against it, helm upgrade with a new scheduler_config_override that the running scheduler
+// as pods on the real kubelet, under the chart's ServiceAccounts, RBAC and admission policies),
+// attacks on those policies through the API server, lab 8 steps 4-7 against it, helm upgrade with a new scheduler_config_override that the running scheduler
 // picks up without a restart, and helm uninstall leaving nothing behind.
 func TestChartInstallsReplaysLab8UpgradesAndUninstalls(t *testing.T) {
 	for _, img := range []string{"vc-scheduler", "vgpu-device-plugin"} {
@@ -99,6 +99,8 @@ func TestChartInstallsReplaysLab8UpgradesAndUninstalls(t *testing.T) {
 	})
 	waitAdvertised(t, e.cs, []string{nvml.FakeUUID(realNode, 0)})
 	sched := chartSchedulerPod(t, e, release)
+	attackAssignments(t, e)
+	attackFromDevicePlugin(t, e, release)
 
 	// Step 4: one vGPU pod gets HAMi-core's limits from the chart's device plugin.
 	pod := &corev1.Pod{}
