@@ -25,7 +25,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/cache"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/devicewatch"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/events"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/events"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/deviceshare"
 )

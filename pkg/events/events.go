@@ -1,4 +1,4 @@
-// Package events delivers the scheduler's Kubernetes Events (core/v1, as upstream Volcano's,
+// Package events delivers the programs' Kubernetes Events (core/v1, as upstream Volcano's,
 // aggregated and rate-limited per object by client-go's correlator, as kube-scheduler's are)
 // and drains them at shutdown: every Event recorded before Shutdown is written to the API
 // server, or given up on after client-go's retries, before the process goes.
