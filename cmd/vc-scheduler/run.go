@@ -20,12 +20,12 @@ import (
 	"k8s.io/klog/v2"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/events"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/cache"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/devicewatch"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/events"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/deviceshare"
 )
