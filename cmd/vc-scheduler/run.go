@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/apideadline"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/events"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
@@ -48,6 +49,7 @@ func run(ctx context.Context, o *options) (err error) {
 	}
 	restCfg.QPS, restCfg.Burst = o.kubeAPIQPS, o.kubeAPIBurst
 	restCfg.UserAgent = rest.DefaultKubernetesUserAgent() + "/vc-scheduler"
+	apideadline.Set(restCfg, apideadline.Default) // binds, status writes, leases; not watches
 	kube, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return err
