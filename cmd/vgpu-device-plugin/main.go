@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -101,8 +102,8 @@ func backend(o *options) (nvml.Backend, error) {
 }
 
 func run(ctx context.Context, o *options) error {
-	if o.nodeName == "" {
-		return fmt.Errorf("--node-name (or $NODE_NAME) is required")
+	if err := checkFlags(o); err != nil {
+		return err
 	}
 	gpuBackend, err := backend(o)
 	if err != nil {
@@ -112,6 +113,15 @@ func run(ctx context.Context, o *options) error {
 	if o.inspect {
 		return inspect(gpuBackend, o)
 	}
+	// Everything that can be checked without the API server is checked before it is reached:
+	// the flags, config.json, and the kubelet device lists the flags and config.json fix.
+	discovered, err := gpuBackend.Devices()
+	if err != nil {
+		return fmt.Errorf("discover GPUs: %w", err)
+	}
+	if err := settings.Precheck(o.nodeName, o.flags, o.nodeConfigPath, discovered); err != nil {
+		return err
+	}
 	if err := hook.Install(o.hookImageDir, o.hookPath); err != nil {
 		return err
 	}
@@ -120,17 +130,16 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := settings.Load(ctx, settings.Sources{Node: o.nodeName, Flags: o.flags,
+	loadCtx, cancel := context.WithTimeout(ctx, startupTimeout)
+	cfg, err := settings.Load(loadCtx, settings.Sources{Node: o.nodeName, Flags: o.flags,
 		GetConfigMap: settings.ConfigMapGetterFor(client), NodeConfigPath: o.nodeConfigPath})
+	cancel()
 	if err != nil {
 		return err
 	}
-	discovered, err := gpuBackend.Devices()
-	if err != nil {
-		return fmt.Errorf("discover GPUs: %w", err)
-	}
+	// No device list the kubelet would drop is ever registered.
 	gpus := cfg.RegisteredGPUs(discovered)
-	if err := cfg.SettleMemoryFactor(gpus); err != nil {
+	if err := errors.Join(cfg.SettleMemoryFactor(gpus), cfg.CheckListSizes(gpus)); err != nil {
 		return err
 	}
 	factor, memoryUnits := cfg.Device.GPUMemoryFactor, cfg.MemoryUnits()
@@ -208,7 +217,7 @@ func inspect(b nvml.Backend, o *options) error {
 		return err
 	}
 	gpus = cfg.RegisteredGPUs(gpus)
-	if err := cfg.SettleMemoryFactor(gpus); err != nil {
+	if err := errors.Join(cfg.SettleMemoryFactor(gpus), cfg.CheckListSizes(gpus)); err != nil {
 		return err
 	}
 	value, err := register.NodeDevices(cfg, gpus)

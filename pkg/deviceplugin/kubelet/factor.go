@@ -40,10 +40,9 @@ func ChooseMemoryFactor(configured int32, gpus []nvml.GPU, units MemoryUnits) (i
 	case configured > 0:
 		size := memoryListSize(gpus, configured, units)
 		if size > kubeletMessageLimit {
-			return 0, fmt.Errorf("memory factor %d MiB: the vGPU memory device list of %d GPUs would take %d bytes, "+
-				"more than the %d bytes kubelet accepts in one message, so the node would advertise no vGPU memory; "+
-				"use a factor of at least %d, or 0 to choose one automatically",
-				configured, len(gpus), size, kubeletMessageLimit, smallestFactor(gpus, units, kubeletMessageLimit))
+			fit := smallestFactor(gpus, units, kubeletMessageLimit)
+			return 0, fmt.Errorf("memory factor %d MiB: %w; use a factor of at least %d, or 0 to choose one automatically",
+				configured, &ListTooLargeError{List: ListMemory, GPUs: len(gpus), Bytes: size, Fit: int64(fit)}, fit)
 		}
 		return configured, nil
 	}
@@ -83,12 +82,17 @@ func smallestFactor(gpus []nvml.GPU, units MemoryUnits, budget int) int32 {
 // differ only in the width of their number, so one entry is measured per
 // width instead of building a list of tens of thousands of devices.
 func memoryListSize(gpus []nvml.GPU, factor int32, units MemoryUnits) int {
-	memory := memoryResource("", factor, units, nil)
+	return memoryResource("", factor, units, nil).listSize(gpus)
+}
+
+// listSize is the protobuf size of the ListAndWatch response that
+// advertises r on gpus, every device Unhealthy (see memoryListSize).
+func (r resource) listSize(gpus []nvml.GPU) int {
 	size := 0
 	for _, gpu := range gpus {
-		n := memory.perGPU(gpu)
+		n := r.perGPU(gpu)
 		for low, high := 0, 10; low < n; low, high = high, high*10 {
-			size += (min(n, high) - low) * listEntrySize(memory.deviceID(gpu.UUID, low))
+			size += (min(n, high) - low) * listEntrySize(r.deviceID(gpu.UUID, low))
 		}
 	}
 	return size

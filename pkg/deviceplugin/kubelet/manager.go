@@ -69,6 +69,10 @@ func NewManager(cfg Config, inventory *Inventory) (*Manager, error) {
 	if err := cfg.Resources.validate(); err != nil {
 		return nil, fmt.Errorf("device plugin resources: %w", err)
 	}
+	// No server registers a list the kubelet would drop, whatever the caller checked.
+	if err := cfg.Resources.checkListSizes(inventory.GPUs()); err != nil {
+		return nil, fmt.Errorf("device plugin resources: %w", err)
+	}
 	dir := cfg.PluginDir
 	if dir == "" {
 		dir = pluginapi.DevicePluginPath
@@ -91,10 +95,6 @@ func NewManager(cfg Config, inventory *Inventory) (*Manager, error) {
 		}
 		sockets[res.socketName()] = string(res.name)
 		m.servers = append(m.servers, newServer(res, inventory, dir))
-	}
-	if size := memoryListSize(inventory.GPUs(), cfg.Resources.MemoryFactor, cfg.Resources.MemoryUnits); size > kubeletMessageLimit {
-		return nil, fmt.Errorf("device plugin resources: memory factor %d MiB: the memory device list would take %d bytes, over kubelet's limit of %d",
-			cfg.Resources.MemoryFactor, size, kubeletMessageLimit)
 	}
 	return m, nil
 }

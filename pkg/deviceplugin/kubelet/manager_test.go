@@ -276,7 +276,11 @@ func TestNewManagerRefusesBadConfig(t *testing.T) {
 		{"two resources on one socket", func(r *Resources) { r.Names.Cores = "example.com/vgpu-number" }, nil,
 			"volcano.sh/vgpu-number and example.com/vgpu-number would share socket nvidia-vgpu-number.sock"},
 		{"memory list over kubelet's limit", func(*Resources) {}, gpusOf(h200MiB),
-			"memory factor 1 MiB: the memory device list would take"},
+			"memory factor 1 MiB: the memory device list of 1 GPUs would take"},
+		{"count list over kubelet's limit", func(r *Resources) { r.SplitCount = 1 << 20; r.MemoryFactor = 1024 }, gpusOf(h200MiB),
+			"split count 1048576: the count device list of 1 GPUs would take"},
+		{"cores list over kubelet's limit", func(r *Resources) { r.CoreScaling = 1e6; r.MemoryFactor = 1024 }, gpusOf(h200MiB),
+			"core scaling 1e+06: the cores device list of 1 GPUs would take"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -55,9 +55,15 @@ func (r Resources) validate() error {
 }
 
 // coresPerGPU is 100 x scaling, rounded rather than truncated: a scaling
-// such as 0.29 is 28.999... in floating point and means 29.
+// such as 0.29 is 28.999... in floating point and means 29. It is capped at
+// math.MaxInt32 (a list that long never fits a kubelet message anyway), so
+// that a huge scaling cannot overflow int.
 func coresPerGPU(scaling float64) int {
-	return int(math.Round(100 * scaling))
+	cores := math.Round(100 * scaling)
+	if !(cores < math.MaxInt32) { // NaN included
+		return math.MaxInt32
+	}
+	return int(cores)
 }
 
 // resource is one advertised resource: how many kubelet devices a GPU
@@ -75,18 +81,26 @@ type resource struct {
 // The three resources in the order they are served and registered.
 func (r Resources) list(alloc Allocators) []resource {
 	return []resource{
-		{
-			name:      r.Names.Count,
-			perGPU:    func(nvml.GPU) int { return int(r.SplitCount) },
-			allocator: alloc.Count,
-		},
+		countResource(r.Names.Count, r.SplitCount, alloc.Count),
 		memoryResource(r.Names.Memory, r.MemoryFactor, r.MemoryUnits, alloc.Memory),
-		{
-			name:      r.Names.Cores,
-			idInfix:   "-core",
-			perGPU:    func(nvml.GPU) int { return coresPerGPU(r.CoreScaling) },
-			allocator: alloc.Cores,
-		},
+		coresResource(r.Names.Cores, coresPerGPU(r.CoreScaling), alloc.Cores),
+	}
+}
+
+func countResource(name corev1.ResourceName, split int32, alloc Allocator) resource {
+	return resource{
+		name:      name,
+		perGPU:    func(nvml.GPU) int { return int(split) },
+		allocator: alloc,
+	}
+}
+
+func coresResource(name corev1.ResourceName, cores int, alloc Allocator) resource {
+	return resource{
+		name:      name,
+		idInfix:   "-core",
+		perGPU:    func(nvml.GPU) int { return cores },
+		allocator: alloc,
 	}
 }
 

@@ -42,6 +42,13 @@ type Config struct {
 	MIGStrategy string
 	// Filter lists the GPUs the node must not register.
 	Filter vgpu.FilterDevices
+	// Origins say which source set the numbers in force, so that an error
+	// can say where to change one.
+	Origins Origins
+	// DeviceSource names the device ConfigMap the Device values came from,
+	// e.g. "ConfigMap kube-system/volcano-vgpu-device-config"; empty when
+	// they are the shipped defaults.
+	DeviceSource string
 }
 
 // Resolve applies flags and the node's entry in nodeConfig over device (a
@@ -69,12 +76,15 @@ func (c *Config) applyNodeEntry(entry vgpu.NodeConfig) {
 	}
 	if entry.DeviceSplitCount > 0 {
 		c.Device.DeviceSplitCount = entry.DeviceSplitCount
+		c.Origins.SplitCount = FromNodeConfig
 	}
 	if entry.DeviceMemoryScaling > 0 {
 		c.Device.DeviceMemoryScaling = entry.DeviceMemoryScaling
+		c.Origins.MemoryScaling = FromNodeConfig
 	}
 	if entry.DeviceCoreScaling > 0 {
 		c.Device.DeviceCoreScaling = entry.DeviceCoreScaling
+		c.Origins.CoreScaling = FromNodeConfig
 	}
 	if entry.MIGStrategy != "" {
 		c.MIGStrategy = entry.MIGStrategy

@@ -94,19 +94,26 @@ func TestResolvePrecedence(t *testing.T) {
 				c.Device.GPUMemoryFactor = 1024
 				c.Device.DeviceCoreScaling = 0.5
 				c.MIGStrategy = vgpu.MIGStrategySingle
+				c.Origins = Origins{SplitCount: FromFlag, MemoryFactor: FromFlag, CoreScaling: FromFlag}
 			}),
 		},
 		{
 			name:   "--gpu-memory-factor=0 asks for the automatic factor over the ConfigMap's",
 			device: cluster,
 			args:   []string{"--gpu-memory-factor=0"},
-			want:   want(func(c *Config) { c.Device.GPUMemoryFactor = 0 }),
+			want: want(func(c *Config) {
+				c.Device.GPUMemoryFactor = 0
+				c.Origins.MemoryFactor = FromFlag
+			}),
 		},
 		{
 			name:   "a flag given with its default value still wins",
 			device: cluster,
 			args:   []string{"--device-split-count=10"},
-			want:   want(func(c *Config) { c.Device.DeviceSplitCount = 10 }),
+			want: want(func(c *Config) {
+				c.Device.DeviceSplitCount = 10
+				c.Origins.SplitCount = FromFlag
+			}),
 		},
 		{
 			name:   "the node's entry wins over flags and ConfigMap, field by field",
@@ -121,6 +128,8 @@ func TestResolvePrecedence(t *testing.T) {
 				c.Device.GPUMemoryFactor = 8 // not a per-node setting
 				c.MIGStrategy = vgpu.MIGStrategyMixed
 				c.Filter = vgpu.FilterDevices{UUID: []string{"GPU-aaaa"}, Index: []int{2}}
+				c.Origins = Origins{SplitCount: FromNodeConfig, MemoryScaling: FromNodeConfig, CoreScaling: FromNodeConfig,
+					MemoryFactor: FromFlag}
 			}),
 		},
 		{
@@ -131,6 +140,7 @@ func TestResolvePrecedence(t *testing.T) {
 			want: want(func(c *Config) {
 				c.Device.DeviceSplitCount = 4
 				c.Filter = vgpu.FilterDevices{Index: []int{1}}
+				c.Origins.SplitCount = FromFlag
 			}),
 		},
 		{

@@ -61,18 +61,21 @@ func (f *Flags) apply(c *Config) error {
 			return invalid(FlagDeviceSplitCount, f.DeviceSplitCount, fmt.Sprintf("want 1 to %d", math.MaxInt32))
 		}
 		c.Device.DeviceSplitCount = int32(f.DeviceSplitCount)
+		c.Origins.SplitCount = FromFlag
 	}
 	if f.given(FlagGPUMemoryFactor) {
 		if f.GPUMemoryFactor > math.MaxInt32 {
 			return invalid(FlagGPUMemoryFactor, f.GPUMemoryFactor, fmt.Sprintf("want 0 (automatic) to %d", math.MaxInt32))
 		}
 		c.Device.GPUMemoryFactor = int32(f.GPUMemoryFactor)
+		c.Origins.MemoryFactor = FromFlag
 	}
 	if f.given(FlagDeviceCoresScaling) {
 		if !(f.DeviceCoresScaling > 0) || math.IsInf(f.DeviceCoresScaling, 1) {
 			return invalid(FlagDeviceCoresScaling, f.DeviceCoresScaling, "must be a number above 0")
 		}
 		c.Device.DeviceCoreScaling = f.DeviceCoresScaling
+		c.Origins.CoreScaling = FromFlag
 	}
 	if f.given(FlagMIGStrategy) {
 		if err := checkMIGStrategy(f.MIGStrategy); err != nil {

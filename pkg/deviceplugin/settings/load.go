@@ -64,9 +64,15 @@ func Load(ctx context.Context, src Sources) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
+	if deviceSource != sourceDefaults {
+		c.DeviceSource = deviceSource
+	}
 	klog.InfoS("vGPU configuration in force", "node", src.Node, "deviceConfig", deviceSource, "nodeConfig", path, "config", c.String())
 	return c, nil
 }
+
+// sourceDefaults is the device configuration's source when there is no device ConfigMap.
+const sourceDefaults = "defaults"
 
 // loadDeviceConfig reads device-config.yaml from the device ConfigMap, looked for where
 // vgpu.FindDeviceConfig looks (the scheduler resolves it the same way, so both read the same
@@ -80,7 +86,7 @@ func loadDeviceConfig(ctx context.Context, get ConfigMapGetter) (vgpu.NvidiaConf
 	}
 	if found.From == (vgpu.ConfigMapRef{}) {
 		klog.InfoS("No device ConfigMap; using the shipped defaults", "configMaps", vgpu.DeviceConfigMaps(vgpu.DefaultDeviceConfigMap()))
-		return found.Config, "defaults", nil
+		return found.Config, sourceDefaults, nil
 	}
 	source := "ConfigMap " + found.From.String()
 	if found.Skipped != nil {

@@ -9,11 +9,14 @@ import (
 
 // SettleMemoryFactor replaces a configured GPUMemoryFactor of 0 with the smallest factor the
 // kubelet can take for gpus, and checks a configured one against the same limit
-// (kubelet.ChooseMemoryFactor). The error names the node.
+// (kubelet.ChooseMemoryFactor). The error names the node and where the factor and the
+// memory scaling were set.
 func (c *Config) SettleMemoryFactor(gpus []nvml.GPU) error {
 	factor, err := kubelet.ChooseMemoryFactor(c.Device.GPUMemoryFactor, gpus, c.MemoryUnits())
 	if err != nil {
-		return fmt.Errorf("node %s: %w", c.Node, err)
+		return fmt.Errorf("node %s: gpu memory factor from %s, memory scaling %g from %s: %w", c.Node,
+			c.where(memoryFactorSetting, c.Origins.MemoryFactor), c.Device.DeviceMemoryScaling,
+			c.where(memoryScalingSetting, c.Origins.MemoryScaling), err)
 	}
 	c.Device.GPUMemoryFactor = factor
 	return nil

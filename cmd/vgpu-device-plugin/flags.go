@@ -1,0 +1,59 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+)
+
+// startupTimeout bounds reading the configuration from the API server at start (the device
+// ConfigMap, looked for in up to two namespaces); each request has its own deadline too.
+const startupTimeout = time.Minute
+
+// checkFlags checks the flags that need no GPU and no API server, every problem at once;
+// the vGPU flags are settings.Precheck's, the fake GPUs' spec is nvml's.
+func checkFlags(o *options) error {
+	var errs []error
+	if o.nodeName == "" {
+		errs = append(errs, errors.New("--node-name (or $NODE_NAME) is required"))
+	}
+	switch o.nvmlMode {
+	case "real", "fake":
+	default:
+		errs = append(errs, fmt.Errorf("--nvml %q: want real or fake", o.nvmlMode))
+	}
+	if o.nvmlMode == "fake" && o.fakeGPUs == "" {
+		errs = append(errs, errors.New("--nvml=fake needs --fake-gpus"))
+	}
+	if o.nvmlMode == "real" && o.fakeGPUs != "" {
+		errs = append(errs, fmt.Errorf("--fake-gpus %q is only read with --nvml=fake", o.fakeGPUs))
+	}
+	if o.kubeletDir == "" {
+		errs = append(errs, errors.New("--kubelet-dir is empty"))
+	}
+	if o.hookPath == "" {
+		errs = append(errs, errors.New("--hook-path (or $HOOK_PATH) is empty"))
+	}
+	if err := checkListenAddress(o.metricsAddress); err != nil {
+		errs = append(errs, fmt.Errorf("--metrics-address %q: %w", o.metricsAddress, err))
+	}
+	return errors.Join(errs...)
+}
+
+// checkListenAddress accepts what net.Listen("tcp", address) would: host:port with a port
+// of 0 to 65535 or a service name.
+func checkListenAddress(address string) error {
+	_, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return err
+	}
+	if n, err := strconv.Atoi(port); err == nil && (n < 0 || n > 65535) {
+		return fmt.Errorf("port %d: want 0 to 65535", n)
+	}
+	if port == "" {
+		return errors.New("no port")
+	}
+	return nil
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCheckFlags(t *testing.T) {
+	valid := func() *options {
+		return &options{nodeName: "gpu-node-1", nvmlMode: "real", kubeletDir: "/var/lib/kubelet/device-plugins",
+			hookPath: "/usr/local/vgpu", metricsAddress: ":9394"}
+	}
+	tests := []struct {
+		name    string
+		edit    func(*options)
+		wantErr []string
+	}{
+		{name: "valid", edit: func(*options) {}},
+		{name: "fake with GPUs", edit: func(o *options) { o.nvmlMode, o.fakeGPUs = "fake", "2xNVIDIA H200:143771" }},
+		{name: "metrics on a host", edit: func(o *options) { o.metricsAddress = "127.0.0.1:9394" }},
+		{name: "no node name", edit: func(o *options) { o.nodeName = "" }, wantErr: []string{"--node-name (or $NODE_NAME) is required"}},
+		{name: "unknown nvml", edit: func(o *options) { o.nvmlMode = "mock" }, wantErr: []string{`--nvml "mock": want real or fake`}},
+		{name: "fake without GPUs", edit: func(o *options) { o.nvmlMode = "fake" }, wantErr: []string{"--nvml=fake needs --fake-gpus"}},
+		{name: "fake GPUs ignored", edit: func(o *options) { o.fakeGPUs = "1xA:1" }, wantErr: []string{"only read with --nvml=fake"}},
+		{name: "no port", edit: func(o *options) { o.metricsAddress = "9394" }, wantErr: []string{`--metrics-address "9394"`}},
+		{name: "port out of range", edit: func(o *options) { o.metricsAddress = ":99999" }, wantErr: []string{"port 99999: want 0 to 65535"}},
+		{
+			name:    "every problem at once",
+			edit:    func(o *options) { o.nodeName, o.kubeletDir, o.hookPath = "", "", "" },
+			wantErr: []string{"--node-name", "--kubelet-dir is empty", "--hook-path"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := valid()
+			tt.edit(o)
+			err := checkFlags(o)
+			if len(tt.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("checkFlags: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error, want %q", tt.wantErr)
+			}
+			for _, want := range tt.wantErr {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not contain %q", err, want)
+				}
+			}
+		})
+	}
+}
