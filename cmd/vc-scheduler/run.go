@@ -120,6 +120,7 @@ func run(ctx context.Context, o *options) (err error) {
 	if config != nil {
 		go config.Run(ctx, configPollInterval, func(c *conf.SchedulerConfiguration) {
 			klog.InfoS("Scheduler configuration reloaded", "path", config.Path(), "actions", c.Actions)
+			confEvents.warnUnknownArguments(config)
 			devices.Configure(ctx, c)
 		}, func(err error) {
 			klog.ErrorS(err, "Scheduler configuration rejected; keeping the last good one", "path", config.Path())
@@ -155,6 +156,7 @@ func loadConfig(o *options, registry conf.KnownNames, confEvents *configEvents) 
 		klog.ErrorS(err, "Scheduler configuration rejected; using the built-in configuration", "path", o.schedulerConf)
 		confEvents.warn("InvalidSchedulerConfig", err.Error())
 	}
+	confEvents.warnUnknownArguments(w)
 	return w, nil
 }
 

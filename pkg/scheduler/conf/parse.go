@@ -43,8 +43,12 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 // Keys the format does not know are ignored, as upstream ignores them, so a
 // file written for a newer Volcano still loads; the first such key is logged
 // as a warning so a typo such as "enablePreemtable" does not pass unseen.
+// Likewise every plugin argument its plugin does not read (UnknownArguments)
+// is logged, with the known key nearest to it; call UnknownArguments for the
+// list.
 func Parse(data []byte, names KnownNames) (*SchedulerConfiguration, error) {
-	return parse("", data, names)
+	cfg, _, err := parse("", data, names)
+	return cfg, err
 }
 
 // Load reads path and parses it with Parse. Errors are *ConfigError naming path.
@@ -53,16 +57,19 @@ func Load(path string, names KnownNames) (*SchedulerConfiguration, error) {
 	if err != nil {
 		return nil, &ConfigError{Path: path, Stage: StageRead, Err: err}
 	}
-	return parse(path, data, names)
+	cfg, _, err := parse(path, data, names)
+	return cfg, err
 }
 
-func parse(path string, data []byte, names KnownNames) (*SchedulerConfiguration, error) {
+// parse returns the configuration and the plugin arguments it carries that their plugins
+// do not read, already logged.
+func parse(path string, data []byte, names KnownNames) (*SchedulerConfiguration, []*UnknownArgument, error) {
 	data = bytes.TrimSpace(data)
 	cfg := &SchedulerConfiguration{}
 	// Numbers are decoded as json.Number and then turned into int or float64,
 	// so an argument written as 10 is an int as it is upstream, not float64.
 	if err := yaml.Unmarshal(data, cfg, useNumber); err != nil {
-		return nil, &ConfigError{Path: path, Stage: StageParse, Err: err}
+		return nil, nil, &ConfigError{Path: path, Stage: StageParse, Err: err}
 	}
 	normalizeArguments(cfg)
 
@@ -72,9 +79,14 @@ func parse(path string, data []byte, names KnownNames) (*SchedulerConfiguration,
 	}
 
 	if err := Validate(cfg, names); err != nil {
-		return nil, &ConfigError{Path: path, Stage: StageValidate, Err: err}
+		return nil, nil, &ConfigError{Path: path, Stage: StageValidate, Err: err}
 	}
-	return cfg, nil
+	unknown := UnknownArguments(cfg, names)
+	for _, u := range unknown {
+		klog.InfoS("Scheduler configuration has a plugin argument the plugin does not read; ignoring it",
+			"path", path, "where", u.Where, "plugin", u.Plugin, "argument", u.Key, "nearest", u.Nearest)
+	}
+	return cfg, unknown, nil
 }
 
 func useNumber(decoder *json.Decoder) *json.Decoder {

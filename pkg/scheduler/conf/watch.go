@@ -27,7 +27,7 @@ const DefaultPollInterval = 2 * time.Second
 type Watcher struct {
 	path    string
 	names   KnownNames
-	current atomic.Pointer[SchedulerConfiguration]
+	current atomic.Pointer[loaded]
 
 	mu          sync.Mutex        // guards the fields below: Reload may race with Run
 	seen        [sha256.Size]byte // digest of the last content examined, good or bad
@@ -41,8 +41,14 @@ type Watcher struct {
 // names validates each version of the file.
 func NewWatcher(path string, names KnownNames, fallback *SchedulerConfiguration) *Watcher {
 	w := &Watcher{path: path, names: names}
-	w.current.Store(fallback)
+	w.current.Store(&loaded{config: fallback})
 	return w
+}
+
+// loaded is a configuration in force and the warnings its file gave.
+type loaded struct {
+	config  *SchedulerConfiguration
+	unknown []*UnknownArgument
 }
 
 // Path is the watched file.
@@ -51,7 +57,12 @@ func (w *Watcher) Path() string { return w.path }
 // Current returns the configuration in force: the last good version of the
 // file, or the fallback. Cheap enough to call at the start of every cycle.
 // The value is shared: do not modify it.
-func (w *Watcher) Current() *SchedulerConfiguration { return w.current.Load() }
+func (w *Watcher) Current() *SchedulerConfiguration { return w.current.Load().config }
+
+// UnknownArguments are the plugin arguments of the configuration in force that their
+// plugins do not read (see the package function): warnings, already logged when the file
+// was loaded, for a caller that also reports them elsewhere (an Event).
+func (w *Watcher) UnknownArguments() []*UnknownArgument { return w.current.Load().unknown }
 
 // Reload reads the file now. It returns the new configuration when a new good
 // version of the file came into force, and nil when nothing changed. When the file cannot be read, or
@@ -86,12 +97,12 @@ func (w *Watcher) Reload() (*SchedulerConfiguration, error) {
 		return nil, nil
 	}
 
-	cfg, err := parse(w.path, data, w.names)
+	cfg, unknown, err := parse(w.path, data, w.names)
 	if err != nil {
 		return nil, err
 	}
 	w.good = digest
-	w.current.Store(cfg)
+	w.current.Store(&loaded{config: cfg, unknown: unknown})
 	return cfg, nil
 }
 

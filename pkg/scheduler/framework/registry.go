@@ -10,16 +10,39 @@ import (
 // Registry holds the actions and plugins the scheduler binary provides.
 type Registry struct {
 	plugins map[string]PluginBuilder
-	actions map[string]Action
+	// argumentKeys are the argument keys of the plugins that declared them.
+	argumentKeys map[string]conf.ArgumentKeys
+	actions      map[string]Action
 }
 
 // NewRegistry is an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{plugins: map[string]PluginBuilder{}, actions: map[string]Action{}}
+	return &Registry{plugins: map[string]PluginBuilder{}, argumentKeys: map[string]conf.ArgumentKeys{}, actions: map[string]Action{}}
 }
 
-// RegisterPlugin adds a plugin builder under its configuration name.
-func (r *Registry) RegisterPlugin(name string, b PluginBuilder) { r.plugins[name] = b }
+// RegisterPlugin adds a plugin builder under its configuration name. Its arguments are
+// not checked by key: use RegisterPluginWithArguments for a plugin that declares its keys.
+func (r *Registry) RegisterPlugin(name string, b PluginBuilder) {
+	r.plugins[name] = b
+	delete(r.argumentKeys, name)
+}
+
+// RegisterPluginWithArguments adds a plugin builder with the argument keys it reads
+// (the plugin package declares them beside the code that reads them; an empty list means
+// it reads none). Loading a configuration warns about any other key (conf.UnknownArguments).
+func (r *Registry) RegisterPluginWithArguments(name string, b PluginBuilder, keys conf.ArgumentKeys) {
+	r.plugins[name] = b
+	if keys == nil {
+		keys = conf.ArgumentKeys{}
+	}
+	r.argumentKeys[name] = keys
+}
+
+// PluginArgumentKeys implements conf.ArgumentKeyLister.
+func (r *Registry) PluginArgumentKeys(plugin string) (conf.ArgumentKeys, bool) {
+	keys, ok := r.argumentKeys[plugin]
+	return keys, ok
+}
 
 // RegisterAction adds an action under its name.
 func (r *Registry) RegisterAction(a Action) { r.actions[a.Name()] = a }

@@ -33,6 +33,10 @@ const (
 	ResourceWeightPrefix = "binpack.resources."
 )
 
+// ArgumentKeys are the arguments New reads: the weights, the list of further resources and
+// a weight for each of them.
+var ArgumentKeys = conf.ArgumentKeys{Weight, CPUWeight, MemoryWeight, Resources, ResourceWeightPrefix + "*"}
+
 // MaxNodeScore is the score of a node the task fills exactly, before binpack.weight.
 const MaxNodeScore = 100
 

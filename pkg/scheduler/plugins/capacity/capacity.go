@@ -30,6 +30,9 @@ type capacityPlugin struct {
 	ledger *quota.Ledger
 }
 
+// ArgumentKeys is empty: the plugin reads no arguments.
+var ArgumentKeys = conf.ArgumentKeys{}
+
 // New builds the plugin; it takes no arguments.
 func New(conf.Arguments) (framework.Plugin, error) {
 	return &capacityPlugin{}, nil

@@ -32,6 +32,10 @@ const (
 	KnownGeometriesCMNamespaceArg = "deviceshare.KnownGeometriesCMNamespace"
 )
 
+// ArgumentKeys are the arguments parseArguments reads.
+var ArgumentKeys = conf.ArgumentKeys{VGPUEnableArg, SchedulePolicyArg, ScheduleWeightArg, NodeLockEnableArg,
+	KnownGeometriesCMNameArg, KnownGeometriesCMNamespaceArg}
+
 // Policy values of SchedulePolicyArg.
 const (
 	PolicyBinpack = "binpack"

@@ -46,6 +46,9 @@ type drfPlugin struct {
 	placed map[api.TaskID]*api.TaskInfo
 }
 
+// ArgumentKeys is empty: the plugin reads no arguments.
+var ArgumentKeys = conf.ArgumentKeys{}
+
 // New builds the plugin. It takes no arguments; any given are ignored, as upstream.
 func New(conf.Arguments) (framework.Plugin, error) { return &drfPlugin{}, nil }
 

@@ -48,6 +48,10 @@ const (
 // read only so that a malformed value is still reported.
 var unimplementedWeights = []string{"podaffinity.weight", "imagelocality.weight", "podtopologyspread.weight"}
 
+// ArgumentKeys are the arguments New reads, upstream's unimplemented weights included.
+var ArgumentKeys = append(conf.ArgumentKeys{LeastRequestedWeight, MostRequestedWeight, BalancedResourceWeight,
+	NodeAffinityWeight, TaintTolerationWeight}, unimplementedWeights...)
+
 // MaxNodeScore is the best score of one scorer, before its weight.
 const MaxNodeScore = 100
 

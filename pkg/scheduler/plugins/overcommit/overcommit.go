@@ -27,6 +27,9 @@ const (
 	ClusterOverused = "resource in cluster is overused"
 )
 
+// ArgumentKeys are the arguments New reads.
+var ArgumentKeys = conf.ArgumentKeys{FactorArgument}
+
 type overcommitPlugin struct {
 	factor float64
 	// idle is the allocatable times factor, less what nodes' pods use.

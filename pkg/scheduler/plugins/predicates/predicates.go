@@ -51,6 +51,11 @@ var unimplementedSwitches = []string{
 	"predicate.ProportionalEnable",
 }
 
+// ArgumentKeys are the arguments New reads: the switches, upstream's unimplemented ones
+// included.
+var ArgumentKeys = append(conf.ArgumentKeys{PodNumberEnable, NodeUnschedulableEnable, NodeAffinityEnable,
+	TaintTolerationEnable, NodePortsEnable}, unimplementedSwitches...)
+
 // Reasons users see in "0/N nodes are unavailable: ...". All but the pod-number one are
 // kube-scheduler's own words.
 const (

@@ -20,6 +20,9 @@ const PluginName = "priority"
 
 type priorityPlugin struct{}
 
+// ArgumentKeys is empty: the plugin reads no arguments.
+var ArgumentKeys = conf.ArgumentKeys{}
+
 // New builds the plugin. It takes no arguments; any given are ignored, as upstream.
 func New(conf.Arguments) (framework.Plugin, error) { return priorityPlugin{}, nil }
 

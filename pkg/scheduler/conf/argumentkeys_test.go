@@ -1,0 +1,157 @@
+package conf
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestArgumentKeysHas(t *testing.T) {
+	keys := ArgumentKeys{"binpack.weight", "binpack.resources", "binpack.resources.*"}
+	for key, want := range map[string]bool{
+		"binpack.weight":                       true,
+		"binpack.resources":                    true,
+		"binpack.resources.nvidia.com/gpu":     true,
+		"binpack.Weight":                       false,
+		"binpack.weigth":                       false,
+		"binpack.resource.volcano.sh/vgpu-mem": false,
+		"":                                     false,
+	} {
+		if got := keys.Has(key); got != want {
+			t.Errorf("Has(%q) = %t, want %t", key, got, want)
+		}
+	}
+}
+
+func TestArgumentKeysNearest(t *testing.T) {
+	keys := ArgumentKeys{"deviceshare.VGPUEnable", "deviceshare.SchedulePolicy", "deviceshare.ScheduleWeight", "binpack.resources.*"}
+	tests := []struct {
+		key, want string
+	}{
+		{"deviceshare.SchedulePolcy", "deviceshare.SchedulePolicy"},
+		{"deviceshare.vgpuenable", "deviceshare.VGPUEnable"},
+		{"deviceshare.ScheduleWieght", "deviceshare.ScheduleWeight"},
+		{"deviceshare.VGPUEnabled", "deviceshare.VGPUEnable"},
+		{"binpack.resource.nvidia.com/gpu", "binpack.resources.*"},
+		{"overcommit-factor", ""},
+		{"x", ""},
+	}
+	for _, tt := range tests {
+		got, ok := keys.Nearest(tt.key)
+		if got != tt.want || ok != (tt.want != "") {
+			t.Errorf("Nearest(%q) = %q, %t; want %q", tt.key, got, ok, tt.want)
+		}
+	}
+	if got, ok := (ArgumentKeys{}).Nearest("a"); ok || got != "" {
+		t.Errorf("no keys: Nearest = %q, %t", got, ok)
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"", "abc", 3}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"SchedulePolcy", "SchedulePolicy", 1},
+		{"flaw", "lawn", 2},
+	} {
+		if got := editDistance(tt.a, tt.b); got != tt.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+// declaredNames adds declared argument keys to testNames.
+type declaredNames struct {
+	NameSet
+	keys map[string]ArgumentKeys
+}
+
+func (d declaredNames) PluginArgumentKeys(plugin string) (ArgumentKeys, bool) {
+	keys, ok := d.keys[plugin]
+	return keys, ok
+}
+
+var withKeys = declaredNames{NameSet: testNames, keys: map[string]ArgumentKeys{
+	"deviceshare": {"deviceshare.VGPUEnable", "deviceshare.SchedulePolicy"},
+	"gang":        {},
+}}
+
+const misspelt = `actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: gang
+    arguments:
+      gang.minAvailable: 1
+  - name: priority
+    arguments:
+      anything: 1
+- plugins:
+  - name: deviceshare
+    arguments:
+      deviceshare.VGPUEnable: true
+      deviceshare.SchedulePolcy: binpack
+      zzz: 1
+`
+
+func TestUnknownArguments(t *testing.T) {
+	cfg, err := Parse([]byte(misspelt), withKeys)
+	if err != nil {
+		t.Fatalf("unknown arguments must not reject the file: %v", err)
+	}
+	want := []*UnknownArgument{
+		{Where: "tiers[0].plugins[0]", Plugin: "gang", Key: "gang.minAvailable", None: true},
+		// priority declared no keys: not checked.
+		{Where: "tiers[1].plugins[0]", Plugin: "deviceshare", Key: "deviceshare.SchedulePolcy", Nearest: "deviceshare.SchedulePolicy"},
+		{Where: "tiers[1].plugins[0]", Plugin: "deviceshare", Key: "zzz"},
+	}
+	got := UnknownArguments(cfg, withKeys)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("UnknownArguments (-want +got):\n%s", diff)
+	}
+	for i, fragment := range []string{
+		`tiers[0].plugins[0]: plugin gang reads no arguments; "gang.minAvailable" is ignored`,
+		`tiers[1].plugins[0]: plugin deviceshare has no argument "deviceshare.SchedulePolcy", ignoring it; did you mean "deviceshare.SchedulePolicy"?`,
+		`plugin deviceshare has no argument "zzz", ignoring it`,
+	} {
+		if !strings.Contains(got[i].Error(), fragment) {
+			t.Errorf("warning %q does not contain %q", got[i].Error(), fragment)
+		}
+	}
+	if u := UnknownArguments(cfg, testNames); u != nil {
+		t.Errorf("names without declared keys: %v, want nothing checked", u)
+	}
+}
+
+// The watcher keeps the warnings of the configuration in force, for the caller's Event.
+func TestWatcherReportsUnknownArguments(t *testing.T) {
+	v := newConfigMapVolume(t, misspelt)
+	w := NewWatcher(v.path(), withKeys, DefaultConfiguration())
+	if w.UnknownArguments() != nil {
+		t.Errorf("fallback has warnings: %v", w.UnknownArguments())
+	}
+	if _, err := w.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.UnknownArguments(); len(got) != 3 || got[1].Nearest != "deviceshare.SchedulePolicy" {
+		t.Fatalf("warnings %v, want the three of the file", got)
+	}
+	v.update("v2", strings.NewReplacer("SchedulePolcy", "SchedulePolicy", "      zzz: 1\n", "",
+		"    arguments:\n      gang.minAvailable: 1\n", "").Replace(misspelt))
+	cfg, err := w.Reload()
+	if err != nil || cfg == nil {
+		t.Fatalf("reload of the fixed file: %v, %v", cfg, err)
+	}
+	if got := w.UnknownArguments(); len(got) != 0 {
+		t.Errorf("fixed file still warns: %v", got)
+	}
+	// A rejected file leaves the configuration in force, and its warnings.
+	v.update("v3", "actions: \"\"\n")
+	if _, err := w.Reload(); err == nil {
+		t.Fatal("file without actions accepted")
+	}
+	if got := w.UnknownArguments(); len(got) != 0 {
+		t.Errorf("warnings %v after a rejected file, want those of the configuration in force", got)
+	}
+}
