@@ -34,6 +34,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/register"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/settings"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/events"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
@@ -42,6 +43,8 @@ type options struct {
 	metricsAddress, hookPath, hookImageDir, nodeConfigPath string
 	inspect                                                bool
 	flags                                                  *settings.Flags
+	schedulerNames                                         []string
+	allowDisableControl                                    bool
 }
 
 func main() {
@@ -57,6 +60,10 @@ func main() {
 	fs.StringVar(&o.hookPath, "hook-path", envOr("HOOK_PATH", assignment.DefaultHookPath), "Host directory holding libvgpu.so and ld.so.preload (default $HOOK_PATH)")
 	fs.StringVar(&o.hookImageDir, "hook-image-dir", hook.ImageDir, "Where the image carries HAMi-core's libvgpu.so and ld.so.preload, copied into --hook-path at start when present")
 	fs.StringVar(&o.nodeConfigPath, "node-config", settings.DefaultNodeConfigPath, "The node ConfigMap's config.json")
+	fs.StringArrayVar(&o.schedulerNames, "scheduler-name", []string{assignment.DefaultSchedulerName},
+		"Scheduler whose pods get vGPUs (repeatable); a pod of any other scheduler is never served, whatever its annotations")
+	fs.BoolVar(&o.allowDisableControl, "allow-disable-control", false,
+		"Let a container that sets CUDA_DISABLE_CONTROL run without HAMi-core's limits (upstream's behaviour); off, it is refused")
 	fs.BoolVar(&o.inspect, "inspect", false, "Print the GPUs found and the node annotation that would be written, then exit")
 	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
 	klog.InitFlags(klogFlags)
@@ -148,7 +155,18 @@ func run(ctx context.Context, o *options) error {
 	inventory := kubelet.NewInventory(gpus)
 	names := cfg.Device.ResourceNames()
 	registrar := register.New(register.Options{Client: client, Config: cfg, GPUs: gpuBackend})
+	pipe, err := events.New(client, "vgpu-device-plugin")
+	if err != nil {
+		return err
+	}
+	pipe.Start()
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		pipe.Shutdown(ctx)
+	}()
 	vgpuAllocator, err := assignment.NewVGPU(client, assignment.Config{NodeName: o.nodeName, Names: names, MemoryFactor: factor,
+		SchedulerNames: o.schedulerNames, AllowDisableControl: o.allowDisableControl, Recorder: pipe.Recorder(),
 		HookPath: o.hookPath, GPUs: inventory})
 	if err != nil {
 		return err

@@ -38,13 +38,20 @@ type pluginRun struct {
 const pluginMetrics = "127.0.0.1:19394"
 
 // devicePlugin starts the plugin with n GPUs and waits until the kubelet advertises what it
-// registered.
-func devicePlugin(t *testing.T, cs kubernetes.Interface, n int) *pluginRun {
+// registered. It serves the pods of the schedulers named, else those the tests bind
+// themselves (noScheduler).
+func devicePlugin(t *testing.T, cs kubernetes.Interface, n int, schedulers ...string) *pluginRun {
 	t.Helper()
 	hook := hookDir(t)
 	p := &pluginRun{cs: cs, hook: hook, args: []string{"--kubeconfig", kubeconfigPath(), "--node-name", realNode, "--nvml", "fake",
 		"--fake-gpus", fmt.Sprintf("%dxNVIDIA GeForce RTX 3070 Ti:8192", n), "--hook-path", hook, "--metrics-address", pluginMetrics,
 		"--node-config", filepath.Join(hook, "absent-config.json"), "-v", "2"}}
+	if len(schedulers) == 0 {
+		schedulers = []string{noScheduler}
+	}
+	for _, s := range schedulers {
+		p.args = append(p.args, "--scheduler-name", s)
+	}
 	for i := 0; i < n; i++ {
 		p.gpus = append(p.gpus, nvml.FakeUUID(realNode, i))
 	}

@@ -51,7 +51,7 @@ func seedConf(t *testing.T) string {
 func TestLab8GangAndQueue(t *testing.T) {
 	e := newSchedulerEnv(t)
 	ctx := context.Background()
-	devicePlugin(t, e.cs, 1)
+	devicePlugin(t, e.cs, 1, e.name)
 	node, err := e.cs.CoreV1().Nodes().Get(ctx, realNode, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

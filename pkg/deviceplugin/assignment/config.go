@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"k8s.io/client-go/tools/record"
+
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/hook"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
@@ -28,6 +30,10 @@ const DefaultHookPath = "/usr/local/vgpu"
 // while they find their host PID; every vGPU container shares it. The
 // device plugin's container mounts the host's /tmp at /tmp.
 const DefaultLockDir = "/tmp/vgpulock"
+
+// DefaultSchedulerName is the scheduler whose pods are served unless told
+// otherwise: Volcano's.
+const DefaultSchedulerName = "volcano"
 
 // Host files under the hook path.
 const (
@@ -71,6 +77,17 @@ type Config struct {
 	// GPUs are the node's GPUs: an assigned device must be one of them and
 	// healthy.
 	GPUs GPULister
+	// SchedulerNames are the schedulers whose pods are served; empty means
+	// "volcano". A pod scheduled by anyone else never gets vGPUs, whatever
+	// its annotations say.
+	SchedulerNames []string
+	// AllowDisableControl lets a container that sets CUDA_DISABLE_CONTROL run
+	// without HAMi-core (upstream's behaviour). Off, such a container is
+	// refused: its limits would not hold.
+	AllowDisableControl bool
+	// Recorder receives Warning Events on pods whose assignment is refused;
+	// nil records none.
+	Recorder record.EventRecorder
 }
 
 func (c *Config) complete() error {
@@ -79,6 +96,12 @@ func (c *Config) complete() error {
 	}
 	if c.LockDir == "" {
 		c.LockDir = DefaultLockDir
+	}
+	if len(c.SchedulerNames) == 0 {
+		c.SchedulerNames = []string{DefaultSchedulerName}
+	}
+	if c.Recorder == nil {
+		c.Recorder = &record.FakeRecorder{}
 	}
 	var errs []error
 	if c.NodeName == "" {

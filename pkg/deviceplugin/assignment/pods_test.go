@@ -79,7 +79,7 @@ func assigned(name string, assignedAt int, containers []corev1.Container, toAllo
 				vgpu.BindPhaseAnnotation:         vgpu.BindPhaseAllocating,
 			},
 		},
-		Spec:   corev1.PodSpec{NodeName: testNode, Containers: containers},
+		Spec:   corev1.PodSpec{NodeName: testNode, SchedulerName: DefaultSchedulerName, Containers: containers},
 		Status: corev1.PodStatus{Phase: corev1.PodPending},
 	}
 }

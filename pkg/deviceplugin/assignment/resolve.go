@@ -7,12 +7,14 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
@@ -51,28 +53,33 @@ func (t target) devices() vgpu.ContainerDevices {
 	return t.toAllocate[t.entry]
 }
 
-// candidate is a pod waiting for count devices, and when it was assigned.
+// candidate is a pod waiting for count devices, and when it was bound and
+// assigned.
 type candidate struct {
 	target
+	// bound is when the API server bound the pod (its PodScheduled condition,
+	// which a pod author cannot write); zero when unknown.
+	bound    time.Time
 	assigned uint64
 }
 
 // maxReasons bounds how many passed-over pods an error lists.
 const maxReasons = 5
 
-// findTarget picks the pod whose next container kubelet is admitting with
-// count vGPU devices. Kubelet does not say which pod it admits, so the pod
-// is the one that can be it: bound to this node and assigned devices here,
-// Pending, bind phase "allocating", its next unserved container entry
-// holding exactly count devices. If several can be, the one assigned
-// first is taken: kubelet admits pods in the order they were bound. When
-// none can be, the error says why each waiting pod was passed over.
-func findTarget(pods []corev1.Pod, node string, count int) (target, error) {
-	var candidates []candidate
-	var reasons []string
+// findCandidates lists the pods that can be the one whose next container
+// kubelet is admitting with count vGPU devices, most likely first. Kubelet
+// does not say which pod it admits, so the pod is one that can be it:
+// scheduled by one of schedulers, bound to this node and assigned devices
+// here, Pending, bind phase "allocating", its next unserved container entry
+// holding exactly count devices. Kubelet admits pods in the order they were
+// bound, so the earliest bound comes first; the bind time the API server
+// recorded counts before the assignment time, an annotation anyone who may
+// edit the pod could write. reasons say why each other waiting pod was
+// passed over.
+func findCandidates(pods []corev1.Pod, node string, count int, schedulers []string) (candidates []candidate, reasons []string) {
 	for i := range pods {
 		pod := &pods[i]
-		c, reason, waiting := checkCandidate(pod, node, count)
+		c, reason, waiting := checkCandidate(pod, node, count, schedulers)
 		switch {
 		case reason != "":
 			reasons = append(reasons, fmt.Sprintf("pod %s/%s %s", pod.Namespace, pod.Name, reason))
@@ -80,27 +87,36 @@ func findTarget(pods []corev1.Pod, node string, count int) (target, error) {
 			candidates = append(candidates, c)
 		}
 	}
-	if len(candidates) == 0 {
-		return target{}, noTargetError(node, count, reasons)
-	}
 	slices.SortFunc(candidates, func(a, b candidate) int {
 		return cmp.Or(
+			cmp.Compare(boolRank(a.bound.IsZero()), boolRank(b.bound.IsZero())),
+			a.bound.Compare(b.bound),
 			cmp.Compare(a.assigned, b.assigned),
 			a.pod.CreationTimestamp.Time.Compare(b.pod.CreationTimestamp.Time),
 			cmp.Compare(a.pod.Namespace, b.pod.Namespace),
 			cmp.Compare(a.pod.Name, b.pod.Name),
 		)
 	})
-	return candidates[0].target, nil
+	return candidates, reasons
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // checkCandidate says whether pod waits for count devices on node. Pods
 // that are not vGPU pods being admitted here are passed over silently;
 // for the others that cannot match, reason says why.
-func checkCandidate(pod *corev1.Pod, node string, count int) (c candidate, reason string, waiting bool) {
+func checkCandidate(pod *corev1.Pod, node string, count int, schedulers []string) (c candidate, reason string, waiting bool) {
 	value, assigned := pod.Annotations[vgpu.DevicesToAllocateAnnotation]
 	if !assigned || pod.Spec.NodeName != node || pod.Status.Phase != corev1.PodPending {
 		return candidate{}, "", false
+	}
+	if !slices.Contains(schedulers, pod.Spec.SchedulerName) {
+		return candidate{}, fmt.Sprintf("is scheduled by %q, not by a vGPU scheduler (%s)", pod.Spec.SchedulerName, strings.Join(schedulers, ", ")), false
 	}
 	if on := pod.Annotations[vgpu.AssignedNodeAnnotation]; on != node {
 		return candidate{}, fmt.Sprintf("was assigned devices on node %q, not on this node", on), false
@@ -120,6 +136,11 @@ func checkCandidate(pod *corev1.Pod, node string, count int) (c candidate, reaso
 		return candidate{}, fmt.Sprintf("waits for %d devices in container entry %d, not %d", n, entry, count), false
 	}
 	c = candidate{target: target{pod: pod, toAllocate: toAllocate, entry: entry}, assigned: math.MaxUint64}
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionTrue {
+			c.bound = cond.LastTransitionTime.Time
+		}
+	}
 	// A pod without a readable assignment time still qualifies; it is
 	// served after the ones that have one.
 	if t, err := vgpu.ParseUnixSeconds(pod.Annotations[vgpu.AssignedTimeAnnotation]); err == nil {
@@ -144,8 +165,9 @@ func noTargetError(node string, count int, reasons []string) error {
 
 // containerFor maps the target's entry to the pod's container: entry i
 // belongs to the i-th container that requests vGPU, which is not
-// pod.Spec.Containers[i] when a container without vGPU comes first.
-func containerFor(t target, names vgpu.ResourceNames) (*corev1.Container, error) {
+// pod.Spec.Containers[i] when a container without vGPU comes first. The
+// entry must be exactly what that container requests (matchRequest).
+func containerFor(t target, names vgpu.ResourceNames, gpus []nvml.GPU, factor int32) (*corev1.Container, error) {
 	pod := t.pod
 	for _, c := range pod.Spec.InitContainers {
 		if _, ok := c.Resources.Limits[names.Count]; ok {
@@ -166,5 +188,39 @@ func containerFor(t target, names vgpu.ResourceNames) (*corev1.Container, error)
 		return nil, fmt.Errorf("pod %s/%s container %q requests %d vGPUs but its entry %d in %s has %d",
 			pod.Namespace, pod.Name, request.ContainerName, request.Count, t.entry, vgpu.DevicesToAllocateAnnotation, len(t.devices()))
 	}
+	if err := matchRequest(request, t.devices(), gpus, factor); err != nil {
+		return nil, fmt.Errorf("pod %s/%s container %q, entry %d in %s: %w",
+			pod.Namespace, pod.Name, request.ContainerName, t.entry, vgpu.DevicesToAllocateAnnotation, err)
+	}
 	return &pod.Spec.Containers[request.ContainerIndex], nil
+}
+
+// matchRequest checks that devices are exactly what the container asks for,
+// as the scheduler books it: GPUs of this node (the decoder already refuses
+// one GPU twice), each with the
+// container's memory (its memory, else its percentage of the GPU) and its
+// cores, never more than the GPU has. Anything else is an assignment the
+// scheduler did not make, and would hand out limits nobody paid for.
+func matchRequest(request vgpu.ContainerRequest, devices vgpu.ContainerDevices, gpus []nvml.GPU, factor int32) error {
+	for i, d := range devices {
+		g := slices.IndexFunc(gpus, func(g nvml.GPU) bool { return g.UUID == d.UUID })
+		if g < 0 {
+			return fmt.Errorf("device %d: GPU %s is not one of this node's", i, d.UUID)
+		}
+		units := int32(min(gpus[g].MemoryMiB/uint64(factor), math.MaxInt32))
+		want := request.MemoryOn(units)
+		switch {
+		case want > units:
+			return fmt.Errorf("device %d: the container asks %d memory units, more than GPU %s has (%d)", i, want, d.UUID, units)
+		case d.UsedMemory != want && !(d.UsedMemory == 0 && want == units):
+			// Booking 0 for a container that asks the whole GPU is the older
+			// schedulers' way of saying so; Allocate then limits it to the GPU.
+			return fmt.Errorf("device %d books %d memory units, the container asks %d", i, d.UsedMemory, want)
+		case d.UsedCores != request.Cores:
+			return fmt.Errorf("device %d books %d cores, the container asks %d", i, d.UsedCores, request.Cores)
+		case d.UsedCores > 100:
+			return fmt.Errorf("device %d books %d cores, more than a GPU has (100)", i, d.UsedCores)
+		}
+	}
+	return nil
 }

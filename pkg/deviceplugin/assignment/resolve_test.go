@@ -3,11 +3,23 @@ package assignment
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
+
+// pick is the candidate Allocate tries first, or the error it gives when
+// there is none.
+func pick(pods []corev1.Pod, count int) (target, error) {
+	candidates, reasons := findCandidates(pods, testNode, count, []string{DefaultSchedulerName})
+	if len(candidates) == 0 {
+		return target{}, noTargetError(testNode, count, reasons)
+	}
+	return candidates[0].target, nil
+}
 
 func TestFindTargetAndContainer(t *testing.T) {
 	// single: one container, one GPU.
@@ -136,6 +148,25 @@ func TestFindTargetAndContainer(t *testing.T) {
 			wantErr: []string{"pod ns/bad has a malformed volcano.sh/devices-to-allocate", `memory "lots"`},
 		},
 		{
+			name:    "a pod of another scheduler is never served, whatever its annotations",
+			pods:    []corev1.Pod{with(single("forged", 1), func(p *corev1.Pod) { p.Spec.SchedulerName = "default-scheduler" })},
+			count:   1,
+			wantErr: []string{`pod ns/forged is scheduled by "default-scheduler", not by a vGPU scheduler (volcano)`},
+		},
+		{
+			name: "the bind time the API server recorded beats an older assignment time",
+			pods: []corev1.Pod{
+				with(single("decoy", 1), func(p *corev1.Pod) {}),
+				with(single("bound", 500), func(p *corev1.Pod) {
+					p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue,
+						LastTransitionTime: metav1.NewTime(time.Unix(500, 0))}}
+				}),
+			},
+			count:         1,
+			wantPod:       "bound",
+			wantContainer: "main",
+		},
+		{
 			name: "every container already served",
 			pods: []corev1.Pod{with(single("served", 1), func(p *corev1.Pod) {
 				p.Annotations[vgpu.DevicesToAllocateAnnotation] = ""
@@ -146,7 +177,7 @@ func TestFindTargetAndContainer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			target, err := findTarget(tt.pods, testNode, tt.count)
+			target, err := pick(tt.pods, tt.count)
 			if tt.wantErr != nil {
 				if err == nil {
 					t.Fatalf("picked pod %s, want error", target.pod.Name)
@@ -159,12 +190,12 @@ func TestFindTargetAndContainer(t *testing.T) {
 				return
 			}
 			if err != nil {
-				t.Fatalf("findTarget: %v", err)
+				t.Fatalf("pick: %v", err)
 			}
 			if target.pod.Name != tt.wantPod || target.entry != tt.wantEntry {
 				t.Fatalf("picked pod %s entry %d, want pod %s entry %d", target.pod.Name, target.entry, tt.wantPod, tt.wantEntry)
 			}
-			container, err := containerFor(target, names)
+			container, err := containerFor(target, names, testGPUs(), 1)
 			if err != nil {
 				t.Fatalf("containerFor: %v", err)
 			}
@@ -181,7 +212,7 @@ func TestNoTargetErrorListsAtMostFivePods(t *testing.T) {
 		pods = append(pods, assigned(name, 1, []corev1.Container{ctr("main", 2, 0, 0)},
 			vgpu.PodDevices{{dev(gpuA, 1, 0), dev(gpuB, 1, 0)}}))
 	}
-	_, err := findTarget(pods, testNode, 1)
+	_, err := pick(pods, 1)
 	if err == nil || !strings.Contains(err.Error(), "pod ns/e waits") || strings.Contains(err.Error(), "pod ns/f") ||
 		!strings.HasSuffix(err.Error(), "; and 2 more") {
 		t.Fatalf("error %v: want pods a to e listed and 2 more counted", err)
@@ -215,13 +246,52 @@ func TestContainerForRefusesInconsistentAssignments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			target, err := findTarget([]corev1.Pod{tt.pod}, testNode, len(mustDecode(t, tt.pod)[0]))
+			target, err := pick([]corev1.Pod{tt.pod}, len(mustDecode(t, tt.pod)[0]))
 			if err != nil {
-				t.Fatalf("findTarget: %v", err)
+				t.Fatalf("pick: %v", err)
 			}
-			_, err = containerFor(target, names)
+			_, err = containerFor(target, names, testGPUs(), 1)
 			if err == nil || err.Error() != tt.wantErr {
 				t.Fatalf("error %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// An entry must be exactly what its container asks for: the hostile
+// assignments a pod author could write by hand are refused, each with the
+// reason.
+func TestContainerForRefusesAssignmentsThatDoNotMatchTheRequest(t *testing.T) {
+	tests := []struct {
+		name      string
+		container corev1.Container
+		devices   vgpu.ContainerDevices
+		wantErr   string
+	}{
+		{"more memory than asked", ctr("main", 1, 10, 0), vgpu.ContainerDevices{dev(gpuA, 999999, 0)},
+			"device 0 books 999999 memory units, the container asks 10"},
+		{"no compute limit for a container that asks one", ctr("main", 1, 1000, 30), vgpu.ContainerDevices{dev(gpuA, 1000, 0)},
+			"device 0 books 0 cores, the container asks 30"},
+		{"an exclusive GPU for a container that asks no cores", ctr("main", 1, 1000, 0), vgpu.ContainerDevices{dev(gpuA, 1000, 100)},
+			"device 0 books 100 cores, the container asks 0"},
+		{"less than the whole GPU for a container that names no memory", ctr("main", 1, 0, 0), vgpu.ContainerDevices{dev(gpuA, 10, 0)},
+			"device 0 books 10 memory units, the container asks 143771"},
+		{"more memory than the GPU has", ctr("main", 1, 200000, 0), vgpu.ContainerDevices{dev(gpuA, 200000, 0)},
+			"device 0: the container asks 200000 memory units, more than GPU " + gpuA + " has (143771)"},
+		{"a GPU of another node", ctr("main", 1, 10, 0), vgpu.ContainerDevices{dev("GPU-elsewhere", 10, 0)},
+			"device 0: GPU GPU-elsewhere is not one of this node's"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := assigned("p", 1, []corev1.Container{tt.container}, vgpu.PodDevices{tt.devices})
+			target, err := pick([]corev1.Pod{pod}, len(tt.devices))
+			if err != nil {
+				t.Fatalf("pick: %v", err)
+			}
+			_, err = containerFor(target, names, testGPUs(), 1)
+			want := `pod ns/p container "main", entry 0 in volcano.sh/devices-to-allocate: ` + tt.wantErr
+			if err == nil || err.Error() != want {
+				t.Fatalf("error %v, want %q", err, want)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -79,33 +80,53 @@ func (a *VGPU) Allocate(ctx context.Context, req *pluginapi.ContainerAllocateReq
 
 // allocate makes one attempt. A conflict is left to the caller to retry,
 // unless this is the last attempt.
+//
+// A candidate whose assignment is not one the scheduler would make (it does
+// not match its container's request, or names GPUs this node lacks) is
+// refused and skipped, with a Warning Event on it, and the next candidate is
+// tried: a forged pod cannot make kubelet reject the pod it is admitting.
 func (a *VGPU) allocate(ctx context.Context, count int, last bool) (*pluginapi.ContainerAllocateResponse, error) {
 	pods, err := listNodePods(ctx, a.client, a.cfg.NodeName)
 	if err != nil {
 		return nil, err
 	}
-	t, err := findTarget(pods, a.cfg.NodeName, count)
-	if err != nil {
-		return nil, err
-	}
-	response, err := a.serve(ctx, t)
-	if err != nil {
-		if last || !apierrors.IsConflict(err) {
-			a.fail(ctx, t, err)
+	candidates, reasons := findCandidates(pods, a.cfg.NodeName, count, a.cfg.SchedulerNames)
+	for _, c := range candidates {
+		container, err := containerFor(c.target, a.cfg.Names, a.cfg.GPUs.GPUs(), a.cfg.MemoryFactor)
+		if err == nil {
+			err = a.checkControl(c.pod, container)
 		}
-		return nil, err
+		if err != nil {
+			a.refuse(ctx, c.target, err)
+			reasons = append(reasons, err.Error())
+			continue
+		}
+		response, err := a.serve(ctx, c.target, container)
+		if err != nil {
+			if last || !apierrors.IsConflict(err) {
+				a.fail(ctx, c.target, err)
+			}
+			return nil, err
+		}
+		return response, nil
 	}
-	return response, nil
+	return nil, noTargetError(a.cfg.NodeName, count, reasons)
+}
+
+// checkControl refuses a container that turns HAMi-core off, unless the
+// operator allows it.
+func (a *VGPU) checkControl(pod *corev1.Pod, container *corev1.Container) error {
+	if a.cfg.AllowDisableControl || !disablesControl(container) {
+		return nil
+	}
+	return fmt.Errorf("pod %s/%s container %q sets %s, which turns HAMi-core's limits off; this cluster does not allow it (vgpu-device-plugin --allow-disable-control)",
+		pod.Namespace, pod.Name, container.Name, envDisableControl)
 }
 
 // serve builds the container's response, prepares the host, and records
 // on the pod that the container was served.
-func (a *VGPU) serve(ctx context.Context, t target) (*pluginapi.ContainerAllocateResponse, error) {
+func (a *VGPU) serve(ctx context.Context, t target, container *corev1.Container) (*pluginapi.ContainerAllocateResponse, error) {
 	pod := t.pod
-	container, err := containerFor(t, a.cfg.Names)
-	if err != nil {
-		return nil, err
-	}
 	response, err := containerResponse(a.cfg, string(pod.UID), container, t.devices(), a.cfg.GPUs.GPUs(), a.newCacheName())
 	if err != nil {
 		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -126,6 +147,17 @@ func (a *VGPU) serve(ctx context.Context, t target) (*pluginapi.ContainerAllocat
 	klog.InfoS("Allocated vGPUs", "pod", klog.KObj(pod), "container", container.Name, "entry", t.entry,
 		"gpus", response.Envs[envVisibleDevices], "complete", complete)
 	return response, nil
+}
+
+// EventReasonRefused is the reason of the Warning Event on a pod whose
+// vGPU assignment is refused.
+const EventReasonRefused = "VGPUAssignmentRefused"
+
+// refuse ends a candidate's hand-off without serving it, as fail does, and
+// says why on the pod.
+func (a *VGPU) refuse(ctx context.Context, t target, err error) {
+	a.cfg.Recorder.Event(t.pod, corev1.EventTypeWarning, EventReasonRefused, err.Error())
+	a.fail(ctx, t, err)
 }
 
 // fail ends the pod's hand-off after err. It is best effort: the error

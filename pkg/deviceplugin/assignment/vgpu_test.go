@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
@@ -108,7 +109,9 @@ func TestAllocateResponse(t *testing.T) {
 		containers []corev1.Container
 		devices    vgpu.PodDevices
 		count      int
-		want       func(env testEnv) *pluginapi.ContainerAllocateResponse
+		// allowDisableControl is vgpu-device-plugin --allow-disable-control.
+		allowDisableControl bool
+		want                func(env testEnv) *pluginapi.ContainerAllocateResponse
 	}{
 		{
 			name:       "one device, memory factor 2, non-vGPU container first",
@@ -134,18 +137,18 @@ func TestAllocateResponse(t *testing.T) {
 			},
 		},
 		{
-			name:       "two devices in assignment order, SM limit of the first",
+			name:       "two devices in assignment order",
 			factor:     1,
-			containers: []corev1.Container{ctr("worker", 2, 0, 0)},
-			devices:    vgpu.PodDevices{{dev(gpuB, 5000, 0), dev(gpuA, 7000, 50)}},
+			containers: []corev1.Container{ctr("worker", 2, 5000, 50)},
+			devices:    vgpu.PodDevices{{dev(gpuB, 5000, 50), dev(gpuA, 5000, 50)}},
 			count:      2,
 			want: func(env testEnv) *pluginapi.ContainerAllocateResponse {
 				return &pluginapi.ContainerAllocateResponse{
 					Envs: map[string]string{
 						"NVIDIA_VISIBLE_DEVICES":          gpuB + "," + gpuA,
 						"CUDA_DEVICE_MEMORY_LIMIT_0":      "5000m",
-						"CUDA_DEVICE_MEMORY_LIMIT_1":      "7000m",
-						"CUDA_DEVICE_SM_LIMIT":            "0",
+						"CUDA_DEVICE_MEMORY_LIMIT_1":      "5000m",
+						"CUDA_DEVICE_SM_LIMIT":            "50",
 						"CUDA_DEVICE_MEMORY_SHARED_CACHE": "/tmp/vgpu/cache-1.cache",
 					},
 					Mounts: []*pluginapi.Mount{
@@ -158,10 +161,11 @@ func TestAllocateResponse(t *testing.T) {
 			},
 		},
 		{
-			name:   "CUDA_DISABLE_CONTROL leaves out the preload, even with no preload file installed",
-			factor: 1,
+			name:                "CUDA_DISABLE_CONTROL, where the operator allows it, leaves out the preload, even with no preload file installed",
+			factor:              1,
+			allowDisableControl: true,
 			containers: []corev1.Container{func() corev1.Container {
-				c := ctr("worker", 1, 0, 0)
+				c := ctr("worker", 1, 1000, 0)
 				c.Env = []corev1.EnvVar{{Name: "CUDA_DISABLE_CONTROL", Value: "false"}}
 				return c
 			}()},
@@ -214,6 +218,7 @@ func TestAllocateResponse(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := assigned("p", 100, tt.containers, tt.devices)
 			env := newTestEnv(t, tt.factor, &pod, lockedNode())
+			env.alloc.cfg.AllowDisableControl = tt.allowDisableControl
 			want := tt.want(env)
 			got, err := env.allocate(tt.count)
 			if err != nil {
@@ -302,12 +307,12 @@ func TestAllocateFailureMarksPodFailed(t *testing.T) {
 		{
 			name:    "GPU not on this node",
 			devices: vgpu.PodDevices{{dev("GPU-ffffffff-0000-0000-0000-000000000000", 1000, 0)}},
-			wantErr: `pod ns/p: container "worker" device 0: assigned GPU GPU-ffffffff-0000-0000-0000-000000000000 is not one of the GPUs node node-a advertises`,
+			wantErr: `pod ns/p container "worker", entry 0 in volcano.sh/devices-to-allocate: device 0: GPU GPU-ffffffff-0000-0000-0000-000000000000 is not one of this node's`,
 		},
 		{
 			name:    "MIG instance",
 			devices: vgpu.PodDevices{{dev(gpuA+"[1g.10gb-0]", 1000, 0)}},
-			wantErr: "is not one of the GPUs node node-a advertises",
+			wantErr: "GPU " + gpuA + "[1g.10gb-0] is not one of this node's",
 		},
 		{
 			name:    "unhealthy GPU",
@@ -354,7 +359,7 @@ func TestAllocateFailureMarksPodFailed(t *testing.T) {
 }
 
 func TestAllocateWithoutTargetWritesNothing(t *testing.T) {
-	pod := assigned("p", 100, []corev1.Container{ctr("worker", 2, 0, 0)},
+	pod := assigned("p", 100, []corev1.Container{ctr("worker", 2, 1000, 0)},
 		vgpu.PodDevices{{dev(gpuA, 1000, 0), dev(gpuB, 1000, 0)}})
 	env := newTestEnv(t, 1, &pod, lockedNode())
 	_, err := env.allocate(1)
@@ -367,7 +372,7 @@ func TestAllocateWithoutTargetWritesNothing(t *testing.T) {
 }
 
 func TestAllocateStartsOverOnConflict(t *testing.T) {
-	pod := assigned("p", 100, []corev1.Container{ctr("worker", 1, 0, 0)}, vgpu.PodDevices{{dev(gpuA, 1000, 0)}})
+	pod := assigned("p", 100, []corev1.Container{ctr("worker", 1, 1000, 0)}, vgpu.PodDevices{{dev(gpuA, 1000, 0)}})
 	env := newTestEnv(t, 1, &pod)
 	conflicts := 1
 	env.client.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
@@ -399,7 +404,7 @@ func TestAllocateStartsOverOnConflict(t *testing.T) {
 }
 
 func TestAllocateKeepsExistingCacheDir(t *testing.T) {
-	pod := assigned("p", 100, []corev1.Container{ctr("worker", 1, 0, 0)}, vgpu.PodDevices{{dev(gpuA, 1000, 0)}})
+	pod := assigned("p", 100, []corev1.Container{ctr("worker", 1, 1000, 0)}, vgpu.PodDevices{{dev(gpuA, 1000, 0)}})
 	env := newTestEnv(t, 1, &pod)
 	dir := filepath.Join(ContainerCacheRoot(env.hook), "uid-p_worker")
 	inUse := filepath.Join(dir, "running.cache")
@@ -418,7 +423,7 @@ func TestAllocateKeepsExistingCacheDir(t *testing.T) {
 }
 
 func TestAllocateWithoutNodeLockDoesNotPatchNode(t *testing.T) {
-	pod := assigned("p", 100, []corev1.Container{ctr("worker", 1, 0, 0)}, vgpu.PodDevices{{dev(gpuA, 1000, 0)}})
+	pod := assigned("p", 100, []corev1.Container{ctr("worker", 1, 1000, 0)}, vgpu.PodDevices{{dev(gpuA, 1000, 0)}})
 	env := newTestEnv(t, 1, &pod, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode}})
 	if _, err := env.allocate(1); err != nil {
 		t.Fatalf("Allocate: %v", err)
@@ -436,5 +441,51 @@ func TestNewVGPUConfigErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("NewVGPU: %v, want an error containing %q", err, want)
 		}
+	}
+}
+
+// A pod author's hand-written assignment, assigned "earlier" than the pod kubelet admits, is
+// refused with a Warning Event and skipped; the legitimate pod is served (it used to be the
+// one that failed).
+func TestAllocateSkipsAForgedDecoy(t *testing.T) {
+	decoy := assigned("decoy", 1, []corev1.Container{ctr("worker", 1, 10, 0)}, vgpu.PodDevices{{dev(gpuA, 999999, 0)}})
+	legit := assigned("legit", 500, []corev1.Container{ctr("worker", 1, 1000, 30)}, vgpu.PodDevices{{dev(gpuB, 1000, 30)}})
+	env := newTestEnv(t, 1, &decoy, &legit, lockedNode())
+	events := record.NewFakeRecorder(10)
+	env.alloc.cfg.Recorder = events
+	resp, err := env.allocate(1)
+	if err != nil {
+		t.Fatalf("Allocate: %v", err)
+	}
+	if got := resp.Envs["NVIDIA_VISIBLE_DEVICES"]; got != gpuB {
+		t.Errorf("served GPU %q, want the legitimate pod's %s", got, gpuB)
+	}
+	if got := env.pod(t, "decoy").Annotations[vgpu.BindPhaseAnnotation]; got != vgpu.BindPhaseFailed {
+		t.Errorf("decoy bind phase %q, want %q", got, vgpu.BindPhaseFailed)
+	}
+	select {
+	case e := <-events.Events:
+		want := "Warning VGPUAssignmentRefused pod ns/decoy container \"worker\", entry 0 in volcano.sh/devices-to-allocate: device 0 books 999999 memory units, the container asks 10"
+		if e != want {
+			t.Errorf("event %q, want %q", e, want)
+		}
+	default:
+		t.Error("no Event on the refused pod")
+	}
+}
+
+// A container that turns HAMi-core off is refused unless the operator allows it.
+func TestAllocateRefusesDisablingHAMiCore(t *testing.T) {
+	c := ctr("worker", 1, 1000, 0)
+	c.Env = []corev1.EnvVar{{Name: "CUDA_DISABLE_CONTROL", Value: "true"}}
+	pod := assigned("p", 100, []corev1.Container{c}, vgpu.PodDevices{{dev(gpuA, 1000, 0)}})
+	env := newTestEnv(t, 1, &pod, lockedNode())
+	_, err := env.allocate(1)
+	want := `pod ns/p container "worker" sets CUDA_DISABLE_CONTROL, which turns HAMi-core's limits off; this cluster does not allow it (vgpu-device-plugin --allow-disable-control)`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Allocate: %v, want an error containing %q", err, want)
+	}
+	if got := env.pod(t, "p").Annotations[vgpu.BindPhaseAnnotation]; got != vgpu.BindPhaseFailed {
+		t.Errorf("bind phase %q, want %q", got, vgpu.BindPhaseFailed)
 	}
 }
