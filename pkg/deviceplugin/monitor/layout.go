@@ -20,8 +20,9 @@ const (
 	maxProcs = 1024
 	// uuidSize is the size of one uuids[] entry (NUL-terminated string).
 	uuidSize = 96
-	// maxRegionFile bounds what is read from a file named *.cache; the
-	// largest known region is about 2 MB.
+	// maxRegionFile is the largest file named *.cache that is read at
+	// all (and then no further than maxRegionRead); the largest known
+	// region is about 2 MB.
 	maxRegionFile = 64 << 20
 )
 

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"context"
 	"strconv"
 	"time"
 
@@ -56,7 +57,20 @@ type Collector struct {
 	host HostGPUReader
 	pods PodLookup
 	now  func() time.Time
+	// budget bounds the time one scrape spends reading regions.
+	budget time.Duration
+	// scanContext gives each scrape's scan its deadline; tests replace it.
+	scanContext func(budget time.Duration) (context.Context, context.CancelFunc)
 }
+
+// DefaultScrapeBudget is how long one scrape may spend reading the
+// containers' regions, well inside Prometheus's default scrape timeout
+// (10 s). Regions not read by then are left out of that scrape and logged.
+const DefaultScrapeBudget = 5 * time.Second
+
+// maxRefusalLogs bounds the refused entries logged one by one per scrape,
+// so that a container full of FIFOs cannot flood the log.
+const maxRefusalLogs = 10
 
 var _ prometheus.Collector = (*Collector)(nil)
 
@@ -65,7 +79,10 @@ var _ prometheus.Collector = (*Collector)(nil)
 // "<hook path>/vgpu/containers"). host may be nil: then only the
 // per-container metrics are served.
 func NewCollector(root string, host HostGPUReader, pods PodLookup) *Collector {
-	return &Collector{root: root, host: host, pods: pods, now: time.Now}
+	return &Collector{root: root, host: host, pods: pods, now: time.Now, budget: DefaultScrapeBudget,
+		scanContext: func(budget time.Duration) (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), budget)
+		}}
 }
 
 // Describe sends the descriptors of every metric the Collector serves.
@@ -101,13 +118,26 @@ func (c *Collector) collectHost(ch chan<- prometheus.Metric) {
 }
 
 func (c *Collector) collectContainers(ch chan<- prometheus.Metric) {
-	scan, err := ScanRoot(c.root)
+	ctx, cancel := c.scanContext(c.budget)
+	defer cancel()
+	scan, err := ScanRootContext(ctx, c.root)
 	if err != nil {
 		klog.ErrorS(err, "Cannot read container shared regions", "root", c.root)
 		return
 	}
 	for _, problem := range scan.Problems {
 		klog.V(2).InfoS("Skipping a container shared region", "reason", problem)
+	}
+	for i, refused := range scan.Refused {
+		if i == maxRefusalLogs {
+			klog.InfoS("Refused more entries in container cache directories", "root", c.root, "more", len(scan.Refused)-i)
+			break
+		}
+		klog.InfoS("Refused an entry in a container cache directory", "reason", refused)
+	}
+	if scan.Unread > 0 {
+		klog.InfoS("Scrape time budget spent; regions left unread in this scrape",
+			"root", c.root, "budget", c.budget, "unread", scan.Unread)
 	}
 	now := c.now()
 	for _, ctr := range scan.Containers {
