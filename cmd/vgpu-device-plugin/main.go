@@ -204,6 +204,8 @@ func serveMetrics(ctx context.Context, o *options, client kubernetes.Interface, 
 	reg := prometheus.NewRegistry()
 	pods := monitor.NewPodIndex(client, o.nodeName)
 	go pods.Run(ctx)
+	// Removes the cache directories of pods gone from the node (monitor.DefaultSweepGrace after).
+	go monitor.NewSweeper(assignment.ContainerCacheRoot(o.hookPath), pods, monitor.SweepConfig{}).Run(ctx)
 	reg.MustRegister(monitor.NewCollector(assignment.ContainerCacheRoot(o.hookPath), gpus, pods.Lookup), registrar.PatchesCollector())
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

@@ -14,8 +14,9 @@ import (
 // PodIndex knows the pods on this node only (a field-selected watch, never a cluster-wide
 // one), so metrics name a container's pod and disappear with it. Lookup is its PodLookup.
 type PodIndex struct {
-	factory informers.SharedInformerFactory
-	indexer cache.Indexer
+	factory  informers.SharedInformerFactory
+	informer cache.SharedIndexInformer
+	indexer  cache.Indexer
 }
 
 const byUID = "uid"
@@ -32,7 +33,7 @@ func NewPodIndex(client kubernetes.Interface, node string) *PodIndex {
 		}
 		return nil, nil
 	}})
-	return &PodIndex{factory: f, indexer: inf.GetIndexer()}
+	return &PodIndex{factory: f, informer: inf, indexer: inf.GetIndexer()}
 }
 
 // Run starts the watch, which ends with ctx.
@@ -40,12 +41,32 @@ func (p *PodIndex) Run(ctx context.Context) {
 	p.factory.Start(ctx.Done())
 }
 
+// HasSynced says whether the watch has listed the node's pods once; until
+// then a pod missing from the index may still exist.
+func (p *PodIndex) HasSynced() bool {
+	return p.informer.HasSynced()
+}
+
 // Lookup is a PodLookup over the pods the watch has seen.
 func (p *PodIndex) Lookup(uid string) (namespace, name string, ok bool) {
-	objs, err := p.indexer.ByIndex(byUID, uid)
-	if err != nil || len(objs) == 0 {
+	pod := p.pod(uid)
+	if pod == nil {
 		return "", "", false
 	}
-	pod := objs[0].(*corev1.Pod)
 	return pod.Namespace, pod.Name, true
+}
+
+// Active says whether the pod is on the node and may still run containers:
+// a pod that Succeeded or Failed never starts one again.
+func (p *PodIndex) Active(uid string) bool {
+	pod := p.pod(uid)
+	return pod != nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+}
+
+func (p *PodIndex) pod(uid string) *corev1.Pod {
+	objs, err := p.indexer.ByIndex(byUID, uid)
+	if err != nil || len(objs) == 0 {
+		return nil
+	}
+	return objs[0].(*corev1.Pod)
 }

@@ -49,3 +49,34 @@ func TestPodIndex(t *testing.T) {
 		t.Error("found a pod that does not exist")
 	}
 }
+
+// Active is false for pods that are gone or finished: their containers
+// never run again, so their cache directories may go.
+func TestPodIndexActive(t *testing.T) {
+	t.Setenv("KUBE_FEATURE_WatchListClient", "false")
+	pod := func(uid string, phase corev1.PodPhase) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: uid, UID: types.UID(uid)},
+			Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: phase}}
+	}
+	client := kubefake.NewClientset(pod("running", corev1.PodRunning), pod("pending", corev1.PodPending),
+		pod("done", corev1.PodSucceeded), pod("failed", corev1.PodFailed))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	index := NewPodIndex(client, "n1")
+	if index.HasSynced() {
+		t.Error("synced before it started")
+	}
+	index.Run(ctx)
+	deadline := time.Now().Add(5 * time.Second)
+	for !index.HasSynced() {
+		if time.Now().After(deadline) {
+			t.Fatal("pod index never synced")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for uid, want := range map[string]bool{"running": true, "pending": true, "done": false, "failed": false, "none": false} {
+		if got := index.Active(uid); got != want {
+			t.Errorf("Active(%s) = %v, want %v", uid, got, want)
+		}
+	}
+}
