@@ -119,7 +119,16 @@ func disablesControl(c *corev1.Container) bool {
 // created if missing and never emptied: it may be in use by a running
 // container of the same pod and name (a restart), and its old region file
 // is harmless, since the new one gets a new name. Both directories are
-// world-writable because the container's processes may run as any user.
+// world-writable because the container's processes may run as any user:
+// the image's USER is unknown here and runAsUser optional, and user
+// namespaces map container uids to other host uids. No sticky bit either:
+// HAMi-core opens the region with O_CREAT from every process, and with
+// fs.protected_regular (on by default under systemd) such an open of a file
+// another uid created in a world-writable sticky directory fails (EACCES),
+// so a container running processes as two users would lose its limits. The
+// only writers of the cache directory are the container's own processes;
+// what they plant there (FIFOs, links) is the monitor's to refuse, and it
+// reads the directory as hostile input.
 func prepareHost(cfg Config, podUID string, container *corev1.Container) error {
 	required := []string{filepath.Join(cfg.HookPath, hostLibrary)}
 	if !disablesControl(container) {
