@@ -94,7 +94,7 @@ func run(ctx context.Context, o *options) (err error) {
 	if err != nil {
 		return err
 	}
-	sc.AddDeviceDeriver(devices.Deriver())
+	sc.AddDeviceDeriver(devices.Deriver(pipe.Recorder()))
 	devices.OnChange(sc.RederiveDevices)
 	serveHTTP(ctx, o, sc)
 

@@ -261,3 +261,30 @@ func TestSplitTwoTakesTwentyPods(t *testing.T) {
 		t.Errorf("ledger: %d bound, problems %v, err %v", bound, problems, err)
 	}
 }
+
+// A pod that asks for no vGPU, put on a GPU node with a hand-written assignment booking the
+// whole GPU (where the admission policy is not installed), books nothing: the scheduler still
+// places the pods that ask, and says on the forged pod what it did not book.
+func TestForgedAssignmentBooksNothing(t *testing.T) {
+	e := newSchedulerEnv(t)
+	ctx := context.Background()
+	gpus := e.gpuNode("forged", 1, 2, 8192, 0)
+	e.scheduler(seedConf(t))
+	forged := tinyPod(e.ns, "forged", "")
+	forged.Spec.NodeName = e.name + "-forged"
+	forged.Spec.Tolerations = []corev1.Toleration{{Key: kwokAnnotation, Operator: corev1.TolerationOpExists}}
+	forged.Annotations = map[string]string{
+		vgpu.AssignedNodeAnnotation:    forged.Spec.NodeName,
+		vgpu.AssignedDevicesAnnotation: gpus[0].UUID + ",NVIDIA,8192,100:;" + gpus[0].UUID + ",NVIDIA,8192,100:",
+	}
+	if _, err := e.cs.CoreV1().Pods(e.ns).Create(ctx, forged, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	queue := e.queue("forged", nil)
+	e.vgpuGang("honest", queue, 2, 4000, 50)
+	e.waitBound("honest-", 2, 60*time.Second)
+	waitEvent(t, e.cs, 30*time.Second, e.ns, "involvedObject.name=forged", "the forged pod told what was not booked",
+		func(ev corev1.Event) bool {
+			return ev.Reason == "VGPUAssignmentNotBooked" && strings.Contains(ev.Message, "nothing booked: no container requests volcano.sh/vgpu-number")
+		})
+}

@@ -2,8 +2,10 @@ package deviceshare
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
@@ -29,16 +31,25 @@ import (
 // vgpu.HandshakeTimeout at the session's time. Nothing here writes it back, so a node that
 // keeps an old upstream scheduler's verdict stays without GPUs until the device plugin
 // reports again or someone removes the annotation; the reason says so.
+//
+// A pod books no more than it asks for: only containers that request vGPU, at most their
+// count of devices, and on a whole GPU at most the memory and cores their request books
+// there (clamp). An assignment written by hand cannot fill a GPU it did not pay for; the
+// pod gets one Warning Event saying what was not booked.
 type Deriver struct {
 	devices *devicewatch.Source
+	refused *refusals
 }
 
-// NewDeriverFor is the deriver for the device ConfigMap in use in devices.
-func NewDeriverFor(devices *devicewatch.Source) *Deriver { return &Deriver{devices: devices} }
+// NewDeriverFor is the deriver for the device ConfigMap in use in devices; recorder (nil:
+// none) receives the Events on pods whose assignment is cut.
+func NewDeriverFor(devices *devicewatch.Source, recorder record.EventRecorder) *Deriver {
+	return &Deriver{devices: devices, refused: newRefusals(recorder)}
+}
 
 // NewDeriver is the deriver for the shipped device configuration, for a scheduler that reads
 // no ConfigMap (benchmarks).
-func NewDeriver() *Deriver { return NewDeriverFor(devicewatch.Static(vgpu.DefaultNvidiaConfig())) }
+func NewDeriver() *Deriver { return NewDeriverFor(devicewatch.Static(vgpu.DefaultNvidiaConfig()), nil) }
 
 // Name is the key of the ledger in api.NodeInfo.Devices.
 func (*Deriver) Name() string { return PluginName }
@@ -79,6 +90,7 @@ func (d *Deriver) Derive(node *api.NodeInfo) api.Devices {
 	}
 	l.gpus = gpus
 	l.derived = &derivation{}
+	names := config.ResourceNames()
 	for _, t := range node.Tasks {
 		pd, err := assignedDevices(t)
 		if err != nil {
@@ -86,6 +98,12 @@ func (d *Deriver) Derive(node *api.NodeInfo) api.Devices {
 			// still scheduled.
 			klog.ErrorS(err, "Ignoring an unreadable device assignment", "pod", klog.KRef(t.Namespace, t.Name), "node", node.Name)
 			continue
+		}
+		if pd != nil {
+			var cut string
+			if pd, cut = l.clamp(t, pd, names); cut != "" {
+				d.refused.report(t, node.Name, cut)
+			}
 		}
 		if unknown := l.book(pd, 1); unknown > 0 {
 			klog.V(3).InfoS("Device assignment names GPUs, or MIG instances, the node does not list", "pod", klog.KRef(t.Namespace, t.Name),
@@ -96,6 +114,51 @@ func (d *Deriver) Derive(node *api.NodeInfo) api.Devices {
 		}
 	}
 	return l
+}
+
+// clamp cuts the assignment pd down to what the task's pod requests (see Deriver) and says
+// what it cut; "" when nothing.
+func (l *ledger) clamp(t *api.TaskInfo, pd vgpu.PodDevices, names vgpu.ResourceNames) (vgpu.PodDevices, string) {
+	var requests []vgpu.ContainerRequest
+	if t.Pod != nil {
+		var err error
+		if requests, err = vgpu.PodRequests(t.Pod, names); err != nil {
+			return nil, fmt.Sprintf("nothing booked: %v", err)
+		}
+	}
+	if len(requests) == 0 {
+		return nil, "nothing booked: no container requests " + string(names.Count)
+	}
+	var cuts []string
+	if len(pd) > len(requests) {
+		cuts = append(cuts, fmt.Sprintf("%d container entries for %d vGPU containers", len(pd), len(requests)))
+		pd = pd[:len(requests)]
+	}
+	out := make(vgpu.PodDevices, len(pd))
+	for c, devices := range pd {
+		req := requests[c]
+		if len(devices) > int(req.Count) {
+			cuts = append(cuts, fmt.Sprintf("container %q: %d devices for %d requested", req.ContainerName, len(devices), req.Count))
+			devices = devices[:req.Count]
+		}
+		out[c] = make(vgpu.ContainerDevices, len(devices))
+		for i, d := range devices {
+			// A MIG instance books the instance's memory, whatever the request says.
+			if g := l.index(d.UUID); g >= 0 {
+				memory := req.MemoryOn(l.gpus[g].memory)
+				if d.UsedMemory > memory || d.UsedCores > req.Cores {
+					cuts = append(cuts, fmt.Sprintf("container %q on GPU %s: %d memory units and %d cores for %d and %d requested",
+						req.ContainerName, d.UUID, d.UsedMemory, d.UsedCores, memory, req.Cores))
+					d.UsedMemory, d.UsedCores = min(d.UsedMemory, memory), min(d.UsedCores, req.Cores)
+				}
+			}
+			out[c][i] = d
+		}
+	}
+	if len(cuts) == 0 {
+		return out, ""
+	}
+	return out, "booked only what the pod requests: " + strings.Join(cuts, "; ")
 }
 
 // unadvertised says why a node's vGPU resources, under the given names, rule it out: one of

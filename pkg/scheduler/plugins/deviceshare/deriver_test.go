@@ -2,12 +2,14 @@ package deviceshare
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
@@ -192,6 +194,7 @@ func sessionPlugin(t *testing.T, now time.Time) *plugin {
 
 // binding is the session task of a pod the cache is binding with the given assignment.
 func binding(p *corev1.Pod, node, assignment string) *api.TaskInfo {
+	asking(p, assignment)
 	t := api.NewTaskInfo(p)
 	t.NodeName, t.Status = node, api.Binding
 	t.BindAnnotations = map[string]string{vgpu.AssignedNodeAnnotation: node, vgpu.AssignedDevicesAnnotation: assignment}
@@ -242,5 +245,42 @@ func TestDeriveBookings(t *testing.T) {
 		uuid(1) + " 4 40000 NVIDIA-NVIDIA A100-SXM4-80GB true deviceshare.hamiCore",
 	}); got != want {
 		t.Errorf("after the GPUs changed: %s, want %s", got, want)
+	}
+}
+
+// A pod books no more than it asks, whatever its assignment says: a pod that asks no vGPU
+// books nothing, a pod that asks 10 units and 20 cores books those, a container entry with
+// more devices than asked books as many as asked. Each such pod gets one Warning Event.
+func TestDeriveBooksNoMoreThanRequested(t *testing.T) {
+	node := gpuNode("n1", 0, gpus(2, 10, 30000, h200))
+	n := api.NewNodeInfo(node)
+	noRequest := annotated(pod("no-request", "pg", ctr("c", "cpu=100m")), vgpu.AssignedNodeAnnotation, "n1",
+		vgpu.AssignedDevicesAnnotation, uuid(0)+",NVIDIA,2147483647,100:")
+	noRequest.Spec.NodeName = "n1"
+	greedy := runningWith(pod("greedy", "pg", vgpuCtr("c", 1, 10, 20)), "n1", uuid(1)+",NVIDIA,30000,100:")
+	extra := runningWith(pod("extra", "pg", vgpuCtr("c", 1, 500, 0)), "n1", uuid(0)+",NVIDIA,500,0:"+uuid(1)+",NVIDIA,500,0:")
+	for _, p := range []*corev1.Pod{noRequest, greedy, extra} {
+		n.AddTask(api.NewTaskInfo(p))
+	}
+	events := record.NewFakeRecorder(10)
+	d := NewDeriverFor(defaultDevices, events)
+	l := d.Derive(n).(*ledger)
+	if got, want := usageOf(l), "0:1/500/0 1:1/10/20"; got != want {
+		t.Fatalf("bookings %s, want %s", got, want)
+	}
+	d.Derive(n) // the cache derives again after every change: no second Event
+	var got []string
+	for len(events.Events) > 0 {
+		got = append(got, <-events.Events)
+	}
+	want := []string{
+		"Warning VGPUAssignmentNotBooked nothing booked: no container requests " + string(resCount),
+		`Warning VGPUAssignmentNotBooked booked only what the pod requests: container "c" on GPU ` + uuid(1) + ": 30000 memory units and 100 cores for 10 and 20 requested",
+		`Warning VGPUAssignmentNotBooked booked only what the pod requests: container "c": 2 devices for 1 requested`,
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -58,11 +58,11 @@ func sliceCtr(count, memory int) corev1.Container {
 func TestCustomResourceNames(t *testing.T) {
 	devices := sliceDevices()
 	n := api.NewNodeInfo(sliceNode(gpus(2, 10, 30000, h200)))
-	l := NewDeriverFor(devices).Derive(n).(*ledger)
+	l := NewDeriverFor(devices, nil).Derive(n).(*ledger)
 	if l.unavailable != nil || len(l.gpus) != 2 {
 		t.Fatalf("ledger under the ConfigMap's names: unavailable %v, %d GPUs; want 2 usable GPUs", l.unavailable, len(l.gpus))
 	}
-	if s := NewDeriverFor(defaultDevices).Derive(n).(*ledger).unavailable; s == nil || !strings.Contains(s.Reasons[0], "allocatable "+string(resCount)+" is 0") {
+	if s := NewDeriverFor(defaultDevices, nil).Derive(n).(*ledger).unavailable; s == nil || !strings.Contains(s.Reasons[0], "allocatable "+string(resCount)+" is 0") {
 		t.Errorf("ledger under the shipped names: unavailable %v, want the shipped count missing", s)
 	}
 	n.Devices = map[string]api.Devices{PluginName: l}
@@ -111,7 +111,7 @@ func TestConfigMapArguments(t *testing.T) {
 	}
 	shared := NewShared(devicewatch.NewSource(kubefake.NewClientset(cm), nil))
 	n := api.NewNodeInfo(sliceNode(gpus(1, 10, 30000, h200)))
-	deriver := shared.Deriver()
+	deriver := shared.Deriver(nil)
 	if l := deriver.Derive(n).(*ledger); l.unavailable == nil {
 		t.Errorf("before any configuration the deriver follows the default ConfigMap, which is missing: want the node unusable")
 	}

@@ -116,10 +116,26 @@ func annotated(p *corev1.Pod, kv ...string) *corev1.Pod {
 // runningWith makes the pod run on node with the assignment, as the API server shows a pod
 // bound with our Binding.
 func runningWith(p *corev1.Pod, node, assignment string) *corev1.Pod {
+	asking(p, assignment)
 	p.Spec.NodeName = node
 	p.Status.Phase = corev1.PodRunning
 	return annotated(p, vgpu.AssignedNodeAnnotation, node, vgpu.AssignedDevicesAnnotation, assignment,
 		vgpu.DevicesToAllocateAnnotation, "", vgpu.BindPhaseAnnotation, vgpu.BindPhaseSuccess)
+}
+
+// asking gives a pod without containers one vGPU container per assignment entry, asking
+// exactly what the entry books (the ledger books no more than a pod asks).
+func asking(p *corev1.Pod, assignment string) {
+	if len(p.Spec.Containers) > 0 {
+		return
+	}
+	pd, _ := vgpu.DecodePodDevices(assignment) // an unreadable one stays unread, with no containers
+	for i, devices := range pd {
+		if len(devices) > 0 {
+			d := devices[0]
+			p.Spec.Containers = append(p.Spec.Containers, vgpuCtr(fmt.Sprintf("c%d", i), len(devices), int(d.UsedMemory), int(d.UsedCores)))
+		}
+	}
 }
 
 // nodeInfo is the node with the pods on it, and its ledger derived as the cache would.
@@ -128,7 +144,7 @@ func nodeInfo(node *corev1.Node, pods ...*corev1.Pod) *api.NodeInfo {
 	for _, p := range pods {
 		n.AddTask(api.NewTaskInfo(p))
 	}
-	if d := NewDeriverFor(defaultDevices).Derive(n); d != nil {
+	if d := NewDeriverFor(defaultDevices, nil).Derive(n); d != nil {
 		n.Devices = map[string]api.Devices{PluginName: d}
 	}
 	return n

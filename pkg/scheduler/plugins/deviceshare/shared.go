@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
@@ -36,7 +37,9 @@ func NewStaticShared() *Shared { return NewShared(devicewatch.Static(vgpu.Defaul
 func (s *Shared) Collectors() []prometheus.Collector { return s.gauges.collectors() }
 
 // Deriver is the cache's deriver of the GPU ledgers, under the configuration in use.
-func (s *Shared) Deriver() *Deriver { return NewDeriverFor(s.devices) }
+func (s *Shared) Deriver(recorder record.EventRecorder) *Deriver {
+	return NewDeriverFor(s.devices, recorder)
+}
 
 // Configure puts in use the device ConfigMap that cfg's deviceshare arguments name (the
 // first listing with vGPU scheduling on), waiting for its first read when it is new. A
