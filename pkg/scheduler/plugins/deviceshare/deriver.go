@@ -39,12 +39,14 @@ import (
 type Deriver struct {
 	devices *devicewatch.Source
 	refused *refusals
+	// badRegister reports unreadable register annotations on their nodes.
+	badRegister *badRegisters
 }
 
 // NewDeriverFor is the deriver for the device ConfigMap in use in devices; recorder (nil:
 // none) receives the Events on pods whose assignment is cut.
 func NewDeriverFor(devices *devicewatch.Source, recorder record.EventRecorder) *Deriver {
-	return &Deriver{devices: devices, refused: newRefusals(recorder)}
+	return &Deriver{devices: devices, refused: newRefusals(recorder), badRegister: newBadRegisters(recorder)}
 }
 
 // NewDeriver is the deriver for the shipped device configuration, for a scheduler that reads
@@ -81,13 +83,18 @@ func (d *Deriver) Derive(node *api.NodeInfo) api.Devices {
 	}
 	gpus, err := decodeGPUs(node, value, config)
 	if err != nil {
-		l.unavailable = notInitialized(fmt.Sprintf("%s: %v", vgpu.NodeDevicesAnnotation, err))
+		why := fmt.Sprintf("%s: %v", vgpu.NodeDevicesAnnotation, err)
+		l.unavailable = notInitialized(why)
+		d.badRegister.report(node.Node, value, why)
 		return l
 	}
 	if len(gpus) == 0 {
-		l.unavailable = notInitialized(vgpu.NodeDevicesAnnotation + " lists no GPU")
+		why := vgpu.NodeDevicesAnnotation + " lists no GPU"
+		l.unavailable = notInitialized(why)
+		d.badRegister.report(node.Node, value, why)
 		return l
 	}
+	d.badRegister.forget(node.Name)
 	l.gpus = gpus
 	l.derived = &derivation{}
 	names := config.ResourceNames()

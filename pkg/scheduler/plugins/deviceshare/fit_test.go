@@ -259,7 +259,7 @@ func TestFitMemo(t *testing.T) {
 	}
 	check("empty node", a, fits)
 	check("empty node", b, fits)
-	check("another size", api.NewTaskInfo(pod("big", "pg", vgpuCtr("c", 1, 40000, 0))), memoryShort)
+	check("another size", api.NewTaskInfo(pod("big", "pg", vgpuCtr("c", 1, 40000, 0))), memoryOverGPU)
 	check("a filter", api.NewTaskInfo(annotated(pod("avoid", "pg", vgpuCtr("c", 1, 20000, 0)), vgpu.NoUseGPUUUIDAnnotation, uuid(0))), uuidAvoided)
 	a.Status = api.Allocated
 	e := &framework.Event{Task: a, Node: n}

@@ -24,6 +24,8 @@ const (
 	uuidAvoided
 	uuidNotWanted
 	podGroupShared
+	// memoryOverGPU: a vGPU asks more memory than the whole GPU has; no freeing helps.
+	memoryOverGPU
 	noFreeSlot
 	exclusiveTaken
 	coresFull
@@ -69,6 +71,7 @@ func newVerdicts(names vgpu.ResourceNames) verdicts {
 		uuidAvoided:        "GPU in the pod's " + vgpu.NoUseGPUUUIDAnnotation,
 		uuidNotWanted:      "GPU not in the pod's " + vgpu.UseGPUUUIDAnnotation,
 		podGroupShared:     "GPU already used by the pod's group (" + vgpu.PodGroupPolicyAnnotation + ": " + vgpu.PodGroupPolicySpread + ")",
+		memoryOverGPU:      "a container's " + string(names.Memory) + " is more than the GPU's whole memory",
 		noFreeSlot:         "no free vGPU slot on the GPU (deviceSplitCount)",
 		exclusiveTaken:     string(names.Cores) + " 100 needs a GPU no other vGPU uses",
 		coresFull:          "GPU cores fully booked, and the container sets no " + string(names.Cores),

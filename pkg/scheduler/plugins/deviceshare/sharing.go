@@ -37,6 +37,8 @@ type hamiCore struct{}
 
 func (hamiCore) fit(g *gpu, u usage, memory, cores int32) (usage, constraint) {
 	switch {
+	case memory > g.memory:
+		return usage{}, memoryOverGPU
 	case u.devices >= g.slots:
 		return usage{}, noFreeSlot
 	case cores == wholeGPUCores && u.devices > 0:
