@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= /usr/local/go/bin/go
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build images test unit fuzz e2e lint demo bench tools deps cluster-up cluster-down clean
+.PHONY: all build images test unit fuzz e2e chaos lint demo bench tools deps cluster-up cluster-down clean
 
 all: build
 
@@ -28,6 +28,11 @@ fuzz:
 
 e2e:
 	STAGES="e2e" hack/test.sh
+
+## chaos: the chaos suites at length (100 scheduler kills, 10 leader kills, API server
+## restarts); make test runs short versions of the same tests
+chaos:
+	CHAOS=1 STAGES="e2e" E2E_RUN='Chaos|NeverDoubleBook' hack/test.sh
 
 lint:
 	hack/lint.sh

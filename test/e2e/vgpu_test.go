@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -119,8 +120,9 @@ func (e *schedulerEnv) checkLedger(ctx context.Context, nodes map[string][]vgpu.
 	return bound, problems, nil
 }
 
-// The scheduler is killed (SIGKILL) 20 times while gangs arrive, each time just as it starts
-// binding: no GPU slot is ever booked twice, and once it is left running every pod is bound.
+// The scheduler is killed (SIGKILL) 20 times (100 in make chaos) while gangs arrive, each time
+// just as it starts binding or at a random point: no GPU slot is ever booked twice, and once it
+// is left running every pod is bound and no gang is bound in part.
 // The demand fills the GPUs exactly (4 pods of 2000 MiB on each 8192 MiB GPU split 4), so a
 // slot booked twice would overflow a GPU and a slot lost to a restart would leave a pod
 // Pending.
@@ -131,7 +133,9 @@ func TestSchedulerKillsNeverDoubleBook(t *testing.T) {
 	for _, name := range []string{"gpu-a", "gpu-b", "gpu-c"} {
 		nodes[e.name+"-"+name] = e.gpuNode(name, 2, 4, 8192, 0)
 	}
-	const gangs, gangSize, kills = 8, 3, 20
+	const gangs, gangSize = 8, 3
+	kills := chaosRounds(20, 100)
+	every := kills / gangs // a new gang every this many kills
 	queue := e.queue("chaos", nil)
 	seed := seedConf(t)
 
@@ -148,14 +152,14 @@ func TestSchedulerKillsNeverDoubleBook(t *testing.T) {
 	}
 	midBind := 0
 	for kill := 1; kill <= kills; kill++ {
-		if kill <= gangs {
-			e.vgpuGang(fmt.Sprintf("gang-%02d", kill), queue, gangSize, 2000, 20)
+		if n := (kill-1)/every + 1; (kill-1)%every == 0 && n <= gangs {
+			e.vgpuGang(fmt.Sprintf("gang-%02d", n), queue, gangSize, 2000, 20)
 		}
 		before := check(fmt.Sprintf("before start %d", kill))
 		sched, _ := e.scheduler(seed)
-		// Kill it as soon as it has bound something (mid-gang, most likely), or after a few
-		// cycles when there is nothing left to bind.
-		deadline := time.Now().Add(3 * time.Second)
+		// Kill it as soon as it has bound something (mid-gang, most likely), or at a random
+		// point of its first cycles.
+		deadline := time.Now().Add(time.Duration(300+rand.IntN(2700)) * time.Millisecond)
 		for time.Now().Before(deadline) {
 			bound, _, err := e.boundPods(ctx, "gang-")
 			if err != nil {
@@ -175,6 +179,9 @@ func TestSchedulerKillsNeverDoubleBook(t *testing.T) {
 	e.waitBound("gang-", gangs*gangSize, 120*time.Second)
 	if bound := check("at the end"); bound != gangs*gangSize {
 		t.Errorf("%d pods bound at the end, want %d", bound, gangs*gangSize)
+	}
+	if partial, err := e.gangsWhole(ctx, "gang-"); err != nil || len(partial) > 0 {
+		t.Errorf("gangs partly bound: %v %v", partial, err)
 	}
 }
 

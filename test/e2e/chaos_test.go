@@ -1,0 +1,147 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
+)
+
+// chaosRounds is short in make test and long in make chaos (CHAOS=1), so the short version
+// cannot rot and the long one finds what only repetition shows.
+func chaosRounds(short, long int) int {
+	if os.Getenv("CHAOS") != "" {
+		return long
+	}
+	return short
+}
+
+// gangsWhole reports every gang (pods "<gang>-<i>") that is partly bound.
+func (e *schedulerEnv) gangsWhole(ctx context.Context, prefix string) ([]string, error) {
+	pods, err := e.cs.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	bound, total := map[string]int{}, map[string]int{}
+	for _, p := range pods.Items {
+		if !strings.HasPrefix(p.Name, prefix) {
+			continue
+		}
+		gang := p.Name[:strings.LastIndex(p.Name, "-")]
+		total[gang]++
+		if p.Spec.NodeName != "" {
+			bound[gang]++
+		}
+	}
+	var partial []string
+	for gang, n := range total {
+		if b := bound[gang]; b != 0 && b != n {
+			partial = append(partial, fmt.Sprintf("%s: %d of %d bound", gang, b, n))
+		}
+	}
+	return partial, nil
+}
+
+// Two replicas with leader election; the leader is SIGKILLed again and again while gangs
+// arrive, and comes back as the standby. Each time the other replica takes over within the
+// lease, nothing is booked twice, and in the end every gang is bound whole.
+func TestChaosLeaderKills(t *testing.T) {
+	e := newSchedulerEnv(t)
+	ctx := context.Background()
+	nodes := map[string][]vgpu.NodeDevice{}
+	for _, name := range []string{"le-a", "le-b"} {
+		nodes[e.name+"-"+name] = e.gpuNode(name, 2, 4, 8192, 0)
+	}
+	queue := e.queue("leader", nil)
+	const lease = 4 * time.Second
+	replica := func() *process {
+		p, _ := e.scheduler(seedConf(t), "-v", "3", "--leader-elect=true", "--leader-elect-resource-name", e.name,
+			"--leader-elect-lease-duration", lease.String(), "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms",
+			"--listen-address", freeAddress(t), "--healthz-address", freeAddress(t))
+		return p
+	}
+	const leading = "Became leader"
+	replicas := []*process{replica(), replica()}
+	leaderOf := func() (*process, *process) {
+		t.Helper()
+		var leader, standby *process
+		eventually(t, 30*time.Second, "one replica leads", func(context.Context) (bool, string, error) {
+			a, b := strings.Contains(replicas[0].log.String(), leading), strings.Contains(replicas[1].log.String(), leading)
+			switch {
+			case a && !b:
+				leader, standby = replicas[0], replicas[1]
+			case b && !a:
+				leader, standby = replicas[1], replicas[0]
+			}
+			return leader != nil, fmt.Sprintf("a leads %v, b leads %v", a, b), nil
+		})
+		return leader, standby
+	}
+	kills := chaosRounds(3, 10)
+	var worst time.Duration
+	for kill := 1; kill <= kills; kill++ {
+		e.vgpuGang(fmt.Sprintf("lead-%02d", kill), queue, 2, 2000, 20)
+		leader, standby := leaderOf()
+		time.Sleep(time.Duration(rand.IntN(1500)) * time.Millisecond) // a random point of its work
+		leader.kill()
+		killed := time.Now()
+		standby.logContains(t, 3*lease, leading)
+		if took := time.Since(killed); took > worst {
+			worst = took
+		}
+		if _, problems, err := e.checkLedger(ctx, nodes); err != nil || len(problems) > 0 {
+			t.Fatalf("after kill %d: %v %v", kill, problems, err)
+		}
+		replicas = []*process{standby, replica()}
+	}
+	t.Logf("%d leader kills; the standby led at most %v after a kill (lease %v)", kills, worst.Round(time.Millisecond), lease)
+	if worst > lease+2*time.Second {
+		t.Errorf("takeover took %v, more than the lease (%v) and two retry periods' slack", worst, lease)
+	}
+	e.waitBound("lead-", 2*kills, 60*time.Second)
+	if partial, err := e.gangsWhole(ctx, "lead-"); err != nil || len(partial) > 0 {
+		t.Errorf("gangs partly bound: %v %v", partial, err)
+	}
+	if _, problems, err := e.checkLedger(ctx, nodes); err != nil || len(problems) > 0 {
+		t.Errorf("at the end: %v %v", problems, err)
+	}
+}
+
+// kube-apiserver restarts in the middle of the scheduler's work: the scheduler keeps running
+// (the same process), binds what arrives afterwards, and books nothing twice.
+func TestChaosAPIServerRestart(t *testing.T) {
+	e := newSchedulerEnv(t)
+	ctx := context.Background()
+	nodes := map[string][]vgpu.NodeDevice{e.name + "-api": e.gpuNode("api", 2, 4, 8192, 0)}
+	queue := e.queue("api", nil)
+	sched, _ := e.scheduler(seedConf(t))
+	for round := 1; round <= chaosRounds(1, 3); round++ {
+		e.vgpuGang(fmt.Sprintf("before-%d", round), queue, 2, 1000, 10)
+		out, err := exec.Command(filepath.Join(repoRoot(), "hack/testbed/apiserver-restart.sh")).CombinedOutput()
+		if err != nil {
+			t.Fatalf("restart kube-apiserver: %v\n%s", err, out)
+		}
+		e.vgpuGang(fmt.Sprintf("after-%d", round), queue, 2, 1000, 10)
+		e.waitBound(fmt.Sprintf("after-%d-", round), 2, 60*time.Second)
+		e.waitBound(fmt.Sprintf("before-%d-", round), 2, 60*time.Second)
+		select {
+		case <-sched.done:
+			t.Fatalf("the scheduler exited when the API server restarted:\n%s", tail(sched.log.String(), 20))
+		default:
+		}
+	}
+	if _, problems, err := e.checkLedger(ctx, nodes); err != nil || len(problems) > 0 {
+		t.Errorf("ledger: %v %v", problems, err)
+	}
+}
