@@ -60,8 +60,9 @@ func TestChaosLeaderKills(t *testing.T) {
 	e := newSchedulerEnv(t)
 	ctx := context.Background()
 	nodes := map[string][]vgpu.NodeDevice{}
+	// Room for every gang of the long run: 2 nodes x 2 GPUs x 8 slots of 1024 MiB.
 	for _, name := range []string{"le-a", "le-b"} {
-		nodes[e.name+"-"+name] = e.gpuNode(name, 2, 4, 8192, 0)
+		nodes[e.name+"-"+name] = e.gpuNode(name, 2, 8, 8192, 0)
 	}
 	queue := e.queue("leader", nil)
 	const lease = 4 * time.Second
@@ -91,7 +92,7 @@ func TestChaosLeaderKills(t *testing.T) {
 	kills := chaosRounds(3, 10)
 	var worst time.Duration
 	for kill := 1; kill <= kills; kill++ {
-		e.vgpuGang(fmt.Sprintf("lead-%02d", kill), queue, 2, 2000, 20)
+		e.vgpuGang(fmt.Sprintf("lead-%02d", kill), queue, 2, 1000, 10)
 		leader, standby := leaderOf()
 		time.Sleep(time.Duration(rand.IntN(1500)) * time.Millisecond) // a random point of its work
 		leader.kill()
@@ -123,7 +124,8 @@ func TestChaosLeaderKills(t *testing.T) {
 func TestChaosAPIServerRestart(t *testing.T) {
 	e := newSchedulerEnv(t)
 	ctx := context.Background()
-	nodes := map[string][]vgpu.NodeDevice{e.name + "-api": e.gpuNode("api", 2, 4, 8192, 0)}
+	// Room for every round of the long run: 2 GPUs x 8 slots of 1024 MiB.
+	nodes := map[string][]vgpu.NodeDevice{e.name + "-api": e.gpuNode("api", 2, 8, 8192, 0)}
 	queue := e.queue("api", nil)
 	sched, _ := e.scheduler(seedConf(t))
 	for round := 1; round <= chaosRounds(1, 3); round++ {

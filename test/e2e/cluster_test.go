@@ -60,6 +60,12 @@ func namespace(t testing.TB, cs kubernetes.Interface) string {
 		_ = cs.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
 		_ = cs.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
 	})
+	// Pods are refused until the controller manager has made the namespace's default
+	// ServiceAccount, which can take a while right after the API server restarted.
+	eventually(t, 60*time.Second, "the default ServiceAccount of "+name, func(ctx context.Context) (bool, string, error) {
+		_, err := cs.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, fmt.Sprint(err), nil
+	})
 	return name
 }
 
@@ -85,7 +91,7 @@ func waitEvent(t *testing.T, cs kubernetes.Interface, timeout time.Duration, ns,
 
 // eventually polls cond every 100 ms until it returns true or the deadline passes; the last
 // state it describes is in the failure message.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (done bool, state string, err error)) {
+func eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (done bool, state string, err error)) {
 	t.Helper()
 	var last string
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
