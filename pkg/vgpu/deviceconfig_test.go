@@ -2,11 +2,14 @@ package vgpu
 
 import (
 	"errors"
+	"math"
 	"os"
 	"reflect"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -115,22 +118,48 @@ func TestValidateNamesEmptyResource(t *testing.T) {
 	}
 }
 
-// FuzzParseDeviceConfig: parsing never panics, and an accepted config written back as YAML
-// parses to the same config.
+// FuzzParseDeviceConfig: parsing never panics; a rejected file gets a *ConfigError that
+// says what is wrong, and the same text in a ConfigMap a *ConfigMapError naming the ConfigMap;
+// an accepted config holds what the scheduler and the device plugin rely on (checked here
+// field by field, not through Validate), reads the same from a ConfigMap, and written back as
+// YAML parses to the same config.
 func FuzzParseDeviceConfig(f *testing.F) {
-	shipped, err := os.ReadFile("testdata/device-config.yaml")
-	if err != nil {
-		f.Fatal(err)
+	for _, path := range []string{"testdata/device-config.yaml", "../../config/device-config.yaml"} {
+		shipped, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(shipped))
 	}
-	f.Add(string(shipped))
 	f.Add("nvidia: {}\n")
 	f.Add("nvidia:\n  deviceSplitCount: 3\n  deviceCoreScaling: 1.5\n  knownMigGeometries: []\n")
 	f.Add("nvidia: null\n")
+	f.Add("nvidia:\n  resourceCountName: example.com/gpu\n  resourceMemoryName: example.com/gpu\n")
+	f.Add("nvidia:\n  deviceSplitCount: -1\n  deviceMemoryScaling: .inf\n")
+	f.Add("nvidia:\n  knownMigGeometries:\n  - models: [A30]\n    allowedGeometries:\n    - group: g\n" +
+		"      geometries:\n      - {name: 1g.6gb, memory: 6144, count: 4}\n")
 	f.Fuzz(func(t *testing.T, text string) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: DeviceConfigMapName},
+			Data: map[string]string{DeviceConfigKey: text}}
+		fromMap, mapErr := DeviceConfigOf(cm)
 		c, err := ParseDeviceConfig([]byte(text))
 		if err != nil {
+			var cfgErr *ConfigError
+			if !errors.As(err, &cfgErr) || cfgErr.Reason == "" || !strings.HasPrefix(err.Error(), DeviceConfigKey+": ") {
+				t.Fatalf("ParseDeviceConfig(%q) error %q (%T), want a *ConfigError naming %s with a reason", text, err, err, DeviceConfigKey)
+			}
+			var cmErr *ConfigMapError
+			if !errors.As(mapErr, &cmErr) || cmErr.ConfigMap != cm || cmErr.Err.Error() != err.Error() ||
+				!strings.Contains(mapErr.Error(), "kube-system/"+DeviceConfigMapName) {
+				t.Fatalf("DeviceConfigOf(%q) error %v, want a *ConfigMapError around %v", text, mapErr, err)
+			}
 			return
 		}
+		if mapErr != nil || !reflect.DeepEqual(fromMap, c) {
+			t.Fatalf("%q parses to %+v, but from a ConfigMap to %+v, %v", text, c, fromMap, mapErr)
+		}
+		assertUsableDeviceConfig(t, text, c)
+
 		out, err := yaml.Marshal(deviceConfigFile{Nvidia: &c})
 		if err != nil {
 			t.Fatalf("accepted config %+v does not marshal: %v", c, err)
@@ -143,4 +172,54 @@ func FuzzParseDeviceConfig(f *testing.F) {
 			t.Fatalf("%q parses to %+v, its re-encoding to %+v", text, c, again)
 		}
 	})
+}
+
+// assertUsableDeviceConfig checks what the programs reading an accepted device config take
+// for granted: four distinct extended resource names, at least one vGPU per GPU, finite
+// positive scalings, defaults in range, and MIG geometries they can index and name.
+func assertUsableDeviceConfig(t *testing.T, text string, c NvidiaConfig) {
+	t.Helper()
+	names := map[corev1.ResourceName]bool{}
+	for _, name := range []corev1.ResourceName{c.ResourceCountName, c.ResourceMemoryName, c.ResourceCoreName, c.ResourceMemoryPercentageName} {
+		if name == "" || !strings.Contains(string(name), "/") || names[name] {
+			t.Fatalf("%q accepted with resource names %+v: empty, not extended or repeated", text, c.ResourceNames())
+		}
+		names[name] = true
+	}
+	switch {
+	case c.DeviceSplitCount < 1:
+		t.Fatalf("%q accepted with deviceSplitCount %d", text, c.DeviceSplitCount)
+	case !(c.DeviceCoreScaling > 0) || math.IsInf(c.DeviceCoreScaling, 0):
+		t.Fatalf("%q accepted with deviceCoreScaling %v", text, c.DeviceCoreScaling)
+	case !(c.DeviceMemoryScaling > 0) || math.IsInf(c.DeviceMemoryScaling, 0):
+		t.Fatalf("%q accepted with deviceMemoryScaling %v", text, c.DeviceMemoryScaling)
+	case c.GPUMemoryFactor < 0 || c.DefaultMemory < 0 || c.DefaultCores < 0 || c.DefaultCores > 100 || c.DefaultGPUNum < 1:
+		t.Fatalf("%q accepted with gpuMemoryFactor %d, defaults memory %d, cores %d, GPUs %d",
+			text, c.GPUMemoryFactor, c.DefaultMemory, c.DefaultCores, c.DefaultGPUNum)
+	}
+	for _, entry := range c.KnownMIGGeometries {
+		if len(entry.Models) == 0 || len(entry.AllowedGeometries) == 0 {
+			t.Fatalf("%q accepted MIG entry %+v without models or geometries", text, entry)
+		}
+		for _, model := range entry.Models {
+			if model == "" {
+				t.Fatalf("%q accepted an empty MIG model", text)
+			}
+			if groups, ok := c.MIGGeometriesFor(model); !ok || len(groups) == 0 {
+				t.Fatalf("%q: model %q listed but MIGGeometriesFor finds nothing", text, model)
+			}
+		}
+		groups := map[string]bool{}
+		for _, group := range entry.AllowedGeometries {
+			if checkMIGGroup(group.Group) != nil || groups[group.Group] || len(group.Geometries) == 0 {
+				t.Fatalf("%q accepted MIG group %+v: bad name, repeated or empty", text, group)
+			}
+			groups[group.Group] = true
+			for _, g := range group.Geometries {
+				if g.Name == "" || g.Memory < 1 || g.Count < 1 {
+					t.Fatalf("%q accepted MIG geometry %+v", text, g)
+				}
+			}
+		}
+	}
 }

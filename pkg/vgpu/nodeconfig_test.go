@@ -77,18 +77,29 @@ func TestParseNodeConfigRejects(t *testing.T) {
 // FuzzParseNodeConfig: parsing never panics, and an accepted file written back as JSON
 // parses to the same file.
 func FuzzParseNodeConfig(f *testing.F) {
-	shipped, err := os.ReadFile("testdata/config.json")
-	if err != nil {
-		f.Fatal(err)
+	for _, path := range []string{"testdata/config.json", "../../config/node-config.json"} {
+		shipped, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(shipped))
 	}
-	f.Add(string(shipped))
 	f.Add(`{}`)
 	f.Add(`{"nodeconfig":null}`)
 	f.Add(`{"nodeconfig":[{"name":"a","filterdevices":{}}]}`)
 	f.Fuzz(func(t *testing.T, text string) {
 		file, err := ParseNodeConfig([]byte(text))
 		if err != nil {
+			var cfgErr *ConfigError
+			if !errors.As(err, &cfgErr) || cfgErr.Reason == "" || !strings.HasPrefix(err.Error(), NodeConfigKey+": ") {
+				t.Fatalf("ParseNodeConfig(%q) error %q (%T), want a *ConfigError naming %s with a reason", text, err, err, NodeConfigKey)
+			}
 			return
+		}
+		for i, entry := range file.NodeConfig {
+			if found, ok := file.Lookup(entry.Name); entry.Name == "" || !ok || !reflect.DeepEqual(found, entry) {
+				t.Fatalf("%q accepted, but entry %d (%q) is not what Lookup finds for its name", text, i, entry.Name)
+			}
 		}
 		out, err := json.Marshal(file)
 		if err != nil {

@@ -62,7 +62,7 @@ type fixtureSlot struct {
 	smUtil               map[int]uint64
 }
 
-func (f fixtureRegion) build(t *testing.T) []byte {
+func (f fixtureRegion) build(t testing.TB) []byte {
 	t.Helper()
 	size := f.off.fileSize
 	if f.size != 0 {

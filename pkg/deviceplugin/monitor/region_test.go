@@ -1,12 +1,15 @@
 package monitor
 
 import (
+	"bytes"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestLayoutsAreConsistent(t *testing.T) {
@@ -256,5 +259,137 @@ func writeFile(t *testing.T, path string, data []byte) {
 	}
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// regionPatch is one write FuzzParseRegion makes into a real region: patchSize bytes, the
+// first saying from which end offset counts, the next two the offset, the last eight the
+// value. Offsets from the start reach the header, the device arrays and the first slots;
+// from the end, the last slots and the priority fields.
+const patchSize = 11
+
+// FuzzParseRegion decodes fuzzed regions: base 0 is the fuzzed bytes themselves (too short
+// for any layout, so it tests the checks before one is chosen); base 1 and 2 are the H200
+// region in the v1 and v0 layouts, resized by resize bytes (cut or zero-extended) and
+// patched with the fuzzed bytes read as regionPatches. Decoding never panics, leaves the
+// bytes as they were, and either names the file in its error or returns a region that the
+// layout can hold: at most maxDevices devices and maxProcs processes, every process with one
+// entry per device and in use, device totals that are the sums over the processes listed,
+// UUIDs that are text.
+func FuzzParseRegion(f *testing.F) {
+	v1 := h200Region(fixtureV1).build(f)
+	v0 := h200Region(fixtureV0).build(f)
+	patch := func(fromEnd bool, off uint16, value uint64) []byte {
+		p := make([]byte, patchSize)
+		if fromEnd {
+			p[0] = 1
+		}
+		binary.LittleEndian.PutUint16(p[1:], off)
+		binary.NativeEndian.PutUint64(p[3:], value)
+		return p
+	}
+	f.Add(uint8(0), int32(0), []byte{})
+	f.Add(uint8(0), int32(0), v1[:64])
+	f.Add(uint8(1), int32(0), []byte{})
+	f.Add(uint8(2), int32(0), []byte{})
+	f.Add(uint8(2), int32(-1), []byte{})
+	f.Add(uint8(1), int32(-1), []byte{})
+	f.Add(uint8(1), int32(-2), []byte{})
+	f.Add(uint8(1), int32(4096), []byte{})
+	f.Add(uint8(1), int32(0), patch(false, uint16(fixtureV1.deviceNum), maxDevices))
+	f.Add(uint8(1), int32(0), patch(false, uint16(fixtureV1.deviceNum), maxDevices+1))
+	f.Add(uint8(2), int32(0), patch(false, uint16(fixtureV0.deviceNum), maxDevices))
+	f.Add(uint8(1), int32(0), patch(false, 4, 2))
+	f.Add(uint8(1), int32(0), append(patch(false, uint16(fixtureV1.uuids), 0xfffefd), patch(true, 2017, 7)...))
+	f.Add(uint8(1), int32(0), append(patch(false, uint16(fixtureV1.procs+fixtureV1.slotSize*5), 99),
+		patch(false, uint16(fixtureV1.procs+fixtureV1.slotSize*5+fixtureV1.used+fixtureV1.memEntry*3+32), 1<<63)...))
+	f.Fuzz(func(t *testing.T, base uint8, resize int32, fuzzed []byte) {
+		var data []byte
+		switch base % 3 {
+		case 0:
+			data = fuzzed
+		case 1, 2:
+			original := v1
+			if base%3 == 2 {
+				original = v0
+			}
+			size := min(max(len(original)+int(resize), 0), len(original)+4096)
+			data = make([]byte, size)
+			copy(data, original)
+			for p := fuzzed; len(p) >= patchSize; p = p[patchSize:] {
+				at := int(binary.LittleEndian.Uint16(p[1:]))
+				if p[0]&1 == 1 {
+					at = len(data) - 8 - at
+				}
+				if at >= 0 && at < len(data) {
+					copy(data[at:], p[3:patchSize])
+				}
+			}
+		}
+		before := bytes.Clone(data)
+		const path = "/var/lib/vgpu/pod_ctr/fuzz.cache"
+		region, err := ParseRegion(path, data)
+		if !bytes.Equal(before, data) {
+			t.Fatal("ParseRegion changed the bytes it read")
+		}
+		if err != nil {
+			if region != nil || !strings.Contains(err.Error(), path) {
+				t.Fatalf("ParseRegion = %+v, %q: want no region and an error naming the file", region, err)
+			}
+			return
+		}
+		checkRegionHoldable(t, len(data), region)
+	})
+}
+
+// checkRegionHoldable asserts what a decoded region of size bytes can hold.
+func checkRegionHoldable(t *testing.T, size int, region *Region) {
+	t.Helper()
+	switch {
+	case region.Major == 0 && region.Minor == 0:
+		if size != layoutV0.structSize && size != layoutV0.structSize+1 {
+			t.Fatalf("v0 region decoded from %d bytes", size)
+		}
+	case region.Major != 1 || size < layoutV1.structSize:
+		t.Fatalf("version %d.%d decoded from %d bytes", region.Major, region.Minor, size)
+	}
+	if len(region.Devices) > maxDevices || len(region.Processes) > maxProcs {
+		t.Fatalf("%d devices and %d processes, the format holds %d and %d",
+			len(region.Devices), len(region.Processes), maxDevices, maxProcs)
+	}
+	total := make([]uint64, len(region.Devices))
+	monitored := make([]uint64, len(region.Devices))
+	seen := map[*ProcessDevice]bool{}
+	for _, p := range region.Processes {
+		if len(p.Devices) != len(region.Devices) {
+			t.Fatalf("process %+v has %d device entries, the region %d devices", p, len(p.Devices), len(region.Devices))
+		}
+		inUse := p.PID != 0
+		for i, u := range p.Devices {
+			total[i] += u.Used.Total
+			monitored[i] += u.MonitorUsedBytes
+			inUse = inUse || u.Used.Total != 0 || u.MonitorUsedBytes != 0
+		}
+		if !inUse {
+			t.Fatalf("process %+v listed, but it has no pid and nothing charged", p)
+		}
+		if len(p.Devices) > 0 {
+			if seen[&p.Devices[0]] {
+				t.Fatal("two processes share their device entries")
+			}
+			seen[&p.Devices[0]] = true
+		}
+	}
+	for i, d := range region.Devices {
+		if d.Index != i {
+			t.Fatalf("device %d has index %d", i, d.Index)
+		}
+		if !utf8.ValidString(d.UUID) || strings.IndexByte(d.UUID, 0) >= 0 || len(d.UUID) > uuidSize {
+			t.Fatalf("device %d UUID %q is not text of at most %d bytes", i, d.UUID, uuidSize)
+		}
+		if d.Used.Total != total[i] || d.MonitorUsedBytes != monitored[i] {
+			t.Fatalf("device %d charges %d (monitor %d), its processes %d (monitor %d)",
+				i, d.Used.Total, d.MonitorUsedBytes, total[i], monitored[i])
+		}
 	}
 }

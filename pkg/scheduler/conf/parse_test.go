@@ -3,10 +3,14 @@ package conf
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 func TestLoadSeedConfigUnchanged(t *testing.T) {
@@ -332,4 +336,98 @@ func unknownNames(err error) []UnknownNameError {
 	}
 	walk(err)
 	return found
+}
+
+// FuzzParse: Parse never panics; a rejected document gets a *ConfigError at stage parse or
+// validate whose cause says something; an accepted one validates again, names only known
+// actions and plugins, its arguments read without panicking through every getter, and
+// written back as YAML it parses to the same configuration.
+func FuzzParse(f *testing.F) {
+	for _, name := range []string{"volcano-scheduler.conf", "lab8-scheduler.conf"} {
+		data, err := os.ReadFile(filepath.Join("..", "..", "..", "config", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(data))
+	}
+	f.Add(misspelt)
+	f.Add("actions: enqueue\ntiers:\n- plugins:\n  - name: drf\n    enableHierarchy: true\n  - name: proportion\n")
+	f.Add("actions: \"allocate, backfill\"\ntiers:\n- plugins:\n  - name: binpack\n    arguments:\n" +
+		"      binpack.weight: 10\n      binpack.cpu: 1.5\n      binpack.whole: 2.0\n      binpack.enabled: yes\n" +
+		"      binpack.list: [1, a, {b: 2}]\nconfigurations:\n- name: allocate\n  arguments:\n    n: 9223372036854775808\n")
+	f.Add("actions: enqueue\nconfigurations:\n- arguments: {}\n")
+	f.Add("- enqueue\n")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, text string) {
+		cfg, err := Parse([]byte(text), withKeys)
+		if err != nil {
+			var cfgErr *ConfigError
+			if !errors.As(err, &cfgErr) || (cfgErr.Stage != StageParse && cfgErr.Stage != StageValidate) {
+				t.Fatalf("Parse(%q) error %v (%T), want a *ConfigError at stage parse or validate", text, err, err)
+			}
+			if cfgErr.Err == nil || strings.TrimSpace(cfgErr.Err.Error()) == "" {
+				t.Fatalf("Parse(%q) error %q does not say what is wrong", text, err)
+			}
+			return
+		}
+		if err := Validate(cfg, withKeys); err != nil {
+			t.Fatalf("Parse(%q) accepted a configuration that does not validate: %v", text, err)
+		}
+		actions := cfg.ActionNames()
+		if len(actions) == 0 {
+			t.Fatalf("Parse(%q) accepted a configuration without actions", text)
+		}
+		for _, action := range actions {
+			if !withKeys.IsAction(action) {
+				t.Fatalf("Parse(%q) accepted unknown action %q", text, action)
+			}
+		}
+		for _, tier := range cfg.Tiers {
+			for _, plugin := range tier.Plugins {
+				if !withKeys.IsPlugin(plugin.Name) {
+					t.Fatalf("Parse(%q) accepted unknown plugin %q", text, plugin.Name)
+				}
+				readEveryArgument(t, plugin.Arguments)
+			}
+		}
+		for _, c := range cfg.Configurations {
+			readEveryArgument(t, c.Arguments)
+		}
+		for _, u := range UnknownArguments(cfg, withKeys) {
+			if u.Error() == "" {
+				t.Fatalf("empty warning for %+v", u)
+			}
+		}
+
+		out, err := yaml.Marshal(cfg)
+		if err != nil {
+			t.Fatalf("accepted configuration %+v does not marshal: %v", cfg, err)
+		}
+		again, err := Parse(out, withKeys)
+		if err != nil {
+			t.Fatalf("accepted %q, but not its re-encoding %q: %v", text, out, err)
+		}
+		if !reflect.DeepEqual(again, cfg) {
+			t.Fatalf("%q parses to %+v, its re-encoding %q to %+v", text, cfg, out, again)
+		}
+	})
+}
+
+// readEveryArgument reads each argument with each getter: none may panic, and a refusal
+// must name the key.
+func readEveryArgument(t *testing.T, args Arguments) {
+	t.Helper()
+	for key := range args {
+		var (
+			n int
+			x float64
+			b bool
+			s string
+		)
+		for _, err := range []error{args.GetInt(&n, key), args.GetFloat64(&x, key), args.GetBool(&b, key), args.GetString(&s, key)} {
+			if err != nil && !strings.Contains(err.Error(), strconv.Quote(key)) {
+				t.Fatalf("argument error %q does not name the key %q", err, key)
+			}
+		}
+	}
 }
