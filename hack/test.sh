@@ -23,10 +23,24 @@ if has unit; then
 fi
 if has fuzz; then
   t=$(now)
-  # One short run per fuzz target, so the corpus keeps being exercised on every change.
+  # One run of FUZZTIME per fuzz target (make fuzz: minutes), so the corpus keeps being
+  # exercised on every change. A failure shows go test's report (the failure, and the file
+  # under testdata/fuzz/ it wrote the input to) and that input.
   while read -r file target; do
-    go test -run='^$' -fuzz="^${target}\$" -fuzztime="$FUZZTIME" -fuzzminimizetime=5s "./$(dirname "$file")" >/dev/null ||
-      { log "fuzz target $target in $(dirname "$file") failed"; go test -run='^$' -fuzz="^${target}\$" -fuzztime=1x "./$(dirname "$file")"; exit 1; }
+    dir=$(dirname "$file")
+    if ! out=$(go test -run='^$' -fuzz="^${target}\$" -fuzztime="$FUZZTIME" -fuzzminimizetime=5s "./$dir" 2>&1); then
+      log "fuzz target $target in $dir failed:"
+      grep -v '^fuzz: elapsed' <<<"$out" >&2 || true
+      # A new failure: "Failing input written to testdata/fuzz/F/h"; one already in the corpus:
+      # "failure while testing seed corpus entry: F/h".
+      input=$(sed -n -e 's|.*Failing input written to \(testdata/fuzz/[^ ]*\).*|\1|p' \
+        -e 's|.*seed corpus entry: \([^ ]*\).*|testdata/fuzz/\1|p' <<<"$out" | tail -n 1)
+      if [[ -n $input && -f $dir/$input ]]; then
+        log "failing input $dir/$input (rerun: go test -run='^$target/$(basename "$input")\$' ./$dir):"
+        cat "$dir/$input" >&2
+      fi
+      exit 1
+    fi
   done < <(grep -rEo '^func (Fuzz[A-Za-z0-9_]+)' --include='*_test.go' pkg cmd 2>/dev/null | sed 's/:func / /')
   log "fuzz: $(since "$t")s"
 fi
