@@ -7,7 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 // container builds a container whose limits and requests are given as "resource=quantity".
@@ -27,10 +28,7 @@ func container(name string, limits, requests []string) corev1.Container {
 }
 
 func pod(containers ...corev1.Container) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "trainer-0"},
-		Spec:       corev1.PodSpec{Containers: containers},
-	}
+	return st.MakePod().Namespace("team-a").Name("trainer-0").Containers(containers...).Obj()
 }
 
 const (

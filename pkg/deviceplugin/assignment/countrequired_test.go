@@ -5,15 +5,15 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 // memoryOnly is a container that limits vGPU memory without a count.
@@ -24,11 +24,8 @@ func memoryOnly(name string, memory int64) corev1.Container {
 }
 
 func nodePod(name string, created int64, phase corev1.PodPhase, node string, init, containers []corev1.Container) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, CreationTimestamp: metav1.NewTime(time.Unix(created, 0))},
-		Spec:       corev1.PodSpec{NodeName: node, InitContainers: init, Containers: containers},
-		Status:     corev1.PodStatus{Phase: phase},
-	}
+	return st.MakePod().Namespace("ns").Name(name).Created(int(created)).Node(node).Phase(phase).
+		InitContainers(init...).Containers(containers...).Obj()
 }
 
 func TestCountRequired(t *testing.T) {

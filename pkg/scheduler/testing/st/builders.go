@@ -109,6 +109,12 @@ func (w *PodWrapper) Containers(cs ...corev1.Container) *PodWrapper {
 	return w
 }
 
+// InitContainers adds the init containers as they are.
+func (w *PodWrapper) InitContainers(cs ...corev1.Container) *PodWrapper {
+	w.Spec.InitContainers = append(w.Spec.InitContainers, cs...)
+	return w
+}
+
 // SchedulerName sets the scheduler the pod asks for.
 func (w *PodWrapper) SchedulerName(name string) *PodWrapper { w.Spec.SchedulerName = name; return w }
 
