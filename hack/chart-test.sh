@@ -10,6 +10,23 @@ CHART=$ROOT/charts/volcano-vgpu
 HELM=$BIN/helm
 NS=volcano-system
 "$BIN/kubectl" get namespace $NS >/dev/null 2>&1 || "$BIN/kubectl" create namespace $NS >/dev/null
+# Bad values stop helm with the reason, never a crash loop: each case must fail and say why.
+bad=$(mktemp -d)
+printf 'actions: "allocate"\ntiers:\n- plugins:\n  - name: deviceshare\n    arguments:\n      deviceshare.SchedulePolicy: binpak\n' >"$bad/policy.conf"
+refused() { # refused MESSAGE HELM-ARGS...: helm template must fail with MESSAGE in its error
+  local want=$1; shift
+  if out=$("$HELM" template vv "$CHART" "$@" 2>&1); then log "helm accepted bad values: $*"; exit 1; fi
+  grep -qF -- "$want" <<<"$out" || { log "helm refused $* without saying: $want"; echo "$out"; exit 1; }
+}
+refused 'deviceshare.SchedulePolicy "binpak": want binpack or spread' -n $NS --set-file custom.scheduler_config_override="$bad/policy.conf"
+refused 'namespace "default": install volcano-vgpu into volcano-system (or kube-system)' -n default
+refused "at '/devicePlugin/deviceSplitCount': minimum: got 0, want 1" -n $NS --set devicePlugin.deviceSplitCount=0
+refused "at '/devicePlugin/fakeGPUs': minLength: got 0, want 1" -n $NS --set devicePlugin.nvml=fake
+refused "at '/devicePlugin/nvml'" -n $NS --set devicePlugin.nvml=mock
+refused "at '/custom/scheduler_replicas'" -n $NS --set custom.scheduler_replicas=0
+rm -rf "$bad"
+log "chart: 6 kinds of bad values refused at helm template, each with its reason"
+
 for values in "$CHART"/ci/*-values.yaml; do
   name=$(basename "$values" -values.yaml)
   "$HELM" lint "$CHART" --strict --namespace $NS -f "$values" 2>/dev/null | grep -q '0 chart(s) failed' ||
