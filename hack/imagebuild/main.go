@@ -156,11 +156,7 @@ func layerOf(files map[string]string) ([]byte, error) {
 		if fi.Mode()&0o111 != 0 {
 			mode = 0o755
 		}
-		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(dst, "/"), Mode: mode, Size: int64(len(data)), Format: tar.FormatPAX}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(data); err != nil {
+		if err := addFile(tw, strings.TrimPrefix(dst, "/"), mode, data); err != nil {
 			return nil, err
 		}
 	}
@@ -168,6 +164,15 @@ func layerOf(files map[string]string) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// addFile writes one regular file, owned by root and dated 0 like everything the archives hold.
+func addFile(tw *tar.Writer, name string, mode int64, data []byte) error {
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: int64(len(data)), Format: tar.FormatPAX}); err != nil {
+		return err
+	}
+	_, err := tw.Write(data)
+	return err
 }
 
 // lddLine matches "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" and the loader's
@@ -239,10 +244,7 @@ func tarDir(dir, out string) error {
 		if err != nil {
 			return err
 		}
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: filepath.ToSlash(n), Mode: 0o644, Size: int64(len(data))}); err != nil {
-			return err
-		}
-		if _, err := tw.Write(data); err != nil {
+		if err := addFile(tw, filepath.ToSlash(n), 0o644, data); err != nil {
 			return err
 		}
 	}
