@@ -40,21 +40,13 @@ echo "stand-in for HAMi-core's libvgpu.so" > "$D/hook/libvgpu.so"
 echo /usr/local/vgpu/libvgpu.so > "$D/hook/ld.so.preload"
 $K label node localhost volcano-vgpu/demo=gpu --overwrite >/dev/null
 cat > "$D/values.yaml" <<EOV
-basic: {image_registry: localhost, image_tag_version: dev, image_pull_policy: Never}
-custom:
-  # This cluster has no service proxy: pods reach the API server on the host's loopback.
-  scheduler_host_network: true
-  api_server: {host: 127.0.0.1, port: 6443}
 devicePlugin:
-  nvml: fake
-  fakeGPUs: "1xNVIDIA GeForce RTX 3070 Ti:8192"
   hookPath: $D/hook
   nodeSelector: {gpu: null, volcano-vgpu/demo: gpu}
-  tolerations: []
 EOV
 log "helm upgrade --install volcano-vgpu charts/volcano-vgpu (scheduler_config_override: lab 8's scheduler.conf)"
 "$BIN/helm" upgrade --install volcano-vgpu "$ROOT/charts/volcano-vgpu" -n volcano-system --create-namespace \
-  -f "$D/values.yaml" --set-file custom.scheduler_config_override="$ROOT/config/lab8-scheduler.conf" --wait --timeout 3m 2>/dev/null >/dev/null
+  -f "$ROOT/hack/testbed/chart-values.yaml" -f "$D/values.yaml" --set-file custom.scheduler_config_override="$ROOT/config/lab8-scheduler.conf" --wait --timeout 3m 2>/dev/null >/dev/null
 wait_for 60 sh -c "[ \"\$($K get node localhost -o jsonpath='{.status.allocatable.volcano\.sh/vgpu-memory}')\" = 8192 ]"
 $K create namespace $NS --dry-run=client -o yaml | $K apply -f - >/dev/null
 

@@ -24,10 +24,13 @@ import (
 // look for the device ConfigMap.
 const chartNamespace = "volcano-system"
 
+// helmPath is the pinned helm make tools builds.
+func helmPath() string { return filepath.Join(repoRoot(), ".cache", "bin", "helm") }
+
 // helm runs the pinned helm against the local cluster.
 func helm(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(repoRoot(), ".cache", "bin", "helm"), args...)
+	cmd := exec.Command(helmPath(), args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfigPath())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -36,22 +39,20 @@ func helm(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-// chartValues are the values a user of this local cluster gives: the images `make images`
-// imported, host networking and the API server's loopback address (the cluster has no service
-// proxy), the device plugin on simulated GPUs of the real node.
+// chartValues are this test's values, given after the local cluster's
+// (hack/testbed/chart-values.yaml, which make demo uses too): its scheduler name and
+// configuration, ports no other test's process holds, its hook directory and node.
 func chartValues(t *testing.T, e *schedulerEnv, hook, conf string) string {
 	t.Helper()
 	values := map[string]any{
-		"basic": map[string]any{"image_registry": "localhost", "image_tag_version": "dev", "image_pull_policy": "Never"},
 		"custom": map[string]any{
 			"scheduler_name": e.name, "scheduler_config_override": conf, "scheduler_log_level": 3,
-			"scheduler_host_network": true, "api_server": map[string]any{"host": "127.0.0.1", "port": 6443},
 			"scheduler_metrics_port": 18080, "scheduler_healthz_port": 18251, "scheduler_schedule_period": "200ms",
 		},
 		"devicePlugin": map[string]any{
-			"nvml": "fake", "fakeGPUs": "1xNVIDIA GeForce RTX 3070 Ti:8192", "hookPath": hook, "metricsPort": 19395,
+			"hookPath": hook, "metricsPort": 19395,
 			// null drops the default gpu=on selector: Helm merges maps.
-			"nodeSelector": map[string]any{envLabel: e.name, "gpu": nil}, "tolerations": []any{},
+			"nodeSelector": map[string]any{envLabel: e.name, "gpu": nil},
 		},
 	}
 	data, err := yaml.Marshal(values)
@@ -89,11 +90,12 @@ func TestChartInstallsReplaysLab8UpgradesAndUninstalls(t *testing.T) {
 	})
 	release, chart := "vv-e2e", filepath.Join(repoRoot(), "charts", "volcano-vgpu")
 	values := chartValues(t, e, hookDir(t), seedConf(t))
-	helm(t, "install", release, chart, "-n", chartNamespace, "-f", values, "--wait", "--timeout", "3m")
+	local := filepath.Join(repoRoot(), "hack", "testbed", "chart-values.yaml")
+	helm(t, "install", release, chart, "-n", chartNamespace, "-f", local, "-f", values, "--wait", "--timeout", "3m")
 	uninstalled := false
 	t.Cleanup(func() {
 		if !uninstalled {
-			_ = exec.Command(filepath.Join(repoRoot(), ".cache", "bin", "helm"), "uninstall", release, "-n", chartNamespace,
+			_ = exec.Command(helmPath(), "uninstall", release, "-n", chartNamespace,
 				"--kubeconfig", kubeconfigPath(), "--wait").Run()
 		}
 	})
@@ -122,7 +124,7 @@ func TestChartInstallsReplaysLab8UpgradesAndUninstalls(t *testing.T) {
 	// helm upgrade with a new configuration: the same scheduler pod reloads it.
 	reloads := strings.Count(podLog(t, e, sched.Name), "Scheduler configuration reloaded")
 	spread := strings.Replace(seedConf(t), "deviceshare.SchedulePolicy: binpack", "deviceshare.SchedulePolicy: spread", 1)
-	helm(t, "upgrade", release, chart, "-n", chartNamespace, "-f", chartValues(t, e, hookDir(t), spread), "--wait", "--timeout", "3m")
+	helm(t, "upgrade", release, chart, "-n", chartNamespace, "-f", local, "-f", chartValues(t, e, hookDir(t), spread), "--wait", "--timeout", "3m")
 	eventually(t, 90*time.Second, "the running scheduler reloads the upgraded configuration", func(context.Context) (bool, string, error) {
 		log := podLog(t, e, sched.Name)
 		return strings.Count(log, "Scheduler configuration reloaded") > reloads, tail(log, 3), nil
