@@ -19,6 +19,12 @@ const (
 	// really has no prefix: upstream uses the device name as the key. Its value is written by
 	// NodeLockValue and read by NodeLockHeld (nodelock.go).
 	NodeLockAnnotation = "hamivgpu"
+	// NodeMemoryFactorAnnotation is the MiB in one unit of vgpu-memory on the node, written
+	// by our device plugin next to NodeDevicesAnnotation (FormatMemoryFactor). Units are all
+	// the scheduler otherwise sees of a node's memory; it needs MiB only to turn a context
+	// reserve (ContextReserve) into units where a device plugin chose the factor itself
+	// (gpuMemoryFactor 0). Upstream components neither write nor read it.
+	NodeMemoryFactorAnnotation = "volcano.sh/node-vgpu-memory-factor"
 )
 
 // Pod annotations written by the scheduler when it assigns devices.

@@ -40,6 +40,10 @@ type NvidiaConfig struct {
 	GPUMemoryFactor    int32           `json:"gpuMemoryFactor"`
 	KnownMIGGeometries []MIGGeometries `json:"knownMigGeometries"`
 	PassDeviceSpecs    bool            `json:"passDeviceSpecs,omitempty"`
+	// ContextReserves are the MiB each GPU model's CUDA context takes out of a HAMi-core
+	// memory limit (contextreserve.go); none by default, which is upstream's behaviour.
+	// Upstream components ignore the key.
+	ContextReserves ContextReserves `json:"contextReserves,omitempty"`
 }
 
 // MIGGeometries are the ways GPUs of the listed models may be partitioned.
@@ -105,6 +109,10 @@ func (c *NvidiaConfig) applyDefaults() {
 	}
 	if c.DeviceCoreScaling == 0 {
 		c.DeviceCoreScaling = 1
+	}
+	// "contextReserves: []" means none, as leaving the key out does.
+	if len(c.ContextReserves) == 0 {
+		c.ContextReserves = nil
 	}
 }
 
@@ -202,6 +210,13 @@ func (c NvidiaConfig) Validate() error {
 		if err := entry.validate(); err != nil {
 			err.File = DeviceConfigKey
 			err.Field = fmt.Sprintf("nvidia.knownMigGeometries[%d].%s", i, err.Field)
+			return err
+		}
+	}
+	for i, entry := range c.ContextReserves {
+		if err := entry.validate(); err != nil {
+			err.File = DeviceConfigKey
+			err.Field = fmt.Sprintf("nvidia.contextReserves[%d].%s", i, err.Field)
 			return err
 		}
 	}

@@ -87,6 +87,15 @@ func TestParseDeviceConfigRejects(t *testing.T) {
 		{"MIG no models", "nvidia:\n  knownMigGeometries:\n  - allowedGeometries: []\n", "nvidia.knownMigGeometries[0].models", nil},
 		{"MIG zero memory", "nvidia:\n  knownMigGeometries:\n  - models: [A30]\n    allowedGeometries:\n    - group: g\n      geometries: [{name: a, memory: 0, count: 1}]\n",
 			"nvidia.knownMigGeometries[0].allowedGeometries[0].geometries[0].memory", nil},
+		{"context reserve without models", "nvidia:\n  contextReserves:\n  - contextReserveMiB: 518\n", "nvidia.contextReserves[0].models", []string{"empty"}},
+		{"context reserve empty model", "nvidia:\n  contextReserves:\n  - models: [H200, \"\"]\n    contextReserveMiB: 518\n",
+			"nvidia.contextReserves[0].models[1]", []string{"empty"}},
+		{"negative context reserve", "nvidia:\n  contextReserves:\n  - models: [H200]\n    contextReserveMiB: -1\n",
+			"nvidia.contextReserves[0].contextReserveMiB", []string{`"-1"`, "want 0 to 16384 MiB"}},
+		{"context reserve in bytes", "nvidia:\n  contextReserves:\n  - models: [A100]\n    contextReserveMiB: 0\n  - models: [H200]\n    contextReserveMiB: 543162368\n",
+			"nvidia.contextReserves[1].contextReserveMiB", []string{`"543162368"`}},
+		{"context reserve not a number", "nvidia:\n  contextReserves:\n  - models: [H200]\n    contextReserveMiB: 518Mi\n",
+			"nvidia.contextReserves.contextReserveMiB", []string{"got string, want int32"}},
 		{"MIG zero count", "nvidia:\n  knownMigGeometries:\n  - models: [A30]\n    allowedGeometries:\n    - group: g\n      geometries: [{name: a, memory: 5, count: 0}]\n",
 			"nvidia.knownMigGeometries[0].allowedGeometries[0].geometries[0].count", nil},
 	} {
@@ -138,6 +147,8 @@ func FuzzParseDeviceConfig(f *testing.F) {
 	f.Add("nvidia:\n  deviceSplitCount: -1\n  deviceMemoryScaling: .inf\n")
 	f.Add("nvidia:\n  knownMigGeometries:\n  - models: [A30]\n    allowedGeometries:\n    - group: g\n" +
 		"      geometries:\n      - {name: 1g.6gb, memory: 6144, count: 4}\n")
+	f.Add("nvidia:\n  contextReserves:\n  - models: [H200, H100]\n    contextReserveMiB: 518\n  - models: [A100]\n    contextReserveMiB: 0\n")
+	f.Add("nvidia:\n  contextReserves: []\n")
 	f.Fuzz(func(t *testing.T, text string) {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: DeviceConfigMapName},
 			Data: map[string]string{DeviceConfigKey: text}}
@@ -196,6 +207,16 @@ func assertUsableDeviceConfig(t *testing.T, text string, c NvidiaConfig) {
 	case c.GPUMemoryFactor < 0 || c.DefaultMemory < 0 || c.DefaultCores < 0 || c.DefaultCores > 100 || c.DefaultGPUNum < 1:
 		t.Fatalf("%q accepted with gpuMemoryFactor %d, defaults memory %d, cores %d, GPUs %d",
 			text, c.GPUMemoryFactor, c.DefaultMemory, c.DefaultCores, c.DefaultGPUNum)
+	}
+	for _, entry := range c.ContextReserves {
+		if len(entry.Models) == 0 || entry.ContextReserveMiB < 0 || entry.ContextReserveMiB > maxContextReserveMiB {
+			t.Fatalf("%q accepted context reserve %+v", text, entry)
+		}
+		for _, model := range entry.Models {
+			if model == "" {
+				t.Fatalf("%q accepted an empty context reserve model", text)
+			}
+		}
 	}
 	for _, entry := range c.KnownMIGGeometries {
 		if len(entry.Models) == 0 || len(entry.AllowedGeometries) == 0 {

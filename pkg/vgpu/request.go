@@ -39,6 +39,25 @@ func (r ContainerRequest) MemoryOn(gpuMemory int32) int32 {
 	return int32(int64(gpuMemory) * int64(r.MemoryPercentage) / wholeGPU)
 }
 
+// ReserveOn is the context reserve (ContextReserve) one vGPU of the request books on a GPU
+// whose reserve is reserve units: all of it for a request in vgpu-memory units, none for a
+// share of the GPU (MemoryPercentage, a whole GPU included). A share divides the GPU's memory,
+// contexts included: two 50 % requests must still fit one GPU, and a whole GPU has nothing
+// more to give.
+func (r ContainerRequest) ReserveOn(reserve int32) int32 {
+	if r.Memory > 0 {
+		return max(reserve, 0)
+	}
+	return 0
+}
+
+// BookedOn is what one vGPU of the request books on a GPU with gpuMemory units of memory and
+// a context reserve of reserve units, and so the memory its assignment carries and its
+// container's limit: MemoryOn plus ReserveOn, capped at math.MaxInt32 (more than any GPU).
+func (r ContainerRequest) BookedOn(gpuMemory, reserve int32) int32 {
+	return saturate32(int64(r.MemoryOn(gpuMemory)) + int64(r.ReserveOn(reserve)))
+}
+
 // PodRequests lists the vGPU requests of pod's containers, in container order. Only
 // containers in pod.Spec.Containers with a limit on names.Count or names.Memory get an entry
 // (init containers never do, as upstream); the other values come from limits, else requests.
