@@ -6,11 +6,26 @@ import (
 	"net"
 	"strconv"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // startupTimeout bounds reading the configuration from the API server at start (the device
 // ConfigMap, looked for in up to two namespaces); each request has its own deadline too.
 const startupTimeout = time.Minute
+
+// legacyHandshakeFlag turns on the node liveness handshake that older Volcano schedulers
+// require (register.Options.LegacyHandshake, docs/compatibility.md).
+const legacyHandshakeFlag = "legacy-handshake"
+
+// addCompatibilityFlags registers the flags that adapt the device plugin to older upstream
+// schedulers.
+func addCompatibilityFlags(fs *pflag.FlagSet, o *options) {
+	fs.BoolVar(&o.legacyHandshake, legacyHandshakeFlag, false,
+		"Keep the node annotation volcano.sh/node-vgpu-handshake answered (\"Reported <time>\", at most one PATCH per 30 s "+
+			"while a scheduler keeps asking), which Volcano releases up to v1.14.2, and v1.15.0, require before they use the node's GPUs; "+
+			"later Volcano releases and this project's vc-scheduler do not. Off, the annotation is removed from the node if present")
+}
 
 // checkFlags checks the flags that need no GPU and no API server, every problem at once;
 // the vGPU flags are settings.Precheck's, the fake GPUs' spec is nvml's.

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 func TestCheckFlags(t *testing.T) {
@@ -50,5 +52,36 @@ func TestCheckFlags(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestLegacyHandshakeFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{args: nil, want: false},
+		{args: []string{"--legacy-handshake"}, want: true},
+		{args: []string{"--legacy-handshake=false"}, want: false},
+	} {
+		o := &options{}
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		addCompatibilityFlags(fs, o)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if o.legacyHandshake != tc.want {
+			t.Errorf("%v: legacy handshake %t, want %t", tc.args, o.legacyHandshake, tc.want)
+		}
+	}
+	// The help names the annotation and the releases that need it, so an operator can tell
+	// whether to set it.
+	usage := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	addCompatibilityFlags(usage, &options{})
+	help := usage.Lookup(legacyHandshakeFlag).Usage
+	for _, want := range []string{"volcano.sh/node-vgpu-handshake", "v1.14.2", "v1.15.0"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("help %q does not name %q", help, want)
+		}
 	}
 }

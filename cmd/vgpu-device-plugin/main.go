@@ -45,6 +45,7 @@ type options struct {
 	flags                                                  *settings.Flags
 	schedulerNames                                         []string
 	allowDisableControl                                    bool
+	legacyHandshake                                        bool
 }
 
 func main() {
@@ -64,6 +65,7 @@ func main() {
 		"Scheduler whose pods get vGPUs (repeatable); a pod of any other scheduler is never served, whatever its annotations")
 	fs.BoolVar(&o.allowDisableControl, "allow-disable-control", false,
 		"Let a container that sets CUDA_DISABLE_CONTROL run without HAMi-core's limits (upstream's behaviour); off, it is refused")
+	addCompatibilityFlags(fs, o)
 	fs.BoolVar(&o.inspect, "inspect", false, "Print the GPUs found and the node annotation that would be written, then exit")
 	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
 	klog.InitFlags(klogFlags)
@@ -154,7 +156,8 @@ func run(ctx context.Context, o *options) error {
 
 	inventory := kubelet.NewInventory(gpus)
 	names := cfg.Device.ResourceNames()
-	registrar := register.New(register.Options{Client: client, Config: cfg, GPUs: gpuBackend})
+	registrar := register.New(register.Options{Client: client, Config: cfg, GPUs: gpuBackend,
+		LegacyHandshake: o.legacyHandshake})
 	pipe, err := events.New(client, "vgpu-device-plugin")
 	if err != nil {
 		return err

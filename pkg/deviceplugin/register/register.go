@@ -1,7 +1,7 @@
 // Package register publishes the node's GPUs to the scheduler in the
-// node's annotations: vgpu.NodeDevicesAnnotation (the device list) and
-// vgpu.NodeHandshakeAnnotation (the liveness handshake older Volcano
-// releases need).
+// node's annotations: vgpu.NodeDevicesAnnotation (the device list) and,
+// with Options.LegacyHandshake, vgpu.NodeHandshakeAnnotation (the liveness
+// handshake Volcano v1.13 to v1.14.2 and v1.15.0 need; see handshake.go).
 //
 // The loop is level-triggered: each pass reads the node from a cache of
 // that one node, works out the annotations it should carry, and PATCHes
@@ -61,6 +61,11 @@ type Options struct {
 	GPUs GPULister
 	// Clock is the real clock when nil.
 	Clock clock.Clock
+	// LegacyHandshake keeps vgpu.NodeHandshakeAnnotation answered for the
+	// Volcano releases that require it (vgpu-device-plugin
+	// --legacy-handshake). Off, the node carries no handshake: one found
+	// there is removed (handshakeStep).
+	LegacyHandshake bool
 }
 
 // Registrar keeps the node's vGPU annotations up to date.
@@ -69,6 +74,7 @@ type Registrar struct {
 	cfg    settings.Config
 	gpus   GPULister
 	clock  clock.Clock
+	legacy bool
 
 	informers informers.SharedInformerFactory
 	synced    cache.InformerSynced
@@ -112,6 +118,7 @@ func New(opts Options) *Registrar {
 		cfg:       opts.Config,
 		gpus:      opts.GPUs,
 		clock:     clk,
+		legacy:    opts.LegacyHandshake,
 		informers: factory,
 		synced:    nodeInformer.Informer().HasSynced,
 		nodes:     nodeInformer.Lister(),
@@ -202,18 +209,21 @@ func (r *Registrar) reconcile(ctx context.Context) time.Duration {
 
 	now := r.clock.Now()
 	current, present := have[vgpu.NodeHandshakeAnnotation]
-	needed, wait := handshakeAnswer(current, present, r.lastAnswer, now)
+	var remove []string
+	switch action, wait := handshakeStep(r.legacy, current, present, r.lastAnswer, now); {
 	// An answer that is not due yet still rides along with a PATCH that
 	// goes out anyway: it costs no extra request.
-	if needed && (wait == 0 || len(want) > 0) {
+	case action == handshakeWrite && (wait == 0 || len(want) > 0):
 		want[vgpu.NodeHandshakeAnnotation] = vgpu.FormatReported(now)
-	} else if needed {
+	case action == handshakeWrite:
 		next = min(next, wait)
+	case action == handshakeRemove:
+		remove = append(remove, vgpu.NodeHandshakeAnnotation)
 	}
-	if len(want) == 0 {
+	if len(want) == 0 && len(remove) == 0 {
 		return next
 	}
-	if err := r.patch(ctx, node, want); err != nil {
+	if err := r.patch(ctx, node, want, remove); err != nil {
 		klog.ErrorS(err, "Cannot update the node's vGPU annotations; retrying", "node", klog.KObj(node))
 		return retryPeriod
 	}
@@ -222,6 +232,9 @@ func (r *Registrar) reconcile(ctx context.Context) time.Duration {
 	}
 	after := maps.Clone(have)
 	maps.Copy(after, want)
+	for _, key := range remove {
+		delete(after, key)
+	}
 	r.unseen = &unseenWrite{before: ownedAnnotations(node), after: after, at: now}
 	return next
 }
@@ -259,9 +272,17 @@ func (r *Registrar) desiredDevices() (value string, known bool, err error) {
 	return value, true, listErr
 }
 
-// patch merges the annotations into the node's.
-func (r *Registrar) patch(ctx context.Context, node *corev1.Node, annotations map[string]string) error {
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
+// patch merges the annotations into the node's and deletes those named in
+// remove.
+func (r *Registrar) patch(ctx context.Context, node *corev1.Node, annotations map[string]string, remove []string) error {
+	merge := make(map[string]*string, len(annotations)+len(remove))
+	for key, value := range annotations {
+		merge[key] = &value
+	}
+	for _, key := range remove {
+		merge[key] = nil // JSON null deletes the key
+	}
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": merge}})
 	if err != nil {
 		return err
 	}
@@ -270,10 +291,22 @@ func (r *Registrar) patch(ctx context.Context, node *corev1.Node, annotations ma
 	if err != nil {
 		return fmt.Errorf("patch node %s: %w", node.Name, err)
 	}
-	if _, changed := annotations[vgpu.NodeDevicesAnnotation]; changed {
+	was := node.Annotations[vgpu.NodeHandshakeAnnotation]
+	switch _, changed := annotations[vgpu.NodeDevicesAnnotation]; {
+	case changed:
 		klog.InfoS("Published the node's GPUs", "node", klog.KObj(node), "devices", annotations[vgpu.NodeDevicesAnnotation])
-	} else {
-		klog.V(4).InfoS("Answered the scheduler's handshake", "node", klog.KObj(node), "was", node.Annotations[vgpu.NodeHandshakeAnnotation])
+	case len(annotations) > 0:
+		klog.V(4).InfoS("Answered the scheduler's handshake", "node", klog.KObj(node), "was", was)
+	}
+	if len(remove) > 0 {
+		if h, err := vgpu.ParseHandshake(was); err != nil || h.State != vgpu.HandshakeReported {
+			// Only a scheduler writes these: one of the releases that need
+			// the handshake may still be running.
+			klog.InfoS("Removed a Volcano scheduler's handshake from the node; Volcano releases up to v1.14.2, and v1.15.0, "+
+				"use the node's GPUs only with vgpu-device-plugin --legacy-handshake", "node", klog.KObj(node), "was", was)
+		} else {
+			klog.V(2).InfoS("Removed the handshake annotation (--legacy-handshake is off)", "node", klog.KObj(node), "was", was)
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -93,16 +94,28 @@ type harness struct {
 	cancel context.CancelFunc
 }
 
-// newHarness builds a Registrar over a fake API server holding objects and
-// starts its node cache (not its loop).
+// newHarness builds a Registrar (--legacy-handshake off, the default) over
+// a fake API server holding objects; startCache starts its node cache (not
+// its loop).
 func newHarness(t *testing.T, cfg settings.Config, gpus []nvml.GPU, objects ...runtime.Object) *harness {
+	t.Helper()
+	return newHarnessWith(t, false, cfg, gpus, objects...)
+}
+
+// newLegacyHarness is newHarness with --legacy-handshake on.
+func newLegacyHarness(t *testing.T, cfg settings.Config, gpus []nvml.GPU, objects ...runtime.Object) *harness {
+	t.Helper()
+	return newHarnessWith(t, true, cfg, gpus, objects...)
+}
+
+func newHarnessWith(t *testing.T, legacy bool, cfg settings.Config, gpus []nvml.GPU, objects ...runtime.Object) *harness {
 	t.Helper()
 	h := &harness{
 		client: fake.NewClientset(objects...),
 		clock:  testingclock.NewFakeClock(start),
 		gpus:   &fakeGPUs{gpus: gpus},
 	}
-	h.r = New(Options{Client: h.client, Config: cfg, GPUs: h.gpus, Clock: h.clock})
+	h.r = New(Options{Client: h.client, Config: cfg, GPUs: h.gpus, Clock: h.clock, LegacyHandshake: legacy})
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	t.Cleanup(h.cancel)
 	return h
@@ -166,7 +179,15 @@ func (h *harness) setHandshake(t *testing.T, value *string) {
 }
 
 func TestPatchesOnlyWhatChanged(t *testing.T) {
-	h := newHarness(t, defaultConfig(), twoGPUs(), emptyNode())
+	for _, legacy := range []bool{false, true} {
+		t.Run(fmt.Sprintf("legacy handshake %t", legacy), func(t *testing.T) {
+			testPatchesOnlyWhatChanged(t, legacy)
+		})
+	}
+}
+
+func testPatchesOnlyWhatChanged(t *testing.T, legacy bool) {
+	h := newHarnessWith(t, legacy, defaultConfig(), twoGPUs(), emptyNode())
 	h.startCache(t)
 
 	if wait := h.pass(t); wait != resyncPeriod {
@@ -175,9 +196,9 @@ func TestPatchesOnlyWhatChanged(t *testing.T) {
 	if got := h.r.Patches(); got != 1 {
 		t.Fatalf("first pass: %d PATCHes, want 1", got)
 	}
-	want := map[string]string{
-		vgpu.NodeDevicesAnnotation:   published,
-		vgpu.NodeHandshakeAnnotation: vgpu.FormatReported(start),
+	want := map[string]string{vgpu.NodeDevicesAnnotation: published}
+	if legacy {
+		want[vgpu.NodeHandshakeAnnotation] = vgpu.FormatReported(start)
 	}
 	if diff := cmp.Diff(want, h.stored(t)); diff != "" {
 		t.Fatalf("annotations after the first pass (-want +got):\n%s", diff)
@@ -214,7 +235,7 @@ func TestPatchesOnlyWhatChanged(t *testing.T) {
 }
 
 func TestHealthChangePatchesAtOnce(t *testing.T) {
-	h := newHarness(t, defaultConfig(), twoGPUs(), emptyNode())
+	h := newLegacyHarness(t, defaultConfig(), twoGPUs(), emptyNode())
 	h.startCache(t)
 	h.pass(t)
 	h.clock.Step(2 * time.Second)
@@ -346,14 +367,16 @@ func TestHandshakeAnswers(t *testing.T) {
 			value: ptr(vgpu.FormatRequesting(start.Add(time.Second))), wantWait: 29 * time.Second},
 		{name: "request long after our answer is answered at once", after: 45 * time.Second,
 			value: ptr(vgpu.FormatRequesting(start.Add(45 * time.Second)))},
-		{name: "deleted node is answered at once", after: time.Second,
-			value: ptr(vgpu.FormatDeleted(start.Add(time.Second)))},
+		{name: "deletion long after our answer is answered at once", after: 90 * time.Second,
+			value: ptr(vgpu.FormatDeleted(start.Add(90 * time.Second)))},
+		{name: "deletion just after our answer waits out the spacing", after: time.Second,
+			value: ptr(vgpu.FormatDeleted(start.Add(time.Second))), wantWait: 29 * time.Second},
 		{name: "removed handshake is rewritten at once", after: time.Second},
 		{name: "unreadable request is replaced at once", after: time.Second, value: ptr("Requesting_soon")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, defaultConfig(), twoGPUs(), emptyNode())
+			h := newLegacyHarness(t, defaultConfig(), twoGPUs(), emptyNode())
 			h.startCache(t)
 			h.pass(t)
 			h.clock.Step(tt.after)
@@ -391,7 +414,7 @@ func TestHandshakeAnswers(t *testing.T) {
 // request goes unanswered for 60 s. The node must never be dropped, and
 // the plugin must PATCH no more than once per 30 s.
 func TestHandshakeWithOldScheduler(t *testing.T) {
-	h := newHarness(t, defaultConfig(), twoGPUs(), emptyNode())
+	h := newLegacyHarness(t, defaultConfig(), twoGPUs(), emptyNode())
 	h.startCache(t)
 	const seconds = 600
 	for i := 0; i <= seconds; i++ {
@@ -431,7 +454,7 @@ func TestRetriesAfterErrors(t *testing.T) {
 		}
 	})
 	t.Run("PATCH fails, then succeeds", func(t *testing.T) {
-		h := newHarness(t, defaultConfig(), twoGPUs(), emptyNode())
+		h := newLegacyHarness(t, defaultConfig(), twoGPUs(), emptyNode())
 		var fail atomic.Bool
 		fail.Store(true)
 		h.client.PrependReactor("patch", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
@@ -460,7 +483,7 @@ func TestRetriesAfterErrors(t *testing.T) {
 	t.Run("no GPU readable: the published list is kept", func(t *testing.T) {
 		node := emptyNode()
 		node.Annotations = map[string]string{vgpu.NodeDevicesAnnotation: published, vgpu.NodeHandshakeAnnotation: vgpu.FormatReported(start)}
-		h := newHarness(t, defaultConfig(), nil, node)
+		h := newLegacyHarness(t, defaultConfig(), nil, node)
 		h.gpus.set(nil, errors.New("NVML: driver not loaded"))
 		h.startCache(t)
 		if wait := h.pass(t); wait != retryPeriod {
@@ -487,7 +510,7 @@ func TestRetriesAfterErrors(t *testing.T) {
 // published on Trigger without any time passing, and a scheduler's request
 // answered when the timer fires.
 func TestRun(t *testing.T) {
-	h := newHarness(t, defaultConfig(), twoGPUs(), emptyNode())
+	h := newLegacyHarness(t, defaultConfig(), twoGPUs(), emptyNode())
 	done := make(chan error, 1)
 	go func() { done <- h.r.Run(h.ctx) }()
 	waitFor(t, "first PATCH", func() bool { return h.r.Patches() == 1 })
@@ -554,7 +577,11 @@ func TestHandshakeAnswer(t *testing.T) {
 			lastAnswer: last, now: start.Add(30 * time.Second), wantNeeded: true},
 		{name: "request, never answered by this process", value: ptr(vgpu.FormatRequesting(start)),
 			now: start, wantNeeded: true},
-		{name: "deleted", value: ptr(vgpu.FormatDeleted(start)), lastAnswer: last, now: start.Add(time.Second), wantNeeded: true},
+		{name: "deleted, spacing not elapsed", value: ptr(vgpu.FormatDeleted(start)), lastAnswer: last, now: start.Add(time.Second),
+			wantNeeded: true, wantWait: 29 * time.Second},
+		{name: "deleted, spacing elapsed", value: ptr(vgpu.FormatDeleted(start.Add(70 * time.Second))), lastAnswer: last,
+			now: start.Add(70 * time.Second), wantNeeded: true},
+		{name: "deleted, never answered by this process", value: ptr(vgpu.FormatDeleted(start)), now: start, wantNeeded: true},
 		{name: "garbage request", value: ptr("Requesting_"), lastAnswer: last, now: start, wantNeeded: true},
 	}
 	for _, tt := range tests {
