@@ -1,0 +1,50 @@
+package upstreamtest
+
+import (
+	"embed"
+	"fmt"
+	"path"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+//go:embed testdata/*.yaml
+var goldens embed.FS
+
+// GoldenNode is a Node as an upstream device plugin release leaves it.
+type GoldenNode struct {
+	// Plugin is the release that wrote it.
+	Plugin PluginRelease
+	// File is the golden file's name under testdata/.
+	File string
+	Node *corev1.Node
+}
+
+// goldenFiles are the golden Nodes, by the release that wrote them.
+var goldenFiles = []struct {
+	plugin PluginRelease
+	file   string
+}{
+	{PluginV1_11, "node-plugin-v1.11.yaml"},
+	{PluginV1_12, "node-plugin-v1.12.yaml"},
+	{PluginV1_12, "node-plugin-v1.12-mig.yaml"},
+}
+
+// Nodes returns fresh copies of the golden Nodes. It panics on a golden file that does not
+// parse: that is a broken test tree, not a test result.
+func Nodes() []GoldenNode {
+	nodes := make([]GoldenNode, 0, len(goldenFiles))
+	for _, g := range goldenFiles {
+		data, err := goldens.ReadFile(path.Join("testdata", g.file))
+		if err != nil {
+			panic(err)
+		}
+		var node corev1.Node
+		if err := yaml.UnmarshalStrict(data, &node); err != nil {
+			panic(fmt.Sprintf("golden %s: %v", g.file, err))
+		}
+		nodes = append(nodes, GoldenNode{Plugin: g.plugin, File: g.file, Node: &node})
+	}
+	return nodes
+}
