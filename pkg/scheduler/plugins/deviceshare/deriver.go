@@ -95,6 +95,10 @@ func (d *Deriver) Derive(node *api.NodeInfo) api.Devices {
 		return l
 	}
 	d.badRegister.forget(node.Name)
+	if err := setReserves(gpus, node, config); err != nil {
+		l.unavailable = notInitialized(err.Error())
+		return l
+	}
 	l.gpus = gpus
 	l.derived = &derivation{}
 	names := config.ResourceNames()
@@ -106,35 +110,69 @@ func (d *Deriver) Derive(node *api.NodeInfo) api.Devices {
 			klog.ErrorS(err, "Ignoring an unreadable device assignment", "pod", klog.KRef(t.Namespace, t.Name), "node", node.Name)
 			continue
 		}
-		if pd != nil {
-			var cut string
-			if pd, cut = l.clamp(t, pd, names); cut != "" {
-				d.refused.report(t, node.Name, cut)
-			}
+		if pd == nil {
+			continue
+		}
+		pd, requests, cut := l.clamp(t, pd, names)
+		if cut != "" {
+			d.refused.report(t, node.Name, cut)
 		}
 		if unknown := l.book(pd, 1); unknown > 0 {
 			klog.V(3).InfoS("Device assignment names GPUs, or MIG instances, the node does not list", "pod", klog.KRef(t.Namespace, t.Name),
 				"node", node.Name, "devices", unknown)
 		}
-		for i, d := range l.held(pd) {
-			l.derived.bookings = append(l.derived.bookings, booking{task: t.UID, pod: t.Name, gpu: i, memory: d.UsedMemory, cores: d.UsedCores})
-		}
+		l.derived.bookings = l.appendBookings(l.derived.bookings, t, pd, requests)
 	}
 	return l
 }
 
-// clamp cuts the assignment pd down to what the task's pod requests (see Deriver) and says
-// what it cut; "" when nothing.
-func (l *ledger) clamp(t *api.TaskInfo, pd vgpu.PodDevices, names vgpu.ResourceNames) (vgpu.PodDevices, string) {
+// setReserves sets each GPU's context reserve, in the node's memory units, from the device
+// configuration: the node's memory factor (vgpu.NodeMemoryFactorAnnotation, which our device
+// plugin writes) turns the configured MiB into units; without it the configuration's
+// gpuMemoryFactor does, or 1, the factor upstream's device plugin uses unless told otherwise.
+// An unreadable factor is an error only where a GPU has a reserve to convert.
+func setReserves(gpus []gpu, node *api.NodeInfo, config vgpu.NvidiaConfig) error {
+	factor := int32(-1) // read when first needed
+	for i := range gpus {
+		g := &gpus[i]
+		g.reserve = 0
+		mib := config.ContextReserves.MiBFor(g.info.Type)
+		if mib == 0 || g.info.Mode == vgpu.ModeMIG {
+			continue
+		}
+		if factor < 0 {
+			var err error
+			if factor, err = memoryFactorOf(node, config); err != nil {
+				return err
+			}
+		}
+		g.reserve = vgpu.ReserveUnits(mib, factor)
+	}
+	return nil
+}
+
+// memoryFactorOf is the MiB in one memory unit of the node (see setReserves).
+func memoryFactorOf(node *api.NodeInfo, config vgpu.NvidiaConfig) (int32, error) {
+	if value, ok := node.Node.Annotations[vgpu.NodeMemoryFactorAnnotation]; ok {
+		return vgpu.ParseMemoryFactor(value)
+	}
+	return max(config.GPUMemoryFactor, 1), nil
+}
+
+// clamp cuts the assignment pd down to what the task's pod requests (see Deriver): on a whole
+// GPU, a vGPU books at most its request and the GPU's context reserve. It returns what is
+// left, the pod's requests, which cover every container entry left, and what it cut; "" when
+// nothing.
+func (l *ledger) clamp(t *api.TaskInfo, pd vgpu.PodDevices, names vgpu.ResourceNames) (vgpu.PodDevices, []vgpu.ContainerRequest, string) {
 	var requests []vgpu.ContainerRequest
 	if t.Pod != nil {
 		var err error
 		if requests, err = vgpu.PodRequests(t.Pod, names); err != nil {
-			return nil, fmt.Sprintf("nothing booked: %v", err)
+			return nil, nil, fmt.Sprintf("nothing booked: %v", err)
 		}
 	}
 	if len(requests) == 0 {
-		return nil, "nothing booked: no container requests " + string(names.Count)
+		return nil, nil, "nothing booked: no container requests " + string(names.Count)
 	}
 	var cuts []string
 	if len(pd) > len(requests) {
@@ -152,10 +190,14 @@ func (l *ledger) clamp(t *api.TaskInfo, pd vgpu.PodDevices, names vgpu.ResourceN
 		for i, d := range devices {
 			// A MIG instance books the instance's memory, whatever the request says.
 			if g := l.index(d.UUID); g >= 0 {
-				memory := req.MemoryOn(l.gpus[g].memory)
+				memory := req.BookedOn(l.gpus[g].memory, l.gpus[g].reserve)
 				if d.UsedMemory > memory || d.UsedCores > req.Cores {
-					cuts = append(cuts, fmt.Sprintf("container %q on GPU %s: %d memory units and %d cores for %d and %d requested",
-						req.ContainerName, d.UUID, d.UsedMemory, d.UsedCores, memory, req.Cores))
+					with := ""
+					if reserve := req.ReserveOn(l.gpus[g].reserve); reserve > 0 {
+						with = fmt.Sprintf(" (with the GPU's context reserve of %d)", reserve)
+					}
+					cuts = append(cuts, fmt.Sprintf("container %q on GPU %s: %d memory units and %d cores for %d%s and %d requested",
+						req.ContainerName, d.UUID, d.UsedMemory, d.UsedCores, memory, with, req.Cores))
 					d.UsedMemory, d.UsedCores = min(d.UsedMemory, memory), min(d.UsedCores, req.Cores)
 				}
 			}
@@ -163,9 +205,9 @@ func (l *ledger) clamp(t *api.TaskInfo, pd vgpu.PodDevices, names vgpu.ResourceN
 		}
 	}
 	if len(cuts) == 0 {
-		return out, ""
+		return out, requests, ""
 	}
-	return out, "booked only what the pod requests: " + strings.Join(cuts, "; ")
+	return out, requests, "booked only what the pod requests: " + strings.Join(cuts, "; ")
 }
 
 // unadvertised says why a node's vGPU resources, under the given names, rule it out: one of

@@ -86,8 +86,16 @@ type plugin struct {
 	shapes   uint64
 	keyBuf   []byte
 	fitter   fitter
-	// placed holds the assignment of every task this session placed, for the exact undo.
-	placed map[api.TaskID]vgpu.PodDevices
+	// placed holds the placement of every task this session placed, for the exact undo.
+	placed map[api.TaskID]placement
+}
+
+// placement is a task's placement in the session: its assignment, and what each of its
+// devices books on the node's GPUs (the context reserve told apart, for the metrics and
+// the queue).
+type placement struct {
+	devices  vgpu.PodDevices
+	bookings []booking
 }
 
 // NewBuilder is the plugin's builder, over the state every session shares. The builder
@@ -99,7 +107,7 @@ func NewBuilder(shared *Shared) framework.PluginBuilder {
 		if err != nil {
 			return nil, err
 		}
-		p := &plugin{args: a, shared: shared, now: time.Now, placed: map[api.TaskID]vgpu.PodDevices{},
+		p := &plugin{args: a, shared: shared, now: time.Now, placed: map[api.TaskID]placement{},
 			shapeIDs: map[string]uint64{}}
 		p.fitter = fitter{policy: a.policy, assignments: p.assignmentOf}
 		return p, nil
@@ -269,7 +277,7 @@ func (p *plugin) allocate(e *framework.Event) {
 		return
 	}
 	l.book(pd, 1)
-	p.placed[task.UID] = pd
+	p.placed[task.UID] = placement{devices: pd, bookings: l.appendBookings(nil, task, pd, r.containers)}
 	now := vgpu.FormatUnixSeconds(p.now())
 	if task.BindAnnotations == nil {
 		task.BindAnnotations = make(map[string]string, len(assignmentKeys))
@@ -290,13 +298,13 @@ func (p *plugin) allocate(e *framework.Event) {
 // was on, and the assignment leaves its BindAnnotations.
 func (p *plugin) deallocate(e *framework.Event) {
 	task := e.Task
-	pd, ok := p.placed[task.UID]
+	placed, ok := p.placed[task.UID]
 	if !ok {
 		return
 	}
 	delete(p.placed, task.UID)
 	if l := ledgerOf(e.Node); l != nil {
-		l.book(pd, -1)
+		l.book(placed.devices, -1)
 	}
 	for _, key := range assignmentKeys {
 		delete(task.BindAnnotations, key)
@@ -310,8 +318,8 @@ func (p *plugin) deallocate(e *framework.Event) {
 // assignmentOf is the assignment another task on a node holds: the one this session gave
 // it, else the one it carries; nil when unreadable (the deriver reports those).
 func (p *plugin) assignmentOf(t *api.TaskInfo) vgpu.PodDevices {
-	if pd, ok := p.placed[t.UID]; ok {
-		return pd
+	if placed, ok := p.placed[t.UID]; ok {
+		return placed.devices
 	}
 	pd, _ := assignedDevices(t)
 	return pd

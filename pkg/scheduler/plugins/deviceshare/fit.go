@@ -134,7 +134,7 @@ func (f *fitter) pick(r *podRequest, c *vgpu.ContainerRequest, l *ledger) (int, 
 			continue
 		}
 		u := f.booked(r, l, i)
-		adds, v := g.sharing.fit(g, u, c.MemoryOn(g.memory), c.Cores)
+		adds, v := g.sharing.fit(g, u, c.MemoryOn(g.memory), c.ReserveOn(g.reserve), c.Cores)
 		if v != fits {
 			failed = max(failed, v)
 			continue

@@ -1,7 +1,6 @@
 package deviceshare
 
 import (
-	"iter"
 	"strings"
 	"time"
 
@@ -51,6 +50,33 @@ type booking struct {
 	// gpu is the GPU's index in the ledger.
 	gpu           int
 	memory, cores int32
+	// reserve is the part of memory that is the GPU's context reserve (gpu.reserve): what
+	// the device books beyond its container's request.
+	reserve int32
+}
+
+// appendBookings appends to bookings those of the devices of task t's assignment pd that are
+// on the node's GPUs; requests are the pod's (entry i of pd belongs to request i).
+func (l *ledger) appendBookings(bookings []booking, t *api.TaskInfo, pd vgpu.PodDevices, requests []vgpu.ContainerRequest) []booking {
+	for c, devices := range pd {
+		for _, d := range devices {
+			if i := l.index(d.PhysicalUUID()); i >= 0 && c < len(requests) {
+				bookings = append(bookings, l.bookingOf(t, i, d, &requests[c]))
+			}
+		}
+	}
+	return bookings
+}
+
+// bookingOf is the booking of device d, on GPU i, of task t's container asking req: on a
+// whole GPU the memory beyond the request is the context reserve; a MIG instance books its own
+// memory, which holds no reserve.
+func (l *ledger) bookingOf(t *api.TaskInfo, i int, d vgpu.ContainerDevice, req *vgpu.ContainerRequest) booking {
+	b := booking{task: t.UID, pod: t.Name, gpu: i, memory: d.UsedMemory, cores: d.UsedCores}
+	if g := &l.gpus[i]; d.UUID == g.info.UUID {
+		b.reserve = max(d.UsedMemory-req.MemoryOn(g.memory), 0)
+	}
+	return b
 }
 
 // fitMemo is how a request shape fits a node's GPUs: the score, or the constraint that
@@ -69,7 +95,10 @@ type gpu struct {
 	// slots is how many vGPUs the GPU takes (deviceSplitCount); memory is in units of
 	// gpuMemoryFactor MiB.
 	slots, memory int32
-	healthy       bool
+	// reserve is the context reserve a vgpu-memory request books on top on this GPU, in the
+	// same units (vgpu.ContextReserve); 0 on a GPU in mig mode, which HAMi-core does not limit.
+	reserve int32
+	healthy bool
 	// sharing is how the GPU is divided in its mode; nil for a GPU in mig mode whose type
 	// has no MIG geometry in the device ConfigMap.
 	sharing sharing
@@ -145,20 +174,6 @@ func (l *ledger) book(pd vgpu.PodDevices, sign int32) (unknown int) {
 		}
 	}
 	return unknown
-}
-
-// held yields the devices of the assignment that are on the node's GPUs, with the GPU's
-// index: those the ledger counts.
-func (l *ledger) held(pd vgpu.PodDevices) iter.Seq2[int, vgpu.ContainerDevice] {
-	return func(yield func(int, vgpu.ContainerDevice) bool) {
-		for _, devices := range pd {
-			for _, d := range devices {
-				if i := l.index(d.PhysicalUUID()); i >= 0 && !yield(i, d) {
-					return
-				}
-			}
-		}
-	}
 }
 
 // hasMIG says whether some GPU is in mig mode.

@@ -14,6 +14,12 @@ import (
 // is in the units the device plugin publishes (gpuMemoryFactor MiB: MiB on nodes whose
 // factor is 1), as upstream shows it.
 //
+// The memory gauges count what the GPU books, the context reserve (vgpu.ContextReserve)
+// included: that is what the card has given away, and what the containers' limits add up to.
+// Two gauges of our own, published where there is a reserve, say how much of it is reserve:
+// volcano_vgpu_device_allocated_context_reserve per GPU (for every GPU whose model has one) and
+// volcano_vgpu_device_context_reserve_for_a_certain_pod per pod holding some.
+//
 // Upstream moves them by increments as pods come and go, and resets a GPU's totals whenever
 // its node's pool is rebuilt. Here every session close sets them from the session's
 // ledgers, which the cache derives from the pods' annotations: they read the same after a
@@ -24,6 +30,9 @@ type vgpuGauges struct {
 	// namespace out. Two pods of one name in different namespaces on one GPU therefore share
 	// a series, which shows their sum.
 	podMemory, podCores *prometheus.GaugeVec
+	// allocatedReserve and podReserve are the parts of allocatedMemory and podMemory that are
+	// context reserve.
+	allocatedReserve, podReserve *prometheus.GaugeVec
 }
 
 func newVGPUGauges() *vgpuGauges {
@@ -39,12 +48,19 @@ func newVGPUGauges() *vgpuGauges {
 			"devID", "NodeName", "podName"),
 		podCores: gauge("vgpu_device_core_allocation_for_a_certain_pod", "The vgpu device core allocated for a certain pod",
 			"devID", "NodeName", "podName"),
+		allocatedReserve: gauge("vgpu_device_allocated_context_reserve",
+			"The part of vgpu_device_allocated_memory in this card booked as CUDA context reserve (contextReserves in the device ConfigMap)",
+			"devID", "NodeName"),
+		podReserve: gauge("vgpu_device_context_reserve_for_a_certain_pod",
+			"The part of vgpu_device_memory_allocation_for_a_certain_pod booked as CUDA context reserve",
+			"devID", "NodeName", "podName"),
 	}
 }
 
 // collectors are the gauges, for a metrics registry.
 func (g *vgpuGauges) collectors() []prometheus.Collector {
-	return []prometheus.Collector{g.sharedNumber, g.allocatedMemory, g.allocatedCores, g.memoryLimit, g.podMemory, g.podCores}
+	return []prometheus.Collector{g.sharedNumber, g.allocatedMemory, g.allocatedCores, g.memoryLimit, g.podMemory, g.podCores,
+		g.allocatedReserve, g.podReserve}
 }
 
 // nodeMetrics is what the last session close published, node by node. A node's series
@@ -126,21 +142,30 @@ func (p *plugin) nodeReport(r metrics.Report, node *api.NodeInfo, l *ledger) {
 		r.Set(gauges.allocatedMemory, float64(g.used.memory), g.info.UUID, node.Name)
 		r.Set(gauges.allocatedCores, float64(g.used.cores), g.info.UUID, node.Name)
 		r.Set(gauges.memoryLimit, float64(g.memory), g.info.UUID, node.Name)
+		if g.reserve > 0 {
+			r.Set(gauges.allocatedReserve, 0, g.info.UUID, node.Name)
+		}
 	}
-	// Add, not Set: a pod's containers may share a GPU.
-	podSeries := func(gpu int, pod string, memory, cores int32) {
-		r.Add(gauges.podMemory, float64(memory), l.gpus[gpu].info.UUID, node.Name, pod)
-		r.Add(gauges.podCores, float64(cores), l.gpus[gpu].info.UUID, node.Name, pod)
+	// Add, not Set: a pod's containers may share a GPU. A booking may hold a reserve on a GPU
+	// that has none now (the device ConfigMap changed since): the GPU's series then shows it.
+	podSeries := func(b booking) {
+		uuid := l.gpus[b.gpu].info.UUID
+		r.Add(gauges.podMemory, float64(b.memory), uuid, node.Name, b.pod)
+		r.Add(gauges.podCores, float64(b.cores), uuid, node.Name, b.pod)
+		if b.reserve > 0 {
+			r.Add(gauges.allocatedReserve, float64(b.reserve), uuid, node.Name)
+			r.Add(gauges.podReserve, float64(b.reserve), uuid, node.Name, b.pod)
+		}
 	}
 	if l.derived != nil {
 		for _, b := range l.derived.bookings {
-			podSeries(b.gpu, b.pod, b.memory, b.cores)
+			podSeries(b)
 		}
 	}
 	if len(p.placed) > 0 {
-		for uid, t := range node.Tasks {
-			for i, d := range l.held(p.placed[uid]) {
-				podSeries(i, t.Name, d.UsedMemory, d.UsedCores)
+		for uid := range node.Tasks {
+			for _, b := range p.placed[uid].bookings {
+				podSeries(b)
 			}
 		}
 	}

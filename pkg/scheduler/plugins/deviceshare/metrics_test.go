@@ -15,12 +15,14 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
-// vgpuMetricNames are upstream's names, written out so that a renamed metric fails the
+// vgpuMetricNames are upstream's names and ours, written out so that a renamed metric fails the
 // golden comparison instead of being filtered away.
 var vgpuMetricNames = []string{
 	"volcano_vgpu_device_shared_number", "volcano_vgpu_device_allocated_memory", "volcano_vgpu_device_allocated_cores",
 	"volcano_vgpu_device_memory_limit", "volcano_vgpu_device_memory_allocation_for_a_certain_pod",
 	"volcano_vgpu_device_core_allocation_for_a_certain_pod",
+	// Ours: the part of the memory above that is context reserve.
+	"volcano_vgpu_device_allocated_context_reserve", "volcano_vgpu_device_context_reserve_for_a_certain_pod",
 }
 
 // restartMetrics gives the vGPU metrics the state of a process just started: no series, and

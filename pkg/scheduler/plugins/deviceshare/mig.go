@@ -127,8 +127,10 @@ func newMIGGroup(uuid string, geometry vgpu.MIGGeometryGroup, factor int32) (mig
 	return g, len(g.ids) > 0
 }
 
-func (m *migSharing) fit(g *gpu, u usage, memory, cores int32) (usage, constraint) {
-	adds, failed := hamiCore{}.fit(g, u, memory, cores)
+// fit ignores the reserve: a MIG instance is memory of its own, which HAMi-core does not
+// limit.
+func (m *migSharing) fit(g *gpu, u usage, memory, _, cores int32) (usage, constraint) {
+	adds, failed := hamiCore{}.fit(g, u, memory, 0, cores)
 	if failed != fits {
 		return usage{}, failed
 	}

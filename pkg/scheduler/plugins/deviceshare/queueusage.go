@@ -6,11 +6,21 @@ import (
 )
 
 // queueUsage is what a task holding vGPUs counts in its queue's status.allocated: its
-// request with vgpu-memory and vgpu-cores replaced by what it books on the GPUs of its node, in milli-units as api.Resource keeps scalars. A container of 2 vGPUs of
-// 3000 MiB each asks vgpu-memory 3000 but holds 6000, and one asking a percentage of a GPU's
-// memory asks no vgpu-memory at all. A task that books nothing on its node's ledger (no
-// assignment, an unreadable one, or a node without usable GPUs) is left to the session: its
-// request counts, as upstream's.
+// request with vgpu-memory and vgpu-cores replaced by what it books on the GPUs of its node,
+// in milli-units as api.Resource keeps scalars. A container of 2 vGPUs of 3000 MiB each asks
+// vgpu-memory 3000 but holds 6000, and one asking a percentage of a GPU's memory asks no
+// vgpu-memory at all: 50 % of an 81,920 MiB GPU counts 40,960. The percentage itself still
+// counts as asked, as every other resource of the request does.
+//
+// The context reserve a vGPU books on top of its request (vgpu.ContextReserve) is not counted:
+// the queue's vgpu-memory is what its users asked for. A queue capability is written in
+// requested memory, and the session's quota checks (proportion, capacity, overcommit) compare
+// it with pods' requests; counting reserves here would make status.allocated exceed what those
+// checks let the queue hold, and the figure change whenever an operator retunes a reserve.
+// The reserve is the cluster's overhead, shown by the vGPU gauges (metrics.go).
+//
+// A task that books nothing on its node's ledger (no assignment, an unreadable one, or a node
+// without usable GPUs) is left to the session: its request counts, as upstream's.
 func (p *plugin) queueUsage(nodes map[string]*api.NodeInfo) framework.QueueUsageFn {
 	return func(t *api.TaskInfo, total *api.Resource) bool {
 		node := nodes[t.NodeName]
@@ -40,21 +50,18 @@ func (p *plugin) queueUsage(nodes map[string]*api.NodeInfo) framework.QueueUsage
 	}
 }
 
-// bookedBy is what the task books in the node's ledger: its placement in this session, else
-// the bookings the deriver found for it. ok is false when it books nothing.
+// bookedBy is what the task books in the node's ledger, its context reserves left out (see
+// queueUsage): its placement in this session, else the bookings the deriver found for it. ok
+// is false when it books nothing.
 func (p *plugin) bookedBy(t *api.TaskInfo, l *ledger) (u usage, ok bool) {
-	if pd, placed := p.placed[t.UID]; placed {
-		for _, d := range l.held(pd) {
-			u = u.plus(usage{devices: 1, memory: int64(d.UsedMemory), cores: d.UsedCores})
-		}
-		return u, u.devices > 0
+	placed, ok := p.placed[t.UID]
+	bookings := placed.bookings
+	if !ok && l.derived != nil {
+		bookings = l.derived.bookings
 	}
-	if l.derived == nil {
-		return u, false
-	}
-	for _, b := range l.derived.bookings {
+	for _, b := range bookings {
 		if b.task == t.UID {
-			u = u.plus(usage{devices: 1, memory: int64(b.memory), cores: b.cores})
+			u = u.plus(usage{devices: 1, memory: int64(b.memory - b.reserve), cores: b.cores})
 		}
 	}
 	return u, u.devices > 0

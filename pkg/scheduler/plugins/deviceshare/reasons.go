@@ -26,6 +26,8 @@ const (
 	podGroupShared
 	// memoryOverGPU: a vGPU asks more memory than the whole GPU has; no freeing helps.
 	memoryOverGPU
+	// reserveOverGPU: it does not, but with the GPU's context reserve it does.
+	reserveOverGPU
 	noFreeSlot
 	exclusiveTaken
 	coresFull
@@ -72,11 +74,13 @@ func newVerdicts(names vgpu.ResourceNames) verdicts {
 		uuidNotWanted:      "GPU not in the pod's " + vgpu.UseGPUUUIDAnnotation,
 		podGroupShared:     "GPU already used by the pod's group (" + vgpu.PodGroupPolicyAnnotation + ": " + vgpu.PodGroupPolicySpread + ")",
 		memoryOverGPU:      "a container's " + string(names.Memory) + " is more than the GPU's whole memory",
-		noFreeSlot:         "no free vGPU slot on the GPU (deviceSplitCount)",
-		exclusiveTaken:     string(names.Cores) + " 100 needs a GPU no other vGPU uses",
-		coresFull:          "GPU cores fully booked, and the container sets no " + string(names.Cores),
-		memoryShort:        "not enough free GPU memory",
-		coresShort:         "not enough free " + string(names.Cores) + " on the GPU",
+		reserveOverGPU: "a container's " + string(names.Memory) + " plus the GPU's CUDA context reserve (contextReserves in the device ConfigMap) " +
+			"is more than the GPU's whole memory; leave " + string(names.Memory) + " out for a whole GPU",
+		noFreeSlot:     "no free vGPU slot on the GPU (deviceSplitCount)",
+		exclusiveTaken: string(names.Cores) + " 100 needs a GPU no other vGPU uses",
+		coresFull:      "GPU cores fully booked, and the container sets no " + string(names.Cores),
+		memoryShort:    "not enough free GPU memory",
+		coresShort:     "not enough free " + string(names.Cores) + " on the GPU",
 		migUnknownHolder: "GPU in mig mode holds vGPUs on MIG instances its geometry does not list, " +
 			"so it takes no more until they end",
 		noMIGInstance: "no free MIG instance with enough memory in the GPU's geometry group in use (or, with none in use, in any group)",

@@ -12,10 +12,11 @@ const wholeGPUCores = 100
 // counters (MIG instances) also brings that state into gpu.
 type sharing interface {
 	// fit checks whether g, with u booked on it (the pod's earlier vGPUs included), can take
-	// a vGPU of memory (units of gpuMemoryFactor MiB) and cores (percent). It returns what
-	// the vGPU would book on g, or the constraint that fails. It runs for every GPU of every
-	// node searched, so it only compares numbers.
-	fit(g *gpu, u usage, memory, cores int32) (usage, constraint)
+	// a vGPU of memory (units of gpuMemoryFactor MiB) with reserve more on top (its context
+	// reserve, vgpu.ContainerRequest.ReserveOn) and cores (percent). It returns what the vGPU
+	// would book on g, or the constraint that fails. It runs for every GPU of every node
+	// searched, so it only compares numbers.
+	fit(g *gpu, u usage, memory, reserve, cores int32) (usage, constraint)
 	// device is the vGPU a container gets on g when fit said it books adds.
 	device(g *gpu, adds usage) vgpu.ContainerDevice
 }
@@ -31,14 +32,17 @@ func sharingFor(d vgpu.NodeDevice, c vgpu.NvidiaConfig) sharing {
 	return hamiCore{}
 }
 
-// hamiCore shares a GPU through HAMi-core's limits: a vGPU takes a slot, its memory and its
-// share of the cores, which HAMi-core enforces in the container.
+// hamiCore shares a GPU through HAMi-core's limits: a vGPU takes a slot, its memory (with its
+// context reserve) and its share of the cores, which HAMi-core enforces in the container.
 type hamiCore struct{}
 
-func (hamiCore) fit(g *gpu, u usage, memory, cores int32) (usage, constraint) {
+func (hamiCore) fit(g *gpu, u usage, memory, reserve, cores int32) (usage, constraint) {
+	booked := int64(memory) + int64(reserve)
 	switch {
 	case memory > g.memory:
 		return usage{}, memoryOverGPU
+	case booked > int64(g.memory):
+		return usage{}, reserveOverGPU
 	case u.devices >= g.slots:
 		return usage{}, noFreeSlot
 	case cores == wholeGPUCores && u.devices > 0:
@@ -47,12 +51,12 @@ func (hamiCore) fit(g *gpu, u usage, memory, cores int32) (usage, constraint) {
 		// A container without a core limit would run unthrottled on a GPU whose compute is
 		// promised in full to others.
 		return usage{}, coresFull
-	case int64(g.memory)-u.memory < int64(memory):
+	case int64(g.memory)-u.memory < booked:
 		return usage{}, memoryShort
 	case u.cores+cores > wholeGPUCores:
 		return usage{}, coresShort
 	}
-	return usage{devices: 1, memory: int64(memory), cores: cores}, fits
+	return usage{devices: 1, memory: booked, cores: cores}, fits
 }
 
 func (hamiCore) device(g *gpu, adds usage) vgpu.ContainerDevice {
