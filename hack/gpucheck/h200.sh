@@ -1,0 +1,310 @@
+#!/usr/bin/env bash
+# Hardware check of vgpu-device-plugin and HAMi-core on one NVIDIA GPU without Kubernetes
+# (docs/h200-context-reserve.md has the results and says why it is built this way).
+#
+#   hack/gpucheck/h200.sh prepare   here: builds the plugin and the stand-in (hack/gpucheck)
+#                                   into .cache/gpucheck/bin, gzipped to travel. HAMi-core's
+#                                   source must already be in .cache/gpucheck/hami-core
+#                                   (git archive of the pinned commit; never committed).
+#   hack/gpucheck/h200.sh device    on the GPU machine, as root: builds HAMi-core, runs the
+#                                   real plugin (--nvml=real) against the stand-in kubelet and
+#                                   API server, allocates a 2000 MiB / 30 % vGPU, runs CUDA
+#                                   processes with exactly the Allocate response's environment
+#                                   and mounts, and measures what HAMi-core charges for each
+#                                   process's context. Results go to $OUT (default
+#                                   /tmp/gpucheck-out): summary.txt, results.json, run.log,
+#                                   allocate-*.json, devices.txt, logs.tar.gz.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+CACHE=$ROOT/.cache/gpucheck
+HERE=$ROOT/hack/gpucheck
+WANT_MIB=2000
+CORES=30
+NODE=gpucheck-node
+# HAMi-core loads itself from /usr/local/vgpu/libvgpu.so: only a dry run elsewhere changes it.
+HOOK=${GPUCHECK_HOOK:-/usr/local/vgpu}
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda-13.0}
+METRICS=127.0.0.1:${GPUCHECK_METRICS_PORT:-9394}
+# A dry run on a machine without a GPU: GPUCHECK_NVML=fake GPUCHECK_SKIP_BUILD=1 and a stand-in
+# torch on PATH's python3.
+NVML_FLAGS=(--nvml="${GPUCHECK_NVML:-real}")
+[ "${GPUCHECK_NVML:-real}" = fake ] && NVML_FLAGS+=(--fake-gpus "1xNVIDIA H200:143771")
+
+prepare() {
+	local go=${GO:-/usr/local/go/bin/go}
+	[ -f "$CACHE/hami-core/build.sh" ] || { echo "no HAMi-core source in $CACHE/hami-core" >&2; return 1; }
+	mkdir -p "$CACHE/bin"
+	(cd "$ROOT" && CGO_ENABLED=1 "$go" build -trimpath -ldflags "-s -w" -o "$CACHE/bin/" ./cmd/vgpu-device-plugin ./hack/gpucheck) || return 1
+	for b in vgpu-device-plugin gpucheck; do
+		gzip -9 -c "$CACHE/bin/$b" >"$CACHE/bin/$b.gz"
+		rm -f "$CACHE/bin/$b"
+	done
+	(cd "$ROOT" && git rev-parse HEAD >"$CACHE/bin/commit" && git status --short -- cmd pkg go.mod >>"$CACHE/bin/commit")
+	ls -la "$CACHE/bin"
+}
+
+OUT=${OUT:-/tmp/gpucheck-out}
+W=/tmp/gpucheck
+PY=""
+PLUGIN_PID="" STANDIN_PID=""
+
+log() { echo "=== $(date +%T) $*"; }
+
+# in_container PREFIX CMD...: runs CMD the way a container given the Allocate response in
+# PREFIX.env / PREFIX.mounts would run: that environment and nothing else (env -i), the
+# directory mounts bound in a private mount namespace, and HAMi-core loaded by LD_PRELOAD
+# in place of the /etc/ld.so.preload mount (the host's /etc must stay untouched; the
+# reference note found both ways equal).
+in_container() {
+	local prefix=$1
+	shift
+	local -a envs=()
+	local line binds="" preload="" library=""
+	while IFS= read -r line; do [ -n "$line" ] && envs+=("$line"); done <"$prefix.env"
+	while read -r host target mode; do
+		case $target in
+		/etc/ld.so.preload) preload=$(head -n1 "$host") ;;
+		"$host") ;;
+		*.so) library="$host $target" ;; # preloaded from the host path (a dry run's hook path)
+		*)
+			if [ -n "$NAMESPACES" ]; then
+				binds+="mkdir -p '$target' && mount --bind '$host' '$target' && "
+			else
+				binds+="rm -rf '$target' && ln -sfn '$host' '$target' && "
+			fi
+			;;
+		esac
+	done <"$prefix.mounts"
+	[ -n "$library" ] && [ "$preload" = "${library#* }" ] && preload=${library%% *}
+	local -a wrap=()
+	[ -n "$NAMESPACES" ] && wrap=(unshare --mount --propagation private)
+	env -i PATH="$PATH" HOME="${HOME:-/root}" PYTHONUNBUFFERED=1 "${envs[@]}" \
+		"${wrap[@]}" sh -c "${binds}export LD_PRELOAD='$preload' && exec \"\$@\"" sh "$@"
+}
+
+# host_cache_dir PREFIX: the host directory mounted at /tmp/vgpu for PREFIX's container.
+host_cache_dir() { awk '$2 == "/tmp/vgpu" { print $1 }' "$1.mounts"; }
+region_file() { echo "$(host_cache_dir "$1")/$(basename "$(sed -n 's/^CUDA_DEVICE_MEMORY_SHARED_CACHE=//p' "$1.env")")"; }
+
+smi_apps() { nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader >"$W/smi-$1.txt" 2>&1; cat "$W/smi-$1.txt"; }
+
+wait_file() { # wait_file SECONDS FILE...: until one of the files exists
+	local t=$1 f
+	shift
+	for _ in $(seq $((t * 5))); do
+		for f in "$@"; do [ -e "$f" ] && return 0; done
+		sleep 0.2
+	done
+	return 1
+}
+
+wait_ready() { # wait_ready SECONDS FILE PID: until FILE exists, or PID has ended
+	for _ in $(seq $(($1 * 5))); do
+		[ -e "$2" ] && return 0
+		kill -0 "$3" 2>/dev/null || { [ -e "$2" ]; return; }
+		sleep 0.2
+	done
+	return 1
+}
+
+# allocate NAME MIB OUTPREFIX: asks the stand-in kubelet to admit a pod of one vGPU.
+allocate() {
+	echo "allocate $1 $2 $CORES $FACTOR $3" >&3
+	wait_file 30 "$3.env" "$3.error" || { echo "allocate $1: no answer"; return 1; }
+	[ -e "$3.env" ] || { echo "allocate $1 failed: $(cat "$3.error")"; return 1; }
+	cat "$3.env" "$3.mounts"
+}
+
+# hold_and_probe PREFIX HOLDER PROBE: a holder process keeps a context in the container while
+# a second process of the same container measures what is left.
+hold_and_probe() {
+	local prefix=$1 holder=$2 probe=$3
+	rm -f "$W/$holder.stop"
+	in_container "$prefix" "$PY" "$HERE/measure.py" hold --label "$holder" --ready "$W/$holder.json" --stop "$W/$holder.stop" \
+		>"$W/$holder.out" 2>"$W/$holder.err" &
+	local pid=$!
+	if wait_ready 120 "$W/$holder.json" "$pid"; then
+		smi_apps "$holder"
+		python3 -c 'import urllib.request,sys; sys.stdout.write(urllib.request.urlopen("http://'$METRICS'/metrics", timeout=5).read().decode())' \
+			>"$W/metrics-$holder.txt" 2>&1
+		grep -v '^#' "$W/metrics-$holder.txt" | grep -i 'container\|vgpu' | head -20
+		in_container "$prefix" timeout 180 "$PY" "$HERE/measure.py" probe --label "$probe" --want "$WANT_MIB" --json "$W/$probe.json" \
+			>"$W/$probe.out" 2>"$W/$probe.err"
+		echo "probe rc=$?"
+		"$PY" "$HERE/measure.py" region "$(region_file "$prefix")" --json "$W/region-$probe.json" >/dev/null
+	else
+		echo "holder $holder never got ready"
+		tail -5 "$W/$holder.err"
+	fi
+	touch "$W/$holder.stop"
+	wait "$pid"
+}
+
+versions() {
+	"$PY" - "$W/versions.json" <<-'EOF'
+		import json, subprocess, sys
+		def sh(c):
+		    try:
+		        return subprocess.run(c, shell=True, capture_output=True, text=True, timeout=60).stdout.strip()
+		    except Exception as e:
+		        return "error: %s" % e
+		import torch
+		v = {
+		    "gpu": sh("nvidia-smi --query-gpu=name,uuid,memory.total,driver_version --format=csv,noheader"),
+		    "cuda (nvidia-smi)": sh("nvidia-smi | sed -n 's/.*CUDA Version: *\\([0-9.]*\\).*/\\1/p'"),
+		    "nvcc": sh("$CUDA_HOME/bin/nvcc --version | tail -2 | head -1"),
+		    "torch": torch.__version__ + " (CUDA " + str(torch.version.cuda) + ")",
+		    "kernel": sh("uname -r"),
+		    "os": sh(". /etc/os-release; echo $PRETTY_NAME"),
+		    "glibc": sh("ldd --version | head -1"),
+		    "cmake": sh("cmake --version | head -1"),
+		    "gcc": sh("gcc --version | head -1"),
+		    "hami-core": open(sys.argv[1].rsplit("/", 1)[0] + "/hami-commit").read().strip(),
+		    "plugin built from": open(sys.argv[1].rsplit("/", 1)[0] + "/plugin-commit").read().strip().replace("\n", "; "),
+		}
+		json.dump(v, open(sys.argv[1], "w"), indent=1)
+		for k, x in v.items():
+		    print("%-18s %s" % (k, x))
+	EOF
+}
+
+device() {
+	mkdir -p "$OUT" "$W/logs"
+	cd "$W" || return 1
+	PY=$(command -v python3)
+	export CUDA_HOME
+	log "machine"
+	nvidia-smi -L
+	echo "HAMi-core source: $(cat "$CACHE/hami-core.commit" 2>/dev/null || echo unknown)"
+	cp "$CACHE/hami-core.commit" "$W/hami-commit" 2>/dev/null || echo unknown >"$W/hami-commit"
+	cp "$CACHE/bin/commit" "$W/plugin-commit" 2>/dev/null || echo unknown >"$W/plugin-commit"
+	versions
+	NAMESPACES=""
+	if unshare --mount --propagation private true 2>/dev/null; then NAMESPACES=yes; fi
+	echo "private mount namespaces: ${NAMESPACES:-no (symlinks stand in for the directory mounts)}"
+
+	log "binaries"
+	mkdir -p "$W/bin"
+	for b in vgpu-device-plugin gpucheck; do
+		gunzip -c "$CACHE/bin/$b.gz" >"$W/bin/$b" && chmod +x "$W/bin/$b" || return 1
+	done
+	ldd "$W/bin/vgpu-device-plugin" | grep -i 'not found' && return 1
+
+	log "build HAMi-core"
+	rm -rf "$W/hami-core" && cp -r "$CACHE/hami-core" "$W/hami-core"
+	local t0=$SECONDS
+	if [ -n "${GPUCHECK_SKIP_BUILD:-}" ]; then
+		mkdir -p "$W/hami-core/build" && echo "dry run" >"$W/hami-core/build/libvgpu.so"
+	else
+		(cd "$W/hami-core" && CMAKE_OPTIONS="-DCMAKE_POLICY_VERSION_MINIMUM=3.5" timeout 300 bash ./build.sh) >"$W/logs/hami-build.log" 2>&1
+		echo "build.sh rc=$? in $((SECONDS - t0)) s"
+	fi
+	grep -iE 'error|warning: implicit' "$W/logs/hami-build.log" | head -5
+	ls -la "$W/hami-core/build/libvgpu.so" || { tail -30 "$W/logs/hami-build.log"; return 1; }
+	mkdir -p "$W/hook-image"
+	cp "$W/hami-core/build/libvgpu.so" "$W/hook-image/libvgpu.so"
+	echo "$HOOK/libvgpu.so" >"$W/hook-image/ld.so.preload"
+
+	log "plugin --inspect (real NVML)"
+	"$W/bin/vgpu-device-plugin" "${NVML_FLAGS[@]}" --inspect --node-name "$NODE" 2>&1 | tee "$W/logs/inspect.txt"
+
+	log "baseline: a PyTorch context without HAMi-core, as NVML counts it"
+	rm -f "$W/baseline.stop"
+	env -i PATH="$PATH" HOME="${HOME:-/root}" PYTHONUNBUFFERED=1 "$PY" "$HERE/measure.py" hold --label baseline \
+		--ready "$W/baseline.json" --stop "$W/baseline.stop" >"$W/baseline.out" 2>"$W/baseline.err" &
+	local bpid=$!
+	wait_ready 120 "$W/baseline.json" "$bpid" && smi_apps baseline
+	touch "$W/baseline.stop"
+	wait "$bpid"
+
+	log "stand-in kubelet and API server, then the plugin"
+	rm -f "$W/ctl" && mkfifo "$W/ctl"
+	"$W/bin/gpucheck" --dir "$W/device-plugins" --node "$NODE" --kubeconfig "$W/kubeconfig" --out "$W" \
+		<"$W/ctl" >"$W/logs/standin.log" 2>&1 &
+	STANDIN_PID=$!
+	exec 3>"$W/ctl"
+	wait_file 20 "$W/kubeconfig" || { cat "$W/logs/standin.log"; return 1; }
+	"$W/bin/vgpu-device-plugin" "${NVML_FLAGS[@]}" --node-name "$NODE" --kubeconfig "$W/kubeconfig" \
+		--kubelet-dir "$W/device-plugins" --hook-path "$HOOK" --hook-image-dir "$W/hook-image" \
+		--node-config "$W/no-node-config.json" --metrics-address "$METRICS" -v 2 >"$W/logs/plugin.log" 2>&1 &
+	PLUGIN_PID=$!
+	for _ in $(seq 300); do grep -q "ready for commands" "$W/logs/standin.log" && break; sleep 0.2; done
+	cat "$W/logs/standin.log"
+	grep -q "ready for commands" "$W/logs/standin.log" || { tail -30 "$W/logs/plugin.log"; return 1; }
+	FACTOR=$(grep -o 'factorMiB=[0-9]*' "$W/logs/plugin.log" | head -1 | cut -d= -f2)
+	FACTOR=${FACTOR:-5}
+	echo "memory factor: $FACTOR MiB per vgpu-memory unit"
+
+	log "Allocate: ${WANT_MIB} MiB, ${CORES} %"
+	allocate p2000 "$WANT_MIB" "$W/alloc-2000" || return 1
+	echo "region file on the host: $(region_file "$W/alloc-2000")"
+
+	log "1 process: largest tensor under ${WANT_MIB} MiB"
+	in_container "$W/alloc-2000" timeout 180 "$PY" "$HERE/measure.py" probe --label single --want "$WANT_MIB" --json "$W/single.json" \
+		>"$W/single.out" 2>"$W/single.err"
+	echo "probe rc=$?"
+	grep -E '"largest_mib"|"context_size"|"want_fits"' "$W/single.out"
+	grep -m3 -E 'OOM|ERROR' "$W/single.err"
+
+	log "2 processes in one container: a holder, then a probe"
+	hold_and_probe "$W/alloc-2000" holder second
+
+	log "a CuPy context in the same container, for comparison"
+	rm -f "$W/cupy.stop"
+	in_container "$W/alloc-2000" "$PY" "$HERE/measure.py" hold --label cupy --framework cupy --ready "$W/cupy.json" \
+		--stop "$W/cupy.stop" >"$W/cupy.out" 2>"$W/cupy.err" &
+	local cpid=$!
+	wait_ready 60 "$W/cupy.json" "$cpid" && smi_apps cupy || tail -3 "$W/cupy.err"
+	touch "$W/cupy.stop"
+	wait "$cpid"
+
+	log "reserve: the limit raised by what one process's context costs"
+	"$PY" "$HERE/measure.py" reserve --single "$W/single.json" --want "$WANT_MIB" --factor "$FACTOR" --json "$W/reserve.json"
+	local raised
+	raised=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["raised_limit_mib"])' "$W/reserve.json") || return 1
+	if [ "$raised" -le "$WANT_MIB" ]; then
+		raised=$((WANT_MIB + 520)) # the single probe measured nothing: the reference note's 518 MiB, rounded up
+		echo "no reserve measured; raising by 520 MiB instead"
+	fi
+	allocate praised "$raised" "$W/alloc-raised" || return 1
+	in_container "$W/alloc-raised" timeout 180 "$PY" "$HERE/measure.py" probe --label raised --want "$WANT_MIB" --json "$W/raised.json" \
+		>"$W/raised.out" 2>"$W/raised.err"
+	echo "probe rc=$?"
+	grep -E '"largest_mib"|"want_fits"' "$W/raised.out"
+	hold_and_probe "$W/alloc-raised" raised-holder raised-second
+	return 0
+}
+
+collect() {
+	log "summary"
+	cp "$W/alloc-2000.json" "$OUT/allocate-2000.json" 2>/dev/null
+	cp "$W/alloc-raised.json" "$OUT/allocate-raised.json" 2>/dev/null
+	cp "$W/devices.txt" "$OUT/devices.txt" 2>/dev/null
+	"${PY:-python3}" "$HERE/measure.py" summarize --dir "$W" --json "$OUT/results.json" --text "$OUT/summary.txt"
+	tar -czf "$OUT/logs.tar.gz" -C "$W" --exclude hami-core --exclude hook-image --exclude bin --exclude ctl --exclude device-plugins . 2>/dev/null
+}
+
+stop_all() {
+	exec 3>&- 2>/dev/null
+	[ -n "$PLUGIN_PID" ] && kill "$PLUGIN_PID" 2>/dev/null
+	[ -n "$STANDIN_PID" ] && kill "$STANDIN_PID" 2>/dev/null
+	wait 2>/dev/null
+}
+
+case ${1:-} in
+prepare) prepare ;;
+device)
+	mkdir -p "$OUT"
+	{
+		device
+		echo "device rc=$?"
+		stop_all
+		collect
+	} 2>&1 | tee "$OUT/run.log"
+	;;
+*)
+	echo "usage: $0 prepare|device" >&2
+	exit 2
+	;;
+esac
