@@ -18,17 +18,20 @@ type GoldenNode struct {
 	Plugin PluginRelease
 	// File is the golden file's name under testdata/.
 	File string
-	Node *corev1.Node
+	// MemoryFactor is the gpuMemoryFactor the plugin ran with: MiB per vgpu-memory unit.
+	MemoryFactor int32
+	Node         *corev1.Node
 }
 
 // goldenFiles are the golden Nodes, by the release that wrote them.
 var goldenFiles = []struct {
 	plugin PluginRelease
 	file   string
+	factor int32
 }{
-	{PluginV1_11, "node-plugin-v1.11.yaml"},
-	{PluginV1_12, "node-plugin-v1.12.yaml"},
-	{PluginV1_12, "node-plugin-v1.12-mig.yaml"},
+	{PluginV1_11, "node-plugin-v1.11.yaml", 1},
+	{PluginV1_12, "node-plugin-v1.12.yaml", 2},
+	{PluginV1_12, "node-plugin-v1.12-mig.yaml", 1},
 }
 
 // Nodes returns fresh copies of the golden Nodes. It panics on a golden file that does not
@@ -44,7 +47,7 @@ func Nodes() []GoldenNode {
 		if err := yaml.UnmarshalStrict(data, &node); err != nil {
 			panic(fmt.Sprintf("golden %s: %v", g.file, err))
 		}
-		nodes = append(nodes, GoldenNode{Plugin: g.plugin, File: g.file, Node: &node})
+		nodes = append(nodes, GoldenNode{Plugin: g.plugin, File: g.file, MemoryFactor: g.factor, Node: &node})
 	}
 	return nodes
 }
