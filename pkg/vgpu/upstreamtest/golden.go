@@ -51,3 +51,29 @@ func Nodes() []GoldenNode {
 	}
 	return nodes
 }
+
+// GoldenPod is a Pod as an upstream scheduler release leaves it once it has placed the pod.
+type GoldenPod struct {
+	// Scheduler is the release that wrote it.
+	Scheduler string
+	File      string
+	Pod       *corev1.Pod
+}
+
+// Pods returns fresh copies of the golden Pods; see Nodes.
+func Pods() []GoldenPod {
+	files := []struct{ scheduler, file string }{{SchedulerV1_13.Name, "pod-scheduler-v1.13.yaml"}}
+	pods := make([]GoldenPod, 0, len(files))
+	for _, g := range files {
+		data, err := goldens.ReadFile(path.Join("testdata", g.file))
+		if err != nil {
+			panic(err)
+		}
+		var pod corev1.Pod
+		if err := yaml.UnmarshalStrict(data, &pod); err != nil {
+			panic(fmt.Sprintf("golden %s: %v", g.file, err))
+		}
+		pods = append(pods, GoldenPod{Scheduler: g.scheduler, File: g.file, Pod: &pod})
+	}
+	return pods
+}

@@ -160,3 +160,12 @@ func TestGoldenNodesParse(t *testing.T) {
 		}
 	}
 }
+
+func TestGoldenPodsParse(t *testing.T) {
+	for _, g := range Pods() {
+		booked, err := Booked([]*corev1.Pod{g.Pod})
+		if err != nil || len(booked) == 0 {
+			t.Errorf("%s: booked %v, %v", g.File, booked, err)
+		}
+	}
+}
