@@ -62,8 +62,24 @@ if ! alive etcd; then
 fi
 
 # --- kube-apiserver (loopback only; no endpoint reconciler, a loopback address can't be one) ---
+# Its audit log records who wrote what to the objects a scheduler writes (pods, their binding
+# and status, PodGroups, queues, events, node patches): make bench counts the API writes per
+# scheduled pod from it. Reads and everything else are left out.
 if ! alive kube-apiserver; then
   t=$(now)
+  cat >"$TB/audit-policy.yaml" <<'EOA'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+  - level: Metadata
+    verbs: [create, update, patch, delete, deletecollection]
+    resources:
+      - {group: "", resources: [pods, pods/binding, pods/status, events, nodes]}
+      - {group: events.k8s.io, resources: [events]}
+      - {group: scheduling.volcano.sh, resources: [podgroups, podgroups/status, queues, queues/status]}
+  - level: None
+EOA
   start kube-apiserver "$BIN/kube-apiserver" --etcd-servers=http://127.0.0.1:2379 \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port=6443 --endpoint-reconciler-type=none \
     --service-cluster-ip-range=10.0.0.0/24 \
@@ -72,7 +88,9 @@ if ! alive kube-apiserver; then
     --kubelet-certificate-authority="$P/ca.crt" --kubelet-preferred-address-types=Hostname,InternalIP \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="$P/sa.pub" --service-account-signing-key-file="$P/sa.key" \
-    --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction --allow-privileged=true --profiling=false
+    --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction --allow-privileged=true --profiling=false \
+    --audit-policy-file="$TB/audit-policy.yaml" --audit-log-path="$L/audit.log" --audit-log-format=json \
+    --audit-log-maxsize=1024 --audit-log-maxbackup=1
   wait_for 60 apiserver_ready
   log "kube-apiserver ready: $(since "$t")s"
 fi

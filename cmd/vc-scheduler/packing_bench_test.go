@@ -17,11 +17,12 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/deviceshare"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
+	"github.com/volcano-vgpu/volcano-vgpu/test/workload"
 )
 
 // packingScenario is a stream of single-pod jobs, each asking one vGPU of a memory drawn
 // from sizesMiB by a generator seeded with seed, submitted batch pods at a time onto nodes
-// x gpus GPUs of benchGPUMemoryMiB.
+// x gpus GPUs of the benchmark workloads' node shape (test/workload/gpu-mix.yaml).
 type packingScenario struct {
 	name        string
 	nodes, gpus int
@@ -70,6 +71,7 @@ func BenchmarkPacking(b *testing.B) {
 		b.Fatalf("lab 8's seed configuration does not set %q", seedPolicy)
 	}
 	registry := newRegistry(allocate.DefaultOptions())
+	w := benchWorkload(b, "gpu-mix.yaml")
 	for _, sc := range packingScenarios {
 		for _, policy := range []string{deviceshare.PolicyBinpack, deviceshare.PolicySpread} {
 			text := bytes.Replace(seed, []byte(seedPolicy), []byte(deviceshare.SchedulePolicyArg+": "+policy), 1)
@@ -80,18 +82,18 @@ func BenchmarkPacking(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/nodes=%d/gpus=%d/policy=%s", sc.name, sc.nodes, sc.gpus, policy), func(b *testing.B) {
 				var first packingResult
 				for i := 0; i < b.N; i++ {
-					r := sc.run(b, registry, cfg)
+					r := sc.run(b, w, registry, cfg)
 					if i == 0 {
 						first = r
 					} else if r != first {
 						b.Fatalf("iteration %d ended with %+v, the first with %+v", i, r, first)
 					}
 				}
-				b.ReportMetric(100*float64(first.end.memMiB)/float64(sc.capacityMiB()), "mem-used-%")
+				b.ReportMetric(100*float64(first.end.memMiB)/float64(sc.capacityMiB(w)), "mem-used-%")
 				b.ReportMetric(float64(first.end.nodesTouched), "nodes-touched")
-				b.ReportMetric(sc.overOptimum(first.end), "nodes/optimum")
+				b.ReportMetric(sc.overOptimum(w, first.end), "nodes/optimum")
 				if first.quarter != (packingState{}) {
-					b.ReportMetric(sc.overOptimum(first.quarter), "nodes/optimum@25%")
+					b.ReportMetric(sc.overOptimum(w, first.quarter), "nodes/optimum@25%")
 				}
 				b.ReportMetric(float64(first.idleWhileDoubled), "idle-gpus-while-doubled")
 				b.ReportMetric(float64(first.bound), "pods-bound")
@@ -102,12 +104,14 @@ func BenchmarkPacking(b *testing.B) {
 }
 
 // capacityMiB is the GPU memory of the scenario's cluster.
-func (sc packingScenario) capacityMiB() int64 { return int64(sc.nodes*sc.gpus) * benchGPUMemoryMiB }
+func (sc packingScenario) capacityMiB(w *workload.Workload) int64 {
+	return int64(sc.nodes*sc.gpus) * int64(w.Node.GPUMemoryMiB)
+}
 
 // overOptimum is the nodes touched over the fewest nodes whose GPU memory holds what was
 // booked.
-func (sc packingScenario) overOptimum(st packingState) float64 {
-	nodeMiB := int64(sc.gpus) * benchGPUMemoryMiB
+func (sc packingScenario) overOptimum(w *workload.Workload, st packingState) float64 {
+	nodeMiB := int64(sc.gpus) * int64(w.Node.GPUMemoryMiB)
 	optimum := max((st.memMiB+nodeMiB-1)/nodeMiB, 1)
 	return float64(st.nodesTouched) / float64(optimum)
 }
@@ -126,9 +130,13 @@ type packingResult struct {
 	bound, cycles    int
 }
 
-// run replays the scenario through one scheduler, cycle after cycle.
-func (sc packingScenario) run(b *testing.B, registry *framework.Registry, cfg *conf.SchedulerConfiguration) packingResult {
-	fc := &feedbackCache{live: gpuCluster(sc.nodes, sc.gpus), deriver: deviceshare.NewDeriver(),
+// run replays the scenario through one scheduler, cycle after cycle, on nodes of w's shape
+// with the scenario's GPU count.
+func (sc packingScenario) run(b *testing.B, w *workload.Workload, registry *framework.Registry, cfg *conf.SchedulerConfiguration) packingResult {
+	shape := *w
+	shape.Node.GPUs = sc.gpus
+	pod := w.Mix[0]
+	fc := &feedbackCache{live: nodeCluster(&shape, sc.nodes), deriver: deviceshare.NewDeriver(),
 		gpuPods: map[string]int{}, nodes: map[string]bool{}}
 	fc.OnBind = fc.bind
 	s := scheduler.New(fc, func() *conf.SchedulerConfiguration { return cfg }, registry, 0)
@@ -136,7 +144,8 @@ func (sc packingScenario) run(b *testing.B, registry *framework.Registry, cfg *c
 	var r packingResult
 	for submitted := 0; submitted < sc.pods; {
 		for range min(sc.batch, sc.pods-submitted) {
-			addGang(fc.live, fmt.Sprintf("job-%05d", submitted), 1, sc.sizesMiB[rng.IntN(len(sc.sizesMiB))])
+			pod.Gang, pod.MemoryMiB = 1, sc.sizesMiB[rng.IntN(len(sc.sizesMiB))]
+			addJob(fc.live, shape.Job("bench", "volcano", fmt.Sprintf("job-%05d", submitted), pod))
 			submitted++
 		}
 		fc.Snap = frameworktest.CloneCluster(fc.live)
@@ -147,7 +156,7 @@ func (sc packingScenario) run(b *testing.B, registry *framework.Registry, cfg *c
 		}
 		r.idleWhileDoubled = max(r.idleWhileDoubled, fc.idleWhileDoubled(sc.nodes*sc.gpus))
 		r.end = packingState{memMiB: fc.memMiB, nodesTouched: len(fc.nodes)}
-		if r.quarter == (packingState{}) && 4*fc.memMiB >= sc.capacityMiB() {
+		if r.quarter == (packingState{}) && 4*fc.memMiB >= sc.capacityMiB(w) {
 			r.quarter = r.end
 		}
 		if fc.bound < submitted {

@@ -1,0 +1,167 @@
+// benche2e is make bench-e2e: the scheduler end to end against the local cluster's API server.
+// For each size it creates that many kwok GPU nodes and runs the same workload (a data file of
+// test/workload) twice, in one run on the same API server: first under a trivial binder (one
+// Binding per pod, nothing else: the API server's bind ceiling), then under the vc-scheduler
+// binary with the chart's configuration. It measures each run from the outside (pods/s,
+// create -> bound latency, API writes per pod from the API server's audit log, CPU of the API
+// server and of the scheduler, the scheduler's peak RSS, the placement), and writes JSON, a
+// markdown table and a PNG plot.
+//
+//	go run ./test/benche2e --sizes 100,500,1000
+//	go run ./test/benche2e binder --kubeconfig K --scheduler-name S   (the baseline, as a child)
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+
+	"github.com/volcano-vgpu/volcano-vgpu/test/workload"
+)
+
+// benchNodeLabel marks the benchmark's nodes; both schedulers see only those.
+const benchNodeLabel = "volcano-vgpu.bench/node"
+
+// binderReady is the line the binder logs once it watches pods.
+const binderReady = "Binder ready"
+
+type options struct {
+	kubeconfig   string
+	workloadPath string
+	sizes        []int
+	out          string
+	schedulerBin string
+	schedulerCfg string
+	auditLog     string
+	apiserverPID string
+	profile      bool
+	stall        time.Duration
+	keepNodes    bool
+	only         string
+}
+
+func main() {
+	klog.InitFlags(nil)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if len(os.Args) > 1 && os.Args[1] == "binder" {
+		fs := flag.NewFlagSet("binder", flag.ExitOnError)
+		kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster")
+		name := fs.String("scheduler-name", "", "pods' spec.schedulerName")
+		_ = fs.Parse(os.Args[2:])
+		cs, _, err := newClients(*kubeconfig, "bench-binder")
+		if err == nil {
+			err = runBinder(ctx, cs, *name)
+		}
+		exitOn(err)
+		return
+	}
+	root := repoRoot()
+	o := options{}
+	sizes := flag.String("sizes", "100,500,1000", "node counts, comma-separated; each run has podsPerNode x nodes pods")
+	flag.StringVar(&o.kubeconfig, "kubeconfig", filepath.Join(root, ".cache/testbed/pki/admin.kubeconfig"), "admin kubeconfig of the local cluster")
+	flag.StringVar(&o.workloadPath, "workload", filepath.Join(root, "test/workload/gpu-mix.yaml"), "workload data file")
+	flag.StringVar(&o.out, "out", filepath.Join(root, ".cache/bench"), "where e2e.json, e2e.md and e2e.png go")
+	flag.StringVar(&o.schedulerBin, "scheduler", filepath.Join(root, "bin/vc-scheduler"), "the vc-scheduler binary")
+	flag.StringVar(&o.schedulerCfg, "scheduler-conf", filepath.Join(root, "config/volcano-scheduler.conf"), "its configuration (the chart's default)")
+	flag.StringVar(&o.auditLog, "audit-log", filepath.Join(root, ".cache/testbed/logs/audit.log"), "the API server's audit log")
+	flag.StringVar(&o.apiserverPID, "apiserver-pid", filepath.Join(root, ".cache/testbed/run/kube-apiserver.pid"), "the API server's PID file")
+	flag.BoolVar(&o.profile, "profile", false, "take CPU and heap profiles of vc-scheduler during the largest run")
+	flag.DurationVar(&o.stall, "stall", time.Minute, "give up on a run when no pod was bound for this long")
+	flag.BoolVar(&o.keepNodes, "keep-nodes", false, "leave the kwok nodes in place at the end")
+	flag.StringVar(&o.only, "only", "", "run only this program: binder or vc-scheduler")
+	flag.Parse()
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			exitOn(fmt.Errorf("--sizes %q: want positive node counts", *sizes))
+		}
+		o.sizes = append(o.sizes, n)
+	}
+	exitOn(run(ctx, o))
+}
+
+func run(ctx context.Context, o options) error {
+	w, err := workload.Load(o.workloadPath)
+	if err != nil {
+		return err
+	}
+	cs, vc, err := newClients(o.kubeconfig, "bench-e2e")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	report := &report{Workload: w.Name, Date: time.Now().UTC().Format(time.RFC3339), Host: hostDescription()}
+	for i, nodes := range o.sizes {
+		if err := ensureNodes(ctx, cs, w, nodes); err != nil {
+			return err
+		}
+		pods := w.PodCount(nodes)
+		for _, s := range []schedulerRun{binderRun(o), schedulerBinaryRun(o, o.profile && i == len(o.sizes)-1)} {
+			if o.only != "" && o.only != s.name {
+				continue
+			}
+			klog.InfoS("Run", "scheduler", s.name, "nodes", nodes, "pods", pods)
+			r, err := runPhase(ctx, cs, vc, o, w, s, nodes, pods)
+			if err != nil {
+				return fmt.Errorf("%s, %d nodes: %w", s.name, nodes, err)
+			}
+			klog.InfoS("Result", "scheduler", s.name, "nodes", nodes, "podsPerSecond", r.PodsPerSecond, "p99", r.P99Seconds,
+				"writesPerPod", r.WritesPerPod, "bound", r.Bound)
+			report.Runs = append(report.Runs, r)
+		}
+	}
+	if !o.keepNodes {
+		if err := deleteNodes(ctx, cs); err != nil {
+			return err
+		}
+	}
+	return report.write(o.out)
+}
+
+func newClients(kubeconfig, agent string) (kubernetes.Interface, vcclient.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubeconfig %s: %w (is the cluster up? make cluster-up)", kubeconfig, err)
+	}
+	// The same client limits as vc-scheduler's defaults, for the binder and the load alike.
+	cfg.QPS, cfg.Burst, cfg.UserAgent = 2000, 2000, agent
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	vc, err := vcclient.NewForConfig(cfg)
+	return cs, vc, err
+}
+
+func repoRoot() string {
+	dir, err := os.Getwd()
+	exitOn(err)
+	for d := dir; d != "/"; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+	}
+	return dir
+}
+
+func exitOn(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benche2e:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// procSample is a process's CPU time so far and its peak resident memory.
+type procSample struct {
+	cpu     time.Duration
+	peakRSS int64 // bytes
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's times: 100 on every Linux build Go runs on.
+const clockTicks = 100
+
+// readProc reads /proc/PID/stat (utime + stime) and /proc/PID/status (VmHWM).
+func readProc(pid int) (procSample, error) {
+	var s procSample
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return s, err
+	}
+	// The command name, field 2, is in parentheses and may hold spaces: count from after it.
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if len(fields) < 13 {
+		return s, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	s.cpu = time.Duration(utime+stime) * time.Second / clockTicks
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return s, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			s.peakRSS = kb << 10
+		}
+	}
+	return s, nil
+}
+
+func readPID(path string) int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return -1
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	return pid
+}
+
+func fileSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// auditEvent is the part of an audit.k8s.io/v1 Event the count needs.
+type auditEvent struct {
+	Verb      string `json:"verb"`
+	UserAgent string `json:"userAgent"`
+	ObjectRef *struct {
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+		APIGroup    string `json:"apiGroup"`
+	} `json:"objectRef"`
+}
+
+// countWrites counts the writes in the API server's audit log after offset whose client's user
+// agent starts with agent, by "verb resource[/subresource]" (the audit policy of cluster-up.sh
+// logs writes only; events.k8s.io events are named events.k8s.io/events).
+func countWrites(path string, offset int64, agent string) (map[string]int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("audit log: %w (the cluster's API server writes it; make cluster-down cluster-up if it predates that)", err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return nil, err
+	}
+	counts := map[string]int{}
+	scanner := bufio.NewScanner(f)
+	scanner.Buffer(make([]byte, 1<<20), 1<<24)
+	for scanner.Scan() {
+		var e auditEvent
+		if json.Unmarshal(scanner.Bytes(), &e) != nil || e.ObjectRef == nil || !strings.HasPrefix(e.UserAgent, agent) {
+			continue
+		}
+		what := e.ObjectRef.Resource
+		if e.ObjectRef.APIGroup != "" && e.ObjectRef.APIGroup != "scheduling.volcano.sh" {
+			what = e.ObjectRef.APIGroup + "/" + what
+		}
+		if e.ObjectRef.Subresource != "" {
+			what += "/" + e.ObjectRef.Subresource
+		}
+		counts[e.Verb+" "+what]++
+	}
+	return counts, scanner.Err()
+}
+
+func perPod(writes map[string]int, pods int) float64 {
+	if pods == 0 {
+		return 0
+	}
+	total := 0
+	for _, n := range writes {
+		total += n
+	}
+	return float64(total) / float64(pods)
+}
+
+// hostDescription names the machine the numbers come from.
+func hostDescription() string {
+	model := "unknown CPU"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if rest, ok := strings.CutPrefix(line, "model name"); ok {
+				model = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(rest), ":"))
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d cores, %s", runtime.NumCPU(), model)
+}
