@@ -105,7 +105,9 @@ func runPhase(ctx context.Context, cs kubernetes.Interface, vc vcclient.Interfac
 	childBefore, _ := readProc(child.cmd.Process.Pid)
 	var profiles sync.WaitGroup
 	if s.profile {
-		profiles.Go(func() { fetch("http://"+schedulerListen+"/debug/pprof/profile?seconds=20", filepath.Join(o.out, "e2e-cpu.pprof")) })
+		profiles.Go(func() {
+			fetch("http://"+schedulerListen+"/debug/pprof/profile?seconds=20", filepath.Join(o.out, "e2e-cpu.pprof"))
+		})
 	}
 	start := time.Now()
 	if err := createJobs(ctx, cs, vc, w, jobs, watcher); err != nil {
