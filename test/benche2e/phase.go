@@ -219,13 +219,16 @@ feed:
 // pods are gone, so that the next run does not share the API server with the deletion.
 func cleanNamespace(ctx context.Context, cs kubernetes.Interface, vc vcclient.Interface, ns string) error {
 	zero := int64(0)
-	if err := cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
-		return fmt.Errorf("delete the pods of %s: %w", ns, err)
-	}
 	if err := vc.SchedulingV1beta1().PodGroups(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		return fmt.Errorf("delete the PodGroups of %s: %w", ns, err)
 	}
-	err := poll(ctx, 5*time.Minute, func() bool {
+	// A collection of thousands of pods can outlast the API server's request timeout; the
+	// deletion goes on, and the next call takes what is left.
+	err := poll(ctx, 10*time.Minute, func() bool {
+		err := cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+		if err != nil && !apierrors.IsTimeout(err) && !apierrors.IsServerTimeout(err) {
+			klog.ErrorS(err, "Deleting pods; trying again", "namespace", ns)
+		}
 		list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil && len(list.Items) == 0
 	})

@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -191,6 +192,19 @@ func (j *JobInfo) PendingBestEffortTaskNum() int32 { return j.pendingBestEffort 
 // ValidTaskNum: tasks that may still run (allocated, succeeded, pipelined or pending).
 func (j *JobInfo) ValidTaskNum() int32 {
 	return j.ReadyTaskNum() + j.TaskCount(Pipelined) + j.TaskCount(Pending)
+}
+
+// GangArrivalGrace is how long after its PodGroup was created a gang short of its minimum
+// counts as arriving rather than unschedulable: its controller is still creating its pods.
+const GangArrivalGrace = 30 * time.Second
+
+// Arriving reports whether the job is a gang still being created: fewer pods that may run
+// than its minimum, within GangArrivalGrace of its PodGroup's creation. Nothing is wrong
+// with it yet, so nothing about it is written (no Unschedulable condition or event on the
+// PodGroup or its pods); past the grace it is explained as any other gang.
+func (j *JobInfo) Arriving(now time.Time) bool {
+	return j.PodGroup != nil && j.ValidTaskNum() < j.MinAvailable &&
+		now.Sub(j.PodGroup.CreationTimestamp.Time) < GangArrivalGrace
 }
 
 // IsReady: the gang's minimum is placed (best-effort pending tasks count, they always fit).

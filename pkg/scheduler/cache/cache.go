@@ -57,8 +57,10 @@ type SchedulerCache struct {
 	resyncs workqueue.TypedRateLimitingInterface[podRef]
 	// writes coalesces status writes per object for the status workers.
 	writes *statusWriter
-	// conditions remembers the PodScheduled condition last sent to each pod.
-	conditions *sentConditions
+	// conditions remembers the PodScheduled condition last sent to each pod, jobEvents the
+	// Unschedulable event message last emitted on each PodGroup.
+	conditions *lastSent[podCondition]
+	jobEvents  *lastSent[string]
 
 	mu     sync.Mutex
 	jobs   map[api.JobID]*api.JobInfo
@@ -119,7 +121,8 @@ func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*
 		resyncs: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[podRef](),
 			workqueue.TypedRateLimitingQueueConfig[podRef]{Name: "bind-resync"}),
 		writes:          newStatusWriter(),
-		conditions:      newSentConditions(),
+		conditions:      newLastSent[podCondition](),
+		jobEvents:       newLastSent[string](),
 		jobs:            map[api.JobID]*api.JobInfo{},
 		nodes:           map[string]*api.NodeInfo{},
 		queues:          map[api.QueueID]*api.QueueInfo{},

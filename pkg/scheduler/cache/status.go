@@ -30,11 +30,15 @@ const (
 
 // UpdateJobStatus writes what the session decided about a job:
 //   - the PodGroup, with a full Update (the CRD has no status subresource), when statusChanged;
-//   - an event on the PodGroup: Warning Unschedulable while it waits (every cycle, as
-//     upstream), else Normal Scheduled when its status changed;
+//   - an event on the PodGroup: Warning Unschedulable while it waits, when its message changed
+//     (upstream emits it every cycle; the API server then spends a write per waiting gang per
+//     second on the same words), else Normal Scheduled when its status changed;
 //   - for every unplaced pod (Allocated, Pending or Pipelined, not gated), the PodScheduled=False
 //     condition with the task's reason and message, and a Warning FailedScheduling event, both
 //     only when the condition changed.
+//
+// A gang whose pods are still arriving (api.JobInfo.Arriving) gets no event and no pod
+// condition: it is not unschedulable, only incomplete.
 //
 // The writes run on the status workers; events go through the recorder. Neither blocks the
 // session.
@@ -49,14 +53,20 @@ func (sc *SchedulerCache) UpdateJobStatus(job *api.JobInfo, statusChanged bool) 
 			return sc.updatePodGroup(ctx, pg)
 		})
 	}
+	if job.Arriving(sc.clock.Now()) {
+		return
+	}
 	// FitError walks every task; pods without their own reason share it, so it is computed
 	// once per job rather than once per pod (api.JobInfo.PodScheduledMessage would redo it).
 	fitError := sync.OnceValue(job.FitError)
 	switch job.Status.Phase {
 	case "", schedulingv1beta1.PodGroupPending, schedulingv1beta1.PodGroupInqueue, schedulingv1beta1.PodGroupUnknown:
-		sc.recorder.Eventf(job.PodGroup, corev1.EventTypeWarning, EventReasonUnschedulable, "%d/%d tasks in gang unschedulable: %s",
-			job.TaskCount(api.Pending), len(job.Tasks), fitError())
+		msg := fmt.Sprintf("%d/%d tasks in gang unschedulable: %s", job.TaskCount(api.Pending), len(job.Tasks), fitError())
+		if sc.jobEvents.change(job.PodGroup.UID, msg, nil) {
+			sc.recorder.Event(job.PodGroup, corev1.EventTypeWarning, EventReasonUnschedulable, msg)
+		}
 	default:
+		sc.jobEvents.forget(job.PodGroup.UID)
 		if statusChanged {
 			sc.recorder.Event(job.PodGroup, corev1.EventTypeNormal, EventReasonScheduled, PodGroupReady)
 		}
@@ -121,7 +131,7 @@ func updateRefreshingOnConflict[T any](obj T, update func(T) error, get func() (
 // and emits a Warning FailedScheduling event, when that changes the condition.
 func (sc *SchedulerCache) setPodUnscheduled(pod *corev1.Pod, reason, msg string) {
 	want := podCondition{status: corev1.ConditionFalse, reason: reason, message: msg}
-	if !sc.conditions.change(pod, want) {
+	if !sc.conditions.change(pod.UID, want, func() podCondition { return currentCondition(pod) }) {
 		return
 	}
 	sc.recorder.Event(pod, corev1.EventTypeWarning, EventReasonFailedScheduling, msg)
@@ -173,41 +183,48 @@ type podCondition struct {
 	reason, message string
 }
 
-// sentConditions remembers the PodScheduled condition last sent to each pod. The informer
-// shows a write only after it is done, and under a backlog of writes that can take longer
-// than a cycle; comparing with the informer's pod alone would then send the same condition,
-// and emit the same event, again every cycle.
-type sentConditions struct {
+// currentCondition is the pod's own PodScheduled condition, zero when it has none.
+func currentCondition(pod *corev1.Pod) podCondition {
+	if c := podScheduledCondition(pod); c != nil {
+		return podCondition{status: c.Status, reason: c.Reason, message: c.Message}
+	}
+	return podCondition{}
+}
+
+// lastSent remembers what was last sent about each object (a pod's PodScheduled condition, a
+// PodGroup's Unschedulable event), so that nothing that would repeat it is sent. The informer
+// shows a write only after it is done, and under a backlog of writes that can take longer than
+// a cycle; comparing with the informer's object alone would send the same thing, and emit the
+// same event, again every cycle.
+type lastSent[V comparable] struct {
 	mu    sync.Mutex
-	byPod map[types.UID]podCondition
+	byUID map[types.UID]V
 }
 
-func newSentConditions() *sentConditions {
-	return &sentConditions{byPod: map[types.UID]podCondition{}}
+func newLastSent[V comparable]() *lastSent[V] {
+	return &lastSent[V]{byUID: map[types.UID]V{}}
 }
 
-// change records want as the pod's condition and reports whether it differs from the last
-// one sent, or, if none was, from the pod's own.
-func (s *sentConditions) change(pod *corev1.Pod, want podCondition) bool {
+// change records want as the object's and reports whether it differs from the last one
+// sent, or, if none was, from what the object itself shows (current; zero when nil).
+func (s *lastSent[V]) change(uid types.UID, want V, current func() V) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cur, ok := s.byPod[pod.UID]
-	if !ok {
-		if c := podScheduledCondition(pod); c != nil {
-			cur = podCondition{status: c.Status, reason: c.Reason, message: c.Message}
-		}
+	cur, ok := s.byUID[uid]
+	if !ok && current != nil {
+		cur, ok = current(), true
 	}
-	if cur == want {
+	if ok && cur == want {
 		return false
 	}
-	s.byPod[pod.UID] = want
+	s.byUID[uid] = want
 	return true
 }
 
-// forget drops what was sent to the pod: it is gone, or the write failed and the pod's own
-// condition is the truth again.
-func (s *sentConditions) forget(uid types.UID) {
+// forget drops what was sent about the object: it is gone, or the write failed and the
+// object's own state is the truth again.
+func (s *lastSent[V]) forget(uid types.UID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.byPod, uid)
+	delete(s.byUID, uid)
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,7 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 var podGroupsResource = schedulingv1beta1.SchemeGroupVersion.WithResource("podgroups")
@@ -246,5 +248,52 @@ func TestFailedConditionWriteIsRetried(t *testing.T) {
 	}
 	if n := patches(); n != 0 {
 		t.Errorf("the cycle after a successful patch sent %d patches, want 0", n)
+	}
+}
+
+// TestNoWritesForArrivingGangOrRepeatedEvent: a gang short of its minimum whose PodGroup is
+// younger than api.GangArrivalGrace is still being created, and nothing is written about it;
+// past the grace it is explained once, and its Unschedulable event is emitted again only when
+// its message changes.
+func TestNoWritesForArrivingGangOrRepeatedEvent(t *testing.T) {
+	ctx := context.Background()
+	env := newTestEnv(t, Options{})
+	created := metav1.NewTime(env.clock.Now())
+	pg := st.MakePodGroup().Namespace("ns").Name("gang").UID("uid-pg-gang").ResourceVersion("1").
+		MinMember(4).Phase(schedulingv1beta1.PodGroupInqueue).CreatedAt(created).Obj()
+	env.add(t, newNode("n1", "4", nil), newQueue("default"), pg,
+		newPod("gang-0", "1", inGroup("gang")), newPod("gang-1", "1", inGroup("gang")))
+	cycle := func() (events, patched []string) {
+		t.Helper()
+		job := sessionJob(t, env.sc, "ns/gang")
+		env.kube.ClearActions()
+		env.sc.UpdateJobStatus(job, false)
+		env.drainWrites(ctx)
+		for _, a := range actionsOn(env.kube.Actions(), "patch", corev1.SchemeGroupVersion.WithResource("pods"), "status") {
+			patched = append(patched, a.(clienttesting.PatchAction).GetName())
+		}
+		return env.events.take(), patched
+	}
+
+	env.clock.SetTime(created.Add(api.GangArrivalGrace - time.Second))
+	if events, patched := cycle(); len(events)+len(patched) != 0 {
+		t.Errorf("arriving gang (2 of 4 pods, PodGroup %s old): events %q, patches %q; want none",
+			api.GangArrivalGrace-time.Second, events, patched)
+	}
+
+	env.clock.SetTime(created.Add(api.GangArrivalGrace))
+	events, patched := cycle()
+	wantEvent := "PodGroup ns/gang Warning Unschedulable: 2/2 tasks in gang unschedulable: "
+	if len(onlyPrefixed(events, wantEvent)) != 1 || len(patched) != 2 {
+		t.Errorf("gang past the grace: events %q, patches %q; want one %q event and both pods told", events, patched, wantEvent)
+	}
+	if events, patched := cycle(); len(events)+len(patched) != 0 {
+		t.Errorf("same decision again: events %q, patches %q; want none", events, patched)
+	}
+
+	env.add(t, newPod("gang-2", "1", inGroup("gang")))
+	events, _ = cycle()
+	if want := "PodGroup ns/gang Warning Unschedulable: 3/3 tasks in gang unschedulable: "; len(onlyPrefixed(events, want)) != 1 {
+		t.Errorf("message changed (a third pod): events %q, want one %q", events, want)
 	}
 }

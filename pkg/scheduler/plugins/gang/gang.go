@@ -113,9 +113,9 @@ func (gangPlugin) OnSessionClose(ssn *framework.Session) {
 	now := metav1.Now()
 	unreadyJobs := 0
 	for _, job := range ssn.Jobs {
-		// A job without pods (a VolcanoJob before its controller creates them) has nothing to
-		// explain yet.
-		if len(job.Tasks) == 0 {
+		// A job without pods (a VolcanoJob before its controller creates them), or a gang whose
+		// pods are still arriving, has nothing to explain yet.
+		if len(job.Tasks) == 0 || job.Arriving(now.Time) {
 			continue
 		}
 		cond, unready := gangCondition(job, ssn.UID, now)
