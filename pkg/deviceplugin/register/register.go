@@ -1,5 +1,6 @@
 // Package register publishes the node's GPUs to the scheduler in the
-// node's annotations: vgpu.NodeDevicesAnnotation (the device list) and,
+// node's annotations: vgpu.NodeDevicesAnnotation (the device list),
+// vgpu.NodeMemoryFactorAnnotation (the MiB in one memory unit) and,
 // with Options.LegacyHandshake, vgpu.NodeHandshakeAnnotation (the liveness
 // handshake Volcano v1.13 to v1.14.2 and v1.15.0 need; see handshake.go).
 //
@@ -206,6 +207,10 @@ func (r *Registrar) reconcile(ctx context.Context) time.Duration {
 	if known && have[vgpu.NodeDevicesAnnotation] != devices {
 		want[vgpu.NodeDevicesAnnotation] = devices
 	}
+	// The scheduler turns context reserves from MiB into units with it.
+	if factor := vgpu.FormatMemoryFactor(r.cfg.Device.GPUMemoryFactor); known && have[vgpu.NodeMemoryFactorAnnotation] != factor {
+		want[vgpu.NodeMemoryFactorAnnotation] = factor
+	}
 
 	now := r.clock.Now()
 	current, present := have[vgpu.NodeHandshakeAnnotation]
@@ -292,9 +297,11 @@ func (r *Registrar) patch(ctx context.Context, node *corev1.Node, annotations ma
 		return fmt.Errorf("patch node %s: %w", node.Name, err)
 	}
 	was := node.Annotations[vgpu.NodeHandshakeAnnotation]
+	_, factorChanged := annotations[vgpu.NodeMemoryFactorAnnotation]
 	switch _, changed := annotations[vgpu.NodeDevicesAnnotation]; {
-	case changed:
-		klog.InfoS("Published the node's GPUs", "node", klog.KObj(node), "devices", annotations[vgpu.NodeDevicesAnnotation])
+	case changed || factorChanged:
+		klog.InfoS("Published the node's GPUs", "node", klog.KObj(node), "devices", annotations[vgpu.NodeDevicesAnnotation],
+			"memoryFactor", annotations[vgpu.NodeMemoryFactorAnnotation])
 	case len(annotations) > 0:
 		klog.V(4).InfoS("Answered the scheduler's handshake", "node", klog.KObj(node), "was", was)
 	}
@@ -314,8 +321,8 @@ func (r *Registrar) patch(ctx context.Context, node *corev1.Node, annotations ma
 // ownedAnnotations returns the annotations this loop writes, those the
 // node has.
 func ownedAnnotations(node *corev1.Node) map[string]string {
-	owned := make(map[string]string, 2)
-	for _, key := range []string{vgpu.NodeDevicesAnnotation, vgpu.NodeHandshakeAnnotation} {
+	owned := make(map[string]string, 3)
+	for _, key := range []string{vgpu.NodeDevicesAnnotation, vgpu.NodeMemoryFactorAnnotation, vgpu.NodeHandshakeAnnotation} {
 		if value, ok := node.Annotations[key]; ok {
 			owned[key] = value
 		}

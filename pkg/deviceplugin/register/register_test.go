@@ -196,7 +196,7 @@ func testPatchesOnlyWhatChanged(t *testing.T, legacy bool) {
 	if got := h.r.Patches(); got != 1 {
 		t.Fatalf("first pass: %d PATCHes, want 1", got)
 	}
-	want := map[string]string{vgpu.NodeDevicesAnnotation: published}
+	want := map[string]string{vgpu.NodeDevicesAnnotation: published, vgpu.NodeMemoryFactorAnnotation: "1"}
 	if legacy {
 		want[vgpu.NodeHandshakeAnnotation] = vgpu.FormatReported(start)
 	}
@@ -248,6 +248,7 @@ func TestHealthChangePatchesAtOnce(t *testing.T) {
 	want := map[string]string{
 		vgpu.NodeDevicesAnnotation: uuidA + ",10,143771,NVIDIA-NVIDIA H200,true,hami-core:" +
 			uuidB + ",10,143771,NVIDIA-NVIDIA H200,false,hami-core:",
+		vgpu.NodeMemoryFactorAnnotation: "1",
 		// The scheduler asked nothing, so the handshake is left alone.
 		vgpu.NodeHandshakeAnnotation: vgpu.FormatReported(start),
 	}
@@ -398,8 +399,9 @@ func TestHandshakeAnswers(t *testing.T) {
 			}
 			answered := start.Add(tt.after + tt.wantWait)
 			want := map[string]string{
-				vgpu.NodeDevicesAnnotation:   published,
-				vgpu.NodeHandshakeAnnotation: vgpu.FormatReported(answered),
+				vgpu.NodeDevicesAnnotation:      published,
+				vgpu.NodeMemoryFactorAnnotation: "1",
+				vgpu.NodeHandshakeAnnotation:    vgpu.FormatReported(answered),
 			}
 			if diff := cmp.Diff(want, h.stored(t)); diff != "" {
 				t.Errorf("annotations (-want +got):\n%s", diff)
