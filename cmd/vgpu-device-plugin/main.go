@@ -169,8 +169,8 @@ func run(ctx context.Context, o *options) error {
 		pipe.Shutdown(ctx)
 	}()
 	vgpuAllocator, err := assignment.NewVGPU(client, assignment.Config{NodeName: o.nodeName, Names: names, MemoryFactor: factor,
-		SchedulerNames: o.schedulerNames, AllowDisableControl: o.allowDisableControl, Recorder: pipe.Recorder(),
-		HookPath: o.hookPath, GPUs: inventory})
+		ContextReserves: cfg.Device.ContextReserves, SchedulerNames: o.schedulerNames, AllowDisableControl: o.allowDisableControl,
+		Recorder: pipe.Recorder(), HookPath: o.hookPath, GPUs: inventory})
 	if err != nil {
 		return err
 	}
@@ -179,9 +179,10 @@ func run(ctx context.Context, o *options) error {
 		Resources: kubelet.Resources{Names: names, SplitCount: cfg.Device.DeviceSplitCount,
 			CoreScaling: cfg.Device.DeviceCoreScaling, MemoryFactor: factor, MemoryUnits: memoryUnits},
 		Allocators: kubelet.Allocators{
-			Count:  vgpuAllocator,
-			Memory: assignment.NewCountRequired(client, o.nodeName, names.Count, names.Memory),
-			Cores:  assignment.NewCountRequired(client, o.nodeName, names.Count, names.Cores),
+			Count:            vgpuAllocator,
+			Memory:           assignment.NewCountRequired(client, o.nodeName, names.Count, names.Memory),
+			Cores:            assignment.NewCountRequired(client, o.nodeName, names.Count, names.Cores),
+			MemoryPercentage: assignment.NewCountRequired(client, o.nodeName, names.Count, names.MemoryPercentage),
 		},
 	}, inventory)
 	if err != nil {

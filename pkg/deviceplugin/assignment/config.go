@@ -69,6 +69,9 @@ type Config struct {
 	// MemoryFactor is how many MiB one vGPU memory unit is; the same factor
 	// the memory resource and the node annotation use.
 	MemoryFactor int32
+	// ContextReserves are the device ConfigMap's: a vgpu-memory request may
+	// book its GPU model's reserve on top (matchRequest).
+	ContextReserves vgpu.ContextReserves
 	// HookPath is the host directory with HAMi-core; empty means
 	// DefaultHookPath.
 	HookPath string

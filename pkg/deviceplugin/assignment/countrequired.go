@@ -11,12 +11,13 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
 
-// CountRequired answers Allocate for the vGPU memory or cores resource.
-// The count resource's allocator does all the work for a container, so an
-// empty response is right, except for a container that asks for memory or
-// cores without a vGPU count: kubelet never calls the count server for
-// it, so it would start with every GPU visible and no limit at all (the
-// upstream plugin's issue #40). CountRequired refuses that container.
+// CountRequired answers Allocate for the vGPU memory, cores or memory
+// percentage resource. The count resource's allocator does all the work for
+// a container, so an empty response is right, except for a container that
+// asks for one of them without a vGPU count: kubelet never calls the count
+// server for it, so it would start with every GPU visible and no limit at
+// all (the upstream plugin's issue #40). CountRequired refuses that
+// container.
 type CountRequired struct {
 	client   kubernetes.Interface
 	node     string
@@ -24,8 +25,8 @@ type CountRequired struct {
 	resource corev1.ResourceName
 }
 
-// NewCountRequired returns the allocator for resource (the memory or cores
-// resource) on node; count is the vGPU count resource.
+// NewCountRequired returns the allocator for resource (the memory, cores or
+// memory percentage resource) on node; count is the vGPU count resource.
 func NewCountRequired(client kubernetes.Interface, node string, count, resource corev1.ResourceName) *CountRequired {
 	return &CountRequired{client: client, node: node, count: count, resource: resource}
 }

@@ -167,7 +167,7 @@ func noTargetError(node string, count int, reasons []string) error {
 // belongs to the i-th container that requests vGPU, which is not
 // pod.Spec.Containers[i] when a container without vGPU comes first. The
 // entry must be exactly what that container requests (matchRequest).
-func containerFor(t target, names vgpu.ResourceNames, gpus []nvml.GPU, factor int32) (*corev1.Container, error) {
+func containerFor(t target, names vgpu.ResourceNames, gpus []nvml.GPU, factor int32, reserves vgpu.ContextReserves) (*corev1.Container, error) {
 	pod := t.pod
 	for _, c := range pod.Spec.InitContainers {
 		if _, ok := c.Resources.Limits[names.Count]; ok {
@@ -188,7 +188,7 @@ func containerFor(t target, names vgpu.ResourceNames, gpus []nvml.GPU, factor in
 		return nil, fmt.Errorf("pod %s/%s container %q requests %d vGPUs but its entry %d in %s has %d",
 			pod.Namespace, pod.Name, request.ContainerName, request.Count, t.entry, vgpu.DevicesToAllocateAnnotation, len(t.devices()))
 	}
-	if err := matchRequest(request, t.devices(), gpus, factor); err != nil {
+	if err := matchRequest(request, t.devices(), gpus, factor, reserves); err != nil {
 		return nil, fmt.Errorf("pod %s/%s container %q, entry %d in %s: %w",
 			pod.Namespace, pod.Name, request.ContainerName, t.entry, vgpu.DevicesToAllocateAnnotation, err)
 	}
@@ -201,7 +201,14 @@ func containerFor(t target, names vgpu.ResourceNames, gpus []nvml.GPU, factor in
 // container's memory (its memory, else its percentage of the GPU) and its
 // cores, never more than the GPU has. Anything else is an assignment the
 // scheduler did not make, and would hand out limits nobody paid for.
-func matchRequest(request vgpu.ContainerRequest, devices vgpu.ContainerDevices, gpus []nvml.GPU, factor int32) error {
+//
+// A memory request may book up to its GPU model's context reserve on top
+// (vgpu.ContainerRequest.ReserveOn), which the container's limit then
+// includes. Any figure from the request to the request plus the reserve this
+// plugin knows is accepted: an upstream scheduler books none, and ours books
+// the reserve of the device ConfigMap it read, which this plugin reads only at
+// start.
+func matchRequest(request vgpu.ContainerRequest, devices vgpu.ContainerDevices, gpus []nvml.GPU, factor int32, reserves vgpu.ContextReserves) error {
 	for i, d := range devices {
 		g := slices.IndexFunc(gpus, func(g nvml.GPU) bool { return g.UUID == d.UUID })
 		if g < 0 {
@@ -209,13 +216,22 @@ func matchRequest(request vgpu.ContainerRequest, devices vgpu.ContainerDevices, 
 		}
 		units := int32(min(gpus[g].MemoryMiB/uint64(factor), math.MaxInt32))
 		want := request.MemoryOn(units)
+		reserve := request.ReserveOn(vgpu.ReserveUnits(reserves.MiBFor(vgpu.DeviceTypeForModel(gpus[g].Name)), factor))
 		switch {
 		case want > units:
 			return fmt.Errorf("device %d: the container asks %d memory units, more than GPU %s has (%d)", i, want, d.UUID, units)
-		case d.UsedMemory != want && !(d.UsedMemory == 0 && want == units):
+		case d.UsedMemory == 0 && want == units:
 			// Booking 0 for a container that asks the whole GPU is the older
 			// schedulers' way of saying so; Allocate then limits it to the GPU.
+		case reserve > 0 && (d.UsedMemory < want || int64(d.UsedMemory) > min(int64(want)+int64(reserve), int64(units))):
+			// The scheduler refuses a request that fits the GPU only without the
+			// reserve, so no honest booking exceeds the GPU.
+			return fmt.Errorf("device %d books %d memory units, the container asks %d, and %d with the GPU's context reserve",
+				i, d.UsedMemory, want, int64(want)+int64(reserve))
+		case reserve == 0 && d.UsedMemory != want:
 			return fmt.Errorf("device %d books %d memory units, the container asks %d", i, d.UsedMemory, want)
+		}
+		switch {
 		case d.UsedCores != request.Cores:
 			return fmt.Errorf("device %d books %d cores, the container asks %d", i, d.UsedCores, request.Cores)
 		case d.UsedCores > 100:

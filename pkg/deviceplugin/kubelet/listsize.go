@@ -14,11 +14,12 @@ import (
 // allocatable at 0.
 const MessageLimit = kubeletMessageLimit
 
-// The three resources, as ListTooLargeError names them.
+// The resources, as ListTooLargeError names them.
 const (
-	ListCount  = "count"
-	ListMemory = "memory"
-	ListCores  = "cores"
+	ListCount      = "count"
+	ListMemory     = "memory"
+	ListCores      = "cores"
+	ListPercentage = "memory percentage"
 )
 
 // ListTooLargeError is a device list the kubelet would drop. Fit is the
@@ -32,7 +33,8 @@ type ListTooLargeError struct {
 	// Bytes is the list's size with every device Unhealthy.
 	Bytes int
 	// Fit is the largest split count (ListCount) or cores per GPU
-	// (ListCores), or the smallest memory factor (ListMemory), that fits.
+	// (ListCores), or the smallest memory factor (ListMemory), that fits;
+	// 0 for ListPercentage, whose length only the number of GPUs sets.
 	Fit int64
 }
 
@@ -51,6 +53,22 @@ func CountListSize(split int32, gpus []nvml.GPU) int {
 // at core scaling scaling, every device Unhealthy.
 func CoresListSize(scaling float64, gpus []nvml.GPU) int {
 	return coresResource("", coresPerGPU(scaling), nil).listSize(gpus)
+}
+
+// PercentageListSize is the size in bytes of the memory percentage device
+// list of gpus (PercentPerGPU each), every device Unhealthy.
+func PercentageListSize(gpus []nvml.GPU) int {
+	return percentageResource("", nil).listSize(gpus)
+}
+
+// CheckPercentageList refuses GPUs whose memory percentage device list the
+// kubelet would drop. Nothing configurable shortens it, so the error's Fit
+// is 0: only fewer GPUs help.
+func CheckPercentageList(gpus []nvml.GPU) error {
+	if size := PercentageListSize(gpus); size > MessageLimit {
+		return &ListTooLargeError{List: ListPercentage, GPUs: len(gpus), Bytes: size}
+	}
+	return nil
 }
 
 // CheckCountList refuses a split count whose device list the kubelet would
@@ -90,6 +108,11 @@ func (r Resources) checkListSizes(gpus []nvml.GPU) error {
 	}
 	if err := CheckCoresList(r.CoreScaling, gpus); err != nil {
 		errs = append(errs, fmt.Errorf("core scaling %g: %w", r.CoreScaling, err))
+	}
+	if r.Names.MemoryPercentage != "" {
+		if err := CheckPercentageList(gpus); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", r.Names.MemoryPercentage, err))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -2,7 +2,9 @@ package kubelet
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -94,5 +96,29 @@ func TestCoresPerGPUCapped(t *testing.T) {
 		if got := coresPerGPU(scaling); got != math.MaxInt32 {
 			t.Errorf("coresPerGPU(%g) = %d, want it capped at %d", scaling, got, math.MaxInt32)
 		}
+	}
+}
+
+// TestPercentageList: the memory percentage list is measured like the others, fits for any
+// real node, and is refused (with no value to advise) only for more GPUs than a node has.
+func TestPercentageList(t *testing.T) {
+	eight := gpusOf(1, 1, 1, 1, 1, 1, 1, 1)
+	if got, want := PercentageListSize(eight), realSize(percentageResource("", nil), eight); got != want {
+		t.Errorf("computed %d bytes, the real list has %d", got, want)
+	}
+	if err := CheckPercentageList(eight); err != nil {
+		t.Errorf("8 GPUs: %v", err)
+	}
+	many := make([]nvml.GPU, 2000)
+	for i := range many {
+		many[i] = nvml.GPU{UUID: fmt.Sprintf("GPU-%08d-0000-0000-0000-000000000000", i), Healthy: true}
+	}
+	var tooLarge *ListTooLargeError
+	if err := CheckPercentageList(many); !errors.As(err, &tooLarge) || tooLarge.List != ListPercentage || tooLarge.Fit != 0 {
+		t.Fatalf("2000 GPUs: %v, want a memory percentage *ListTooLargeError", err)
+	}
+	r := testResources(1)
+	if err := r.checkListSizes(many); err == nil || !strings.Contains(err.Error(), "volcano.sh/vgpu-memory-percentage: the memory percentage device list of 2000 GPUs") {
+		t.Errorf("checkListSizes: %v, want the percentage list named", err)
 	}
 }

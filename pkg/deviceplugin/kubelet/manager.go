@@ -1,12 +1,14 @@
-// Package kubelet serves the three vGPU resources to the kubelet through
+// Package kubelet serves the vGPU resources to the kubelet through
 // the device-plugin API (k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1):
 // one gRPC server per resource, each on its own socket in the kubelet's
 // device-plugin directory and registered with the kubelet.
 //
-// All three advertise fake devices derived from the node's GPUs:
-// split-count vGPUs per GPU, the GPU's memory in units of the memory factor,
-// and 100 x core-scaling cores per GPU. Kubelet's choice among them is
-// ignored; only their count matters, and the vgpu-number server's
+// All advertise fake devices derived from the node's GPUs: split-count
+// vGPUs per GPU, the GPU's memory in units of the memory factor,
+// 100 x core-scaling cores per GPU, and 100 percent of memory per GPU (the
+// memory percentage resource, which upstream's plugin does not advertise,
+// so that a pod asking it finds it on the node). Kubelet's choice among
+// them is ignored; only their count matters, and the vgpu-number server's
 // Allocator serves the scheduler's assignment instead.
 //
 // The Manager follows kubelet restarts: kubelet deletes every socket in
@@ -39,7 +41,7 @@ const registerTimeout = 5 * time.Second
 // Allocators answer Allocate for each resource; a nil one answers every
 // container with an empty response.
 type Allocators struct {
-	Count, Memory, Cores Allocator
+	Count, Memory, Cores, MemoryPercentage Allocator
 }
 
 // Config configures a Manager.
@@ -54,7 +56,7 @@ type Config struct {
 	PollInterval time.Duration
 }
 
-// Manager runs the three device-plugin servers and keeps them registered.
+// Manager runs the device-plugin servers and keeps them registered.
 type Manager struct {
 	kubeletSocket string
 	pollInterval  time.Duration
@@ -99,7 +101,7 @@ func NewManager(cfg Config, inventory *Inventory) (*Manager, error) {
 	return m, nil
 }
 
-// Run serves and registers the three resources until ctx is done, then
+// Run serves and registers the resources until ctx is done, then
 // stops the servers and removes their sockets. Failures (kubelet absent,
 // registration refused) are logged and retried every poll.
 func (m *Manager) Run(ctx context.Context) error {

@@ -49,13 +49,13 @@ func (k *fakeKubelet) Register(_ context.Context, req *pluginapi.RegisterRequest
 	return &pluginapi.Empty{}, nil
 }
 
-// awaitRegistrations waits for one registration of each of the three
+// awaitRegistrations waits for one registration of each of the four
 // resources and returns "resource endpoint version" for each, sorted.
 func (k *fakeKubelet) awaitRegistrations(t *testing.T, within time.Duration) []string {
 	t.Helper()
 	deadline := time.After(within)
 	var got []string
-	for len(got) < 3 {
+	for len(got) < len(wantRegistrations) {
 		select {
 		case req := <-k.registrations:
 			if req.Options == nil || req.Options.GetPreferredAllocationAvailable || req.Options.PreStartRequired {
@@ -73,6 +73,7 @@ func (k *fakeKubelet) awaitRegistrations(t *testing.T, within time.Duration) []s
 var wantRegistrations = []string{
 	"volcano.sh/vgpu-cores nvidia-vgpu-cores.sock v1beta1",
 	"volcano.sh/vgpu-memory nvidia-vgpu-memory.sock v1beta1",
+	"volcano.sh/vgpu-memory-percentage nvidia-vgpu-memory-percentage.sock v1beta1",
 	"volcano.sh/vgpu-number nvidia-vgpu-number.sock v1beta1",
 }
 
@@ -157,7 +158,7 @@ func TestManagerServesRegistersAndFollowsKubelet(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Errorf("Run: %v", err)
 		}
-		for _, socket := range []string{"nvidia-vgpu-number.sock", "nvidia-vgpu-memory.sock", "nvidia-vgpu-cores.sock"} {
+		for _, socket := range []string{"nvidia-vgpu-number.sock", "nvidia-vgpu-memory.sock", "nvidia-vgpu-cores.sock", "nvidia-vgpu-memory-percentage.sock"} {
 			if _, err := os.Stat(filepath.Join(dir, socket)); !os.IsNotExist(err) {
 				t.Errorf("socket %s left after Run returned: %v", socket, err)
 			}

@@ -21,9 +21,10 @@ import (
 // in so that there is only one.
 type MemoryUnits func(totalMiB uint64, factor int32) int32
 
-// Resources are what the three servers advertise per GPU.
+// Resources are what the servers advertise per GPU.
 type Resources struct {
-	// Names are the three resource names; MemoryPercentage is not advertised.
+	// Names are the resource names. MemoryPercentage is advertised when set,
+	// as PercentPerGPU devices per GPU.
 	Names vgpu.ResourceNames
 	// SplitCount is how many vGPUs share one GPU: the vgpu-number devices
 	// per GPU.
@@ -66,25 +67,38 @@ func coresPerGPU(scaling float64) int {
 	return int(cores)
 }
 
+// PercentPerGPU is how many devices of the memory percentage resource one GPU
+// advertises: a pod asking volcano.sh/vgpu-memory-percentage 50 asks for 50
+// of them, so kubelet, the scheduler's resource fit and the queue checks all
+// find the resource a node has. The scheduler books the percentage of the
+// GPU's memory; kubelet counts the literal request node-wide, as it does for
+// every vGPU resource.
+const PercentPerGPU = 100
+
 // resource is one advertised resource: how many kubelet devices a GPU
 // contributes, how they are named, and who answers Allocate for them.
 type resource struct {
 	name corev1.ResourceName
 	// idInfix goes between the GPU UUID and the device's number, so the
-	// IDs of the three resources never collide: "<uuid>-3",
-	// "<uuid>-memory-3", "<uuid>-core-3".
+	// IDs of the resources never collide: "<uuid>-3", "<uuid>-memory-3",
+	// "<uuid>-core-3", "<uuid>-percent-3".
 	idInfix   string
 	perGPU    func(gpu nvml.GPU) int
 	allocator Allocator
 }
 
-// The three resources in the order they are served and registered.
+// The resources in the order they are served and registered: count,
+// memory, cores, and the memory percentage when it has a name.
 func (r Resources) list(alloc Allocators) []resource {
-	return []resource{
+	list := []resource{
 		countResource(r.Names.Count, r.SplitCount, alloc.Count),
 		memoryResource(r.Names.Memory, r.MemoryFactor, r.MemoryUnits, alloc.Memory),
 		coresResource(r.Names.Cores, coresPerGPU(r.CoreScaling), alloc.Cores),
 	}
+	if r.Names.MemoryPercentage != "" {
+		list = append(list, percentageResource(r.Names.MemoryPercentage, alloc.MemoryPercentage))
+	}
+	return list
 }
 
 func countResource(name corev1.ResourceName, split int32, alloc Allocator) resource {
@@ -100,6 +114,15 @@ func coresResource(name corev1.ResourceName, cores int, alloc Allocator) resourc
 		name:      name,
 		idInfix:   "-core",
 		perGPU:    func(nvml.GPU) int { return cores },
+		allocator: alloc,
+	}
+}
+
+func percentageResource(name corev1.ResourceName, alloc Allocator) resource {
+	return resource{
+		name:      name,
+		idInfix:   "-percent",
+		perGPU:    func(nvml.GPU) int { return PercentPerGPU },
 		allocator: alloc,
 	}
 }

@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -78,6 +79,21 @@ func TestDevicesPerResource(t *testing.T) {
 			socket:   "nvidia-vgpu-cores.sock",
 			want:     []string{uuidA + "-core-0=H", uuidA + "-core-1=H", uuidB + "-core-0=U", uuidB + "-core-1=U"},
 		},
+		{
+			name:      "vgpu-memory-percentage: 100 per GPU, whatever the scaling",
+			resources: func() Resources { r := testResources(7); r.CoreScaling = 0.02; return r }(),
+			resource:  3,
+			socket:    "nvidia-vgpu-memory-percentage.sock",
+			want: func() []string {
+				var ids []string
+				for _, g := range []string{uuidA + "-percent-%d=H", uuidB + "-percent-%d=U"} {
+					for i := range PercentPerGPU {
+						ids = append(ids, fmt.Sprintf(g, i))
+					}
+				}
+				return ids
+			}(),
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,6 +105,19 @@ func TestDevicesPerResource(t *testing.T) {
 				t.Errorf("socket %q, want %q", got, tt.socket)
 			}
 		})
+	}
+}
+
+// TestNoPercentageNameNoPercentageServer: a device ConfigMap without a memory percentage name
+// turns the resource off, and no server is made for it.
+func TestNoPercentageNameNoPercentageServer(t *testing.T) {
+	r := testResources(1)
+	if n := len(r.list(Allocators{})); n != 4 {
+		t.Errorf("%d resources with a percentage name, want 4", n)
+	}
+	r.Names.MemoryPercentage = ""
+	if n := len(r.list(Allocators{})); n != 3 {
+		t.Errorf("%d resources without one, want 3", n)
 	}
 }
 

@@ -14,7 +14,9 @@ import (
 // device list for gpus the kubelet would drop (the node would advertise 0
 // of the resource, or a plugin building the list would run out of memory).
 // Each error says where the value was set and the largest value that fits.
-// The memory list is SettleMemoryFactor's.
+// The memory list is SettleMemoryFactor's. The memory percentage list, a
+// fixed kubelet.PercentPerGPU devices per GPU, is refused only for more GPUs
+// than any node has.
 func (c Config) CheckListSizes(gpus []nvml.GPU) error {
 	var errs []error
 	if err := kubelet.CheckCountList(c.Device.DeviceSplitCount, gpus); err != nil {
@@ -25,6 +27,12 @@ func (c Config) CheckListSizes(gpus []nvml.GPU) error {
 		errs = append(errs, c.tooLarge("core scaling "+strconv.FormatFloat(c.Device.DeviceCoreScaling, 'g', -1, 64),
 			c.where(coreScalingSetting, c.Origins.CoreScaling), err,
 			func(fit int64) string { return strconv.FormatFloat(float64(fit)/100, 'f', -1, 64) }))
+	}
+	if name := c.Device.ResourceMemoryPercentageName; name != "" {
+		if err := kubelet.CheckPercentageList(gpus); err != nil {
+			errs = append(errs, fmt.Errorf("node %s: %s, %d devices per GPU: %w; leave GPUs out with filterdevices in %s",
+				c.Node, name, kubelet.PercentPerGPU, err, vgpu.NodeConfigKey))
+		}
 	}
 	return errors.Join(errs...)
 }

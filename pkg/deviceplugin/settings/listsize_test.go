@@ -159,3 +159,24 @@ func TestCheckListSizesNamesTheDeviceConfigMap(t *testing.T) {
 		t.Errorf("error %v, want one containing %q", err, want)
 	}
 }
+
+// TestCheckListSizesPercentage: the memory percentage list (100 devices per GPU) is checked
+// too; nothing shortens it, so the error says to leave GPUs out.
+func TestCheckListSizesPercentage(t *testing.T) {
+	c, err := Resolve("n1", vgpu.DefaultNvidiaConfig(), nil, vgpu.NodeConfigFile{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CheckListSizes(h200s(16)); err != nil {
+		t.Fatalf("16 GPUs: %v", err)
+	}
+	c.Device.DeviceCoreScaling = 0.01 // so that only the percentage list is too long
+	c.Device.DeviceSplitCount = 1
+	err = c.CheckListSizes(h200s(2000))
+	for _, want := range []string{"node n1: volcano.sh/vgpu-memory-percentage, 100 devices per GPU: the memory percentage device list of 2000 GPUs",
+		"leave GPUs out with filterdevices in config.json"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("2000 GPUs: %v, want %q", err, want)
+		}
+	}
+}
