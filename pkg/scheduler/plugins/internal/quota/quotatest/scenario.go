@@ -69,11 +69,19 @@ const (
 	VGPUNumber = "volcano.sh/vgpu-number"
 	VGPUMemory = "volcano.sh/vgpu-memory"
 	VGPUCores  = "volcano.sh/vgpu-cores"
+	// VGPUMemoryPercentage is a share of each GPU's memory instead of an amount; our device
+	// plugin advertises 100 of it per GPU.
+	VGPUMemoryPercentage = "volcano.sh/vgpu-memory-percentage"
 )
 
 // VGPU is the request of one vGPU slice of memMiB and 30% of the cores (lab 8's pods).
 func VGPU(memMiB string) corev1.ResourceList {
 	return List(VGPUNumber+"=1", VGPUMemory+"="+memMiB, VGPUCores+"=30")
+}
+
+// halfGPU is the request of one vGPU of half its GPU's memory.
+func halfGPU() corev1.ResourceList {
+	return List(VGPUNumber+"=1", VGPUMemoryPercentage+"=50")
 }
 
 // QueueQuotaRejected is the PodGroup event of a job the queue quota keeps Pending.
@@ -150,6 +158,28 @@ func VGPUQueueScenarios() []Scenario {
 			},
 			Job:        "exceeds",
 			WantEvents: []Event{QueueQuotaRejected("exceeds", "queue resource quota insufficient: insufficient volcano.sh/vgpu-memory")},
+		},
+		{
+			Name: "memory percentage, no node advertises it (upstream's device plugin): the standalone pod stays Pending with the event",
+			Cluster: Cluster{
+				Nodes:     []*corev1.Node{gpuNode()},
+				Queues:    []*schedulingv1beta1.Queue{Queue("default", nil)},
+				PodGroups: []*schedulingv1beta1.PodGroup{PodGroup("half", "default", 1, halfGPU(), schedulingv1beta1.PodGroupPending)},
+				Pods:      []*corev1.Pod{Pod("half", "half", "", halfGPU())},
+			},
+			Job:        "half",
+			WantEvents: []Event{QueueQuotaRejected("half", "queue resource quota insufficient: insufficient volcano.sh/vgpu-memory-percentage")},
+		},
+		{
+			Name: "memory percentage on a node advertising 100 per GPU: admitted and placed",
+			Cluster: Cluster{
+				Nodes: []*corev1.Node{Node("gpu-node", List("cpu=8", "memory=16Gi", VGPUNumber+"=10", VGPUMemory+"=8192", VGPUCores+"=100",
+					VGPUMemoryPercentage+"=100"))},
+				Queues:    []*schedulingv1beta1.Queue{Queue("default", nil)},
+				PodGroups: []*schedulingv1beta1.PodGroup{PodGroup("half", "default", 1, halfGPU(), schedulingv1beta1.PodGroupPending)},
+				Pods:      []*corev1.Pod{Pod("half", "half", "", halfGPU())},
+			},
+			Job: "half", WantEnqueued: true, WantPlaced: []string{"half"},
 		},
 		{
 			Name: "no node exposes vGPU: every requested vGPU dimension compares against zero",
