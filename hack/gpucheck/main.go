@@ -11,7 +11,7 @@
 //
 // Then it reads commands on standard input, one per line:
 //
-//	allocate NAME MIB CORES FACTOR OUT
+//	allocate NAME MIB CORES FACTOR OUT [RESERVE]
 //
 // creates pod NAME bound to the node with one container that asks for one vGPU of MIB MiB
 // (MIB/FACTOR vgpu-memory units; FACTOR is the plugin's MiB per unit) and CORES percent,
@@ -19,11 +19,18 @@
 // annotation (encoded by pkg/vgpu, as the scheduler does), then calls Allocate for the
 // container's three resources as kubelet does at admission and writes the merged response
 // to OUT.json, its environment to OUT.env (KEY=VALUE lines) and its mounts to OUT.mounts
-// ("HOST CONTAINER ro|rw" lines); on failure it writes OUT.error instead.
+// ("HOST CONTAINER ro|rw" lines); on failure it writes OUT.error instead. With RESERVE (MiB)
+// the assignment books the request plus that context reserve, rounded up to whole units, as
+// the scheduler does for a GPU model with a contextReserves entry; the plugin accepts that
+// only when its device ConfigMap (--device-config) has the entry.
 //
 //	quit
 //
 // ends it (so does the end of input).
+//
+// With --device-config FILE the API server holds kube-system/volcano-vgpu-device-config with
+// FILE as its device-config.yaml; without it there is no device ConfigMap and the plugin
+// uses its shipped defaults.
 package main
 
 import (
@@ -54,8 +61,8 @@ import (
 )
 
 type options struct {
-	dir, node, kubeconfig, apiAddress, out, scheduler, namespace string
-	timeout                                                      time.Duration
+	dir, node, kubeconfig, apiAddress, out, scheduler, namespace, deviceConfig string
+	timeout                                                                    time.Duration
 }
 
 func main() {
@@ -67,6 +74,7 @@ func main() {
 	flag.StringVar(&o.out, "out", ".", "directory for devices.txt")
 	flag.StringVar(&o.scheduler, "scheduler-name", "volcano", "schedulerName of the pods")
 	flag.StringVar(&o.namespace, "namespace", "default", "namespace of the pods")
+	flag.StringVar(&o.deviceConfig, "device-config", "", "device-config.yaml to serve as the device ConfigMap (none when empty)")
 	flag.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long to wait for registration, device lists and the node annotation")
 	flag.Parse()
 	logger := log.New(os.Stdout, "", log.Ltime|log.Lmicroseconds)
@@ -89,6 +97,20 @@ func run(o options, logger *log.Logger) error {
 		Status:     corev1.NodeStatus{Phase: corev1.NodeRunning},
 	}); err != nil {
 		return err
+	}
+	if o.deviceConfig != "" {
+		data, err := os.ReadFile(o.deviceConfig)
+		if err != nil {
+			return err
+		}
+		ref := vgpu.DefaultDeviceConfigMap()
+		if _, err := store.put("configmaps", &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace},
+			Data:       map[string]string{vgpu.DeviceConfigKey: string(data)},
+		}); err != nil {
+			return err
+		}
+		logger.Printf("API server: device ConfigMap %s from %s", ref, o.deviceConfig)
 	}
 	listener, err := net.Listen("tcp", o.apiAddress)
 	if err != nil {
@@ -140,8 +162,8 @@ func run(o options, logger *log.Logger) error {
 		case "quit":
 			return nil
 		case "allocate":
-			if len(fields) != 6 {
-				logger.Printf("want: allocate NAME MIB CORES FACTOR OUT")
+			if len(fields) != 6 && len(fields) != 7 {
+				logger.Printf("want: allocate NAME MIB CORES FACTOR OUT [RESERVE]")
 				continue
 			}
 			a, err := parseAllocate(fields[1:])
@@ -150,9 +172,7 @@ func run(o options, logger *log.Logger) error {
 			}
 			if err != nil {
 				logger.Printf("allocate %s: FAILED: %v", fields[1], err)
-				if len(fields) == 6 {
-					_ = os.WriteFile(fields[5]+".error", []byte(err.Error()+"\n"), 0o644)
-				}
+				_ = os.WriteFile(fields[5]+".error", []byte(err.Error()+"\n"), 0o644)
 			}
 		default:
 			logger.Printf("unknown command %q", fields[0])
@@ -238,17 +258,21 @@ func waitNodeDevices(ctx context.Context, store *apiStore, node string) ([]vgpu.
 }
 
 type allocation struct {
-	name               string
-	mib, cores, factor int32
-	out                string
+	name                        string
+	mib, cores, factor, reserve int32
+	out                         string
 }
 
 func parseAllocate(fields []string) (allocation, error) {
 	a := allocation{name: fields[0], out: fields[4]}
-	for i, dst := range []*int32{&a.mib, &a.cores, &a.factor} {
-		n, err := strconv.ParseInt(fields[i+1], 10, 32)
+	numbers := []string{fields[1], fields[2], fields[3]}
+	if len(fields) == 6 {
+		numbers = append(numbers, fields[5])
+	}
+	for i, dst := range []*int32{&a.mib, &a.cores, &a.factor, &a.reserve}[:len(numbers)] {
+		n, err := strconv.ParseInt(numbers[i], 10, 32)
 		if err != nil || n < 0 {
-			return a, fmt.Errorf("%q: want a number", fields[i+1])
+			return a, fmt.Errorf("%q: want a number", numbers[i])
 		}
 		*dst = int32(n)
 	}
@@ -292,18 +316,19 @@ func allocate(ctx context.Context, o options, store *apiStore, kubelet *kubeletS
 		return err
 	}
 	units := a.mib / a.factor
+	booked := units + vgpu.ReserveUnits(a.reserve, a.factor)
 	// The scheduler's choice on a node of one GPU: the first healthy HAMi-core GPU with room.
 	var chosen *vgpu.NodeDevice
 	for i := range gpus {
-		if gpus[i].Healthy && gpus[i].Mode == vgpu.ModeHAMiCore && gpus[i].Memory >= units {
+		if gpus[i].Healthy && gpus[i].Mode == vgpu.ModeHAMiCore && gpus[i].Memory >= booked {
 			chosen = &gpus[i]
 			break
 		}
 	}
 	if chosen == nil {
-		return fmt.Errorf("no healthy %s GPU with %d memory units on node %s", vgpu.ModeHAMiCore, units, o.node)
+		return fmt.Errorf("no healthy %s GPU with %d memory units on node %s", vgpu.ModeHAMiCore, booked, o.node)
 	}
-	assignment := vgpu.PodDevices{{{UUID: chosen.UUID, Type: vgpu.DeviceTypeNVIDIA, UsedMemory: units, UsedCores: a.cores}}}
+	assignment := vgpu.PodDevices{{{UUID: chosen.UUID, Type: vgpu.DeviceTypeNVIDIA, UsedMemory: booked, UsedCores: a.cores}}}
 	encoded, err := assignment.Encode()
 	if err != nil {
 		return err
@@ -347,8 +372,8 @@ func allocate(ctx context.Context, o options, store *apiStore, kubelet *kubeletS
 	if _, err := store.put("pods", pod); err != nil {
 		return err
 	}
-	logger.Printf("pod %s/%s (uid %s) bound to %s with %s=%q", pod.Namespace, pod.Name, pod.UID, o.node,
-		vgpu.AssignedDevicesAnnotation, encoded)
+	logger.Printf("pod %s/%s (uid %s) asks %d memory units, bound to %s with %s=%q", pod.Namespace, pod.Name, pod.UID,
+		units, o.node, vgpu.AssignedDevicesAnnotation, encoded)
 
 	res := result{
 		Pod: pod.Namespace + "/" + pod.Name, UID: string(pod.UID), Container: containerName, Assignment: encoded,
