@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= /usr/local/go/bin/go
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build images test unit fuzz e2e chaos lint demo bench tools deps cluster-up cluster-down clean
+.PHONY: all build images test unit fuzz e2e chaos lint demo bench bench-e2e tools deps cluster-up cluster-down clean
 
 all: build
 
@@ -42,9 +42,14 @@ lint:
 demo: build
 	hack/demo.sh
 
-## bench: benchmarks; each prints a table and writes JSON under .cache/bench
+## bench: benchmarks; each prints a table and writes JSON under .cache/bench (bench-e2e included)
 bench: tools
 	hack/bench.sh
+
+## bench-e2e: vc-scheduler against a trivial binder end to end on the local cluster (kwok GPU
+## nodes); BENCH_E2E_SIZES=100,500,1000 node counts; table, JSON and plot under .cache/bench
+bench-e2e: tools
+	hack/bench-e2e.sh
 
 ## deps, tools: Debian packages and the cluster's binaries (cached under .cache/)
 deps:

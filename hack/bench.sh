@@ -17,3 +17,5 @@ awk 'BEGIN{print "["} $1 ~ /^Benchmark/ {
        printf "}" }
      END{print "\n]"}' "$out/go.txt" > "$out/go.json"
 log "wrote $out/go.json"
+# End to end against the binder (make bench-e2e).
+"$ROOT/hack/bench-e2e.sh"

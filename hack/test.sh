@@ -49,12 +49,14 @@ if has fuzz; then
 fi
 # cluster_suites: everything that needs the local cluster. The images go into its containerd
 # first, for the suite that installs the chart.
-# E2E_RUN (a go test -run pattern) picks suites; the images and the chart checks run only
-# with all of them.
+# E2E_RUN (a go test -run pattern) picks suites; the images, the chart checks and the tiny
+# bench-e2e run only with all of them.
 cluster_suites() {
   if [ -z "${E2E_RUN:-}" ]; then
     "$ROOT/hack/images.sh"
     "$ROOT/hack/chart-test.sh"
+    # make bench-e2e at one small size, so that it cannot rot (its figures are not checked).
+    "$ROOT/hack/bench-e2e.sh" tiny
   fi
   go test -count=1 -tags e2e -timeout 40m -run "${E2E_RUN:-.}" ./test/e2e/...
 }

@@ -50,6 +50,7 @@ type options struct {
 	stall        time.Duration
 	keepNodes    bool
 	only         string
+	check        bool
 }
 
 func main() {
@@ -82,6 +83,7 @@ func main() {
 	flag.DurationVar(&o.stall, "stall", time.Minute, "give up on a run when no pod was bound for this long")
 	flag.BoolVar(&o.keepNodes, "keep-nodes", false, "leave the kwok nodes in place at the end")
 	flag.StringVar(&o.only, "only", "", "run only this program: binder or vc-scheduler")
+	flag.BoolVar(&o.check, "check", false, "fail unless vc-scheduler bound every pod, each vGPU pod with its assignment, and no GPU is overbooked")
 	flag.Parse()
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -103,6 +105,9 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	if err := cleanLeftovers(ctx, cs, vc); err != nil {
 		return err
 	}
 	report := &report{Workload: w.Name, Date: time.Now().UTC().Format(time.RFC3339), Host: hostDescription()}
@@ -130,7 +135,13 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	return report.write(o.out)
+	if err := report.write(o.out); err != nil {
+		return err
+	}
+	if o.check {
+		return report.check()
+	}
+	return nil
 }
 
 func newClients(kubeconfig, agent string) (kubernetes.Interface, vcclient.Interface, error) {

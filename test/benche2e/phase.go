@@ -238,6 +238,32 @@ func cleanNamespace(ctx context.Context, cs kubernetes.Interface, vc vcclient.In
 	return cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 }
 
+// cleanLeftovers empties and deletes the namespaces an earlier, interrupted run left, and
+// waits until they are gone: their PodGroups would be in the next run's scheduler's cluster.
+func cleanLeftovers(ctx context.Context, cs kubernetes.Interface, vc vcclient.Interface) error {
+	list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, ns := range list.Items {
+		if !strings.HasPrefix(ns.Name, "bench-") {
+			continue
+		}
+		klog.InfoS("Removing a namespace an earlier run left", "namespace", ns.Name)
+		if err := cleanNamespace(ctx, cs, vc, ns.Name); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		err := poll(ctx, 5*time.Minute, func() bool {
+			_, err := cs.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		})
+		if err != nil {
+			return fmt.Errorf("namespace %s was not deleted: %w", ns.Name, err)
+		}
+	}
+	return nil
+}
+
 // ensureNodes makes the bench's kwok nodes number n (creating the missing ones) and waits
 // until kwok keeps them Ready.
 func ensureNodes(ctx context.Context, cs kubernetes.Interface, w *workload.Workload, n int) error {

@@ -92,6 +92,21 @@ func (rep *report) markdown() string {
 	return b.String()
 }
 
+// check fails on a vc-scheduler run that left pods unbound, bound a vGPU pod without its
+// assignment, or overbooked a GPU.
+func (rep *report) check() error {
+	for _, r := range rep.Runs {
+		if r.Scheduler == "binder" {
+			continue
+		}
+		if r.Bound < r.Pods || r.Unassigned > 0 || r.Overbooked > 0 {
+			return fmt.Errorf("%s on %d nodes: %d of %d pods bound, %d without an assignment, %d GPUs overbooked; unbound: %s",
+				r.Scheduler, r.Nodes, r.Bound, r.Pods, r.Unassigned, r.Overbooked, strings.Join(r.Unbound, "; "))
+		}
+	}
+	return nil
+}
+
 func ratio(a, b float64) string {
 	if b == 0 {
 		return "-"
