@@ -1,10 +1,14 @@
 package assignment
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/kubernetes/fake"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
@@ -82,5 +86,33 @@ func TestAllocateLimitIncludesTheReserve(t *testing.T) {
 	// a 518 MiB context.
 	if limit := got.Envs["CUDA_DEVICE_MEMORY_LIMIT_0"]; limit != "2520m" {
 		t.Errorf("limit %s, want 2520m", limit)
+	}
+}
+
+// TestCountRequiredForPercentage: the memory percentage server, like the memory and cores
+// ones, refuses a container that asks a percentage without a vGPU count (nobody would give
+// it a limit), and answers one with a count with an empty response.
+func TestCountRequiredForPercentage(t *testing.T) {
+	uncounted := percentCtr("gpu", 50)
+	delete(uncounted.Resources.Limits, names.Count)
+	for _, tc := range []struct {
+		name      string
+		container corev1.Container
+		wantErr   string
+	}{
+		{"without a count", uncounted, `pod ns/p container "gpu" requests 50 volcano.sh/vgpu-memory-percentage but no volcano.sh/vgpu-number`},
+		{"with a count", percentCtr("gpu", 50), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			guard := NewCountRequired(fake.NewClientset(nodePod("p", 1, corev1.PodPending, testNode, nil, []corev1.Container{tc.container})),
+				testNode, names.Count, names.MemoryPercentage)
+			response, err := guard.Allocate(context.Background(), &pluginapi.ContainerAllocateRequest{DevicesIds: make([]string, 50)})
+			switch {
+			case tc.wantErr == "" && (err != nil || len(response.Envs) != 0):
+				t.Fatalf("Allocate: %v, %v; want an empty response", response, err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("Allocate: %v, want %q", err, tc.wantErr)
+			}
+		})
 	}
 }
