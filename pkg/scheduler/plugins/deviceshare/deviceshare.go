@@ -38,6 +38,12 @@
 // GPUs in mig mode are shared by MIG instances of the ConfigMap's knownMigGeometries (see
 // migSharing); one whose type has no geometry there takes no vGPU, and says so.
 //
+// A vgpu-memory request books, and its assignment carries, the request plus the CUDA context
+// reserve the ConfigMap's contextReserves give its GPU's model (vgpu.ContextReserve; none by
+// default), so that the MiB asked are the MiB a process can allocate under HAMi-core. The
+// ledger tells the reserve apart (booking.reserve): the queue counts requests without it, the
+// gauges show it (docs/protocol.md, "Context reserve").
+//
 // Not done yet: writing the handshake back (it is only read, see Deriver).
 // A pipelined task books no vGPU until it is allocated, and the vGPUs of pods being deleted
 // stay booked until they are gone.
