@@ -30,9 +30,11 @@ const (
 
 // UpdateJobStatus writes what the session decided about a job:
 //   - the PodGroup, with a full Update (the CRD has no status subresource), when statusChanged;
-//   - an event on the PodGroup: Warning Unschedulable while it waits, when its message changed
-//     (upstream emits it every cycle; the API server then spends a write per waiting gang per
-//     second on the same words), else Normal Scheduled when its status changed;
+//   - an event on the PodGroup: Warning Unschedulable while it waits, else Normal Scheduled
+//     when its status changed; either only when it differs from the last one emitted on that
+//     PodGroup. Upstream repeats Unschedulable every cycle and Scheduled with every status
+//     write (each running pod counted); the API server then spends a write on the same words
+//     per waiting gang per second, and per started pod.
 //   - for every unplaced pod (Allocated, Pending or Pipelined, not gated), the PodScheduled=False
 //     condition with the task's reason and message, and a Warning FailedScheduling event, both
 //     only when the condition changed.
@@ -62,12 +64,11 @@ func (sc *SchedulerCache) UpdateJobStatus(job *api.JobInfo, statusChanged bool) 
 	switch job.Status.Phase {
 	case "", schedulingv1beta1.PodGroupPending, schedulingv1beta1.PodGroupInqueue, schedulingv1beta1.PodGroupUnknown:
 		msg := fmt.Sprintf("%d/%d tasks in gang unschedulable: %s", job.TaskCount(api.Pending), len(job.Tasks), fitError())
-		if sc.jobEvents.change(job.PodGroup.UID, msg, nil) {
+		if sc.jobEvents.change(job.PodGroup.UID, EventReasonUnschedulable+": "+msg, nil) {
 			sc.recorder.Event(job.PodGroup, corev1.EventTypeWarning, EventReasonUnschedulable, msg)
 		}
 	default:
-		sc.jobEvents.forget(job.PodGroup.UID)
-		if statusChanged {
+		if statusChanged && sc.jobEvents.change(job.PodGroup.UID, EventReasonScheduled, nil) {
 			sc.recorder.Event(job.PodGroup, corev1.EventTypeNormal, EventReasonScheduled, PodGroupReady)
 		}
 	}

@@ -44,7 +44,7 @@ func TestUpdateJobStatusPodGroup(t *testing.T) {
 		wantEvents    []string
 	}{
 		{
-			name: "waiting, unchanged: no write, the Unschedulable warning every cycle",
+			name: "waiting, unchanged: no write, the Unschedulable warning (once; TestPodGroupEventsNotRepeated)",
 			pod:  pending, phase: schedulingv1beta1.PodGroupPending,
 			wantEvents: []string{"PodGroup ns/pg1 Warning Unschedulable: 1/1 tasks in gang unschedulable: pod group is not ready, 1 Pending, 1 minAvailable; Pending: 1 Unschedulable"},
 		},
@@ -295,5 +295,36 @@ func TestNoWritesForArrivingGangOrRepeatedEvent(t *testing.T) {
 	events, _ = cycle()
 	if want := "PodGroup ns/gang Warning Unschedulable: 3/3 tasks in gang unschedulable: "; len(onlyPrefixed(events, want)) != 1 {
 		t.Errorf("message changed (a third pod): events %q, want one %q", events, want)
+	}
+}
+
+// TestPodGroupEventsNotRepeated: Scheduled is emitted when a PodGroup's status becomes ready,
+// not again with each later status write (a pod more running); a PodGroup that falls back to
+// waiting and becomes ready again gets each event again.
+func TestPodGroupEventsNotRepeated(t *testing.T) {
+	ctx := context.Background()
+	env := bindEnv(t, newPod("p1", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning)))
+	cycle := func(phase schedulingv1beta1.PodGroupPhase, running int32) []string {
+		t.Helper()
+		job := sessionJob(t, env.sc, "ns/pg1")
+		job.Status.Phase, job.Status.Running = phase, running
+		env.sc.UpdateJobStatus(job, true)
+		env.drainWrites(ctx)
+		return onlyPrefixed(env.events.take(), "PodGroup")
+	}
+	scheduled := []string{"PodGroup ns/pg1 Normal Scheduled: pod group is ready"}
+	for i, step := range []struct {
+		phase   schedulingv1beta1.PodGroupPhase
+		running int32
+		want    []string
+	}{
+		{schedulingv1beta1.PodGroupRunning, 0, scheduled},
+		{schedulingv1beta1.PodGroupRunning, 1, nil},
+		{schedulingv1beta1.PodGroupUnknown, 1, []string{"PodGroup ns/pg1 Warning Unschedulable: 0/1 tasks in gang unschedulable: pod group is not ready, 1 Running, 1 minAvailable"}},
+		{schedulingv1beta1.PodGroupRunning, 1, scheduled},
+	} {
+		if got := cycle(step.phase, step.running); !reflect.DeepEqual(got, step.want) {
+			t.Errorf("step %d (%s, %d running): events %q, want %q", i, step.phase, step.running, got, step.want)
+		}
 	}
 }
