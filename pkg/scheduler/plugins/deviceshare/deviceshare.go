@@ -52,6 +52,7 @@ package deviceshare
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
@@ -96,12 +97,36 @@ type plugin struct {
 	placed map[api.TaskID]placement
 }
 
-// placement is a task's placement in the session: its assignment, and what each of its
-// devices books on the node's GPUs (the context reserve told apart, for the metrics and
-// the queue).
+// placement is a task's placement in the session: its assignment, and, where it holds some
+// context reserve, what each of its devices books on the node's GPUs with the reserve told
+// apart (for the metrics and the queue). Without reserves, the common case, the bookings are
+// read off the assignment instead (placedBookings), so that a placement allocates nothing
+// more.
 type placement struct {
-	devices  vgpu.PodDevices
+	devices vgpu.PodDevices
+	// bookings is nil when no device holds a reserve.
 	bookings []booking
+}
+
+// placedBookings yields the bookings of task t's placement on the ledger's GPUs.
+func (l *ledger) placedBookings(t *api.TaskInfo, pl placement) iter.Seq[booking] {
+	return func(yield func(booking) bool) {
+		if pl.bookings != nil {
+			for _, b := range pl.bookings {
+				if !yield(b) {
+					return
+				}
+			}
+			return
+		}
+		for _, devices := range pl.devices {
+			for _, d := range devices {
+				if i := l.index(d.PhysicalUUID()); i >= 0 && !yield(booking{task: t.UID, pod: t.Name, gpu: i, memory: d.UsedMemory, cores: d.UsedCores}) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // NewBuilder is the plugin's builder, over the state every session shares. The builder
@@ -283,7 +308,11 @@ func (p *plugin) allocate(e *framework.Event) {
 		return
 	}
 	l.book(pd, 1)
-	p.placed[task.UID] = placement{devices: pd, bookings: l.appendBookings(nil, task, pd, r.containers)}
+	placed := placement{devices: pd}
+	if l.hasReserve() {
+		placed.bookings = l.appendBookings(nil, task, pd, r.containers)
+	}
+	p.placed[task.UID] = placed
 	now := vgpu.FormatUnixSeconds(p.now())
 	if task.BindAnnotations == nil {
 		task.BindAnnotations = make(map[string]string, len(assignmentKeys))

@@ -176,6 +176,16 @@ func (l *ledger) book(pd vgpu.PodDevices, sign int32) (unknown int) {
 	return unknown
 }
 
+// hasReserve says whether some GPU has a context reserve.
+func (l *ledger) hasReserve() bool {
+	for i := range l.gpus {
+		if l.gpus[i].reserve > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // hasMIG says whether some GPU is in mig mode.
 func (l *ledger) hasMIG() bool {
 	for i := range l.gpus {

@@ -163,9 +163,11 @@ func (p *plugin) nodeReport(r metrics.Report, node *api.NodeInfo, l *ledger) {
 		}
 	}
 	if len(p.placed) > 0 {
-		for uid := range node.Tasks {
-			for _, b := range p.placed[uid].bookings {
-				podSeries(b)
+		for uid, t := range node.Tasks {
+			if placed, ok := p.placed[uid]; ok {
+				for b := range l.placedBookings(t, placed) {
+					podSeries(b)
+				}
 			}
 		}
 	}

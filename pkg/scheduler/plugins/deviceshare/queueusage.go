@@ -54,14 +54,18 @@ func (p *plugin) queueUsage(nodes map[string]*api.NodeInfo) framework.QueueUsage
 // queueUsage): its placement in this session, else the bookings the deriver found for it. ok
 // is false when it books nothing.
 func (p *plugin) bookedBy(t *api.TaskInfo, l *ledger) (u usage, ok bool) {
-	placed, ok := p.placed[t.UID]
-	bookings := placed.bookings
-	if !ok && l.derived != nil {
-		bookings = l.derived.bookings
+	add := func(b booking) { u = u.plus(usage{devices: 1, memory: int64(b.memory - b.reserve), cores: b.cores}) }
+	if placed, ok := p.placed[t.UID]; ok {
+		for b := range l.placedBookings(t, placed) {
+			add(b)
+		}
+		return u, u.devices > 0
 	}
-	for _, b := range bookings {
-		if b.task == t.UID {
-			u = u.plus(usage{devices: 1, memory: int64(b.memory - b.reserve), cores: b.cores})
+	if l.derived != nil {
+		for _, b := range l.derived.bookings {
+			if b.task == t.UID {
+				add(b)
+			}
 		}
 	}
 	return u, u.devices > 0
