@@ -121,7 +121,7 @@ func (l *ledger) placedBookings(t *api.TaskInfo, pl placement) iter.Seq[booking]
 		}
 		for _, devices := range pl.devices {
 			for _, d := range devices {
-				if i := l.index(d.PhysicalUUID()); i >= 0 && !yield(booking{task: t.UID, pod: t.Name, gpu: i, memory: d.UsedMemory, cores: d.UsedCores}) {
+				if i := l.index(d.PhysicalUUID()); i >= 0 && !yield(booking{task: t.UID, pod: t.Name, gpu: int32(i), memory: d.UsedMemory, cores: d.UsedCores}) {
 					return
 				}
 			}

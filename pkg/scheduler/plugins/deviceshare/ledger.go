@@ -47,8 +47,8 @@ type booking struct {
 	task api.TaskID
 	// pod is the pod's name.
 	pod string
-	// gpu is the GPU's index in the ledger.
-	gpu           int
+	// gpu is the GPU's index in the ledger (an int32 keeps a booking at 48 bytes).
+	gpu           int32
 	memory, cores int32
 	// reserve is the part of memory that is the GPU's context reserve (gpu.reserve): what
 	// the device books beyond its container's request.
@@ -72,7 +72,7 @@ func (l *ledger) appendBookings(bookings []booking, t *api.TaskInfo, pd vgpu.Pod
 // whole GPU the memory beyond the request is the context reserve; a MIG instance books its own
 // memory, which holds no reserve.
 func (l *ledger) bookingOf(t *api.TaskInfo, i int, d vgpu.ContainerDevice, req *vgpu.ContainerRequest) booking {
-	b := booking{task: t.UID, pod: t.Name, gpu: i, memory: d.UsedMemory, cores: d.UsedCores}
+	b := booking{task: t.UID, pod: t.Name, gpu: int32(i), memory: d.UsedMemory, cores: d.UsedCores}
 	if g := &l.gpus[i]; d.UUID == g.info.UUID {
 		b.reserve = max(d.UsedMemory-req.MemoryOn(g.memory), 0)
 	}
