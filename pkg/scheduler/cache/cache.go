@@ -57,10 +57,11 @@ type SchedulerCache struct {
 	resyncs workqueue.TypedRateLimitingInterface[podRef]
 	// writes coalesces status writes per object for the status workers.
 	writes *statusWriter
-	// conditions remembers the PodScheduled condition last sent to each pod, jobEvents the
-	// Unschedulable event message last emitted on each PodGroup.
-	conditions *lastSent[podCondition]
-	jobEvents  *lastSent[string]
+	// conditions remembers the PodScheduled condition last sent to each pod, podGroupStatuses
+	// the status last sent to each PodGroup, jobEvents the event last emitted on each.
+	conditions       *lastSent[podCondition]
+	podGroupStatuses *lastSent[sentStatus]
+	jobEvents        *lastSent[string]
 
 	mu     sync.Mutex
 	jobs   map[api.JobID]*api.JobInfo
@@ -120,15 +121,16 @@ func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*
 		binds:          workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[podRef]{Name: "bind"}),
 		resyncs: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[podRef](),
 			workqueue.TypedRateLimitingQueueConfig[podRef]{Name: "bind-resync"}),
-		writes:          newStatusWriter(),
-		conditions:      newLastSent[podCondition](),
-		jobEvents:       newLastSent[string](),
-		jobs:            map[api.JobID]*api.JobInfo{},
-		nodes:           map[string]*api.NodeInfo{},
-		queues:          map[api.QueueID]*api.QueueInfo{},
-		tasks:           map[api.TaskID]*api.TaskInfo{},
-		priorityClasses: map[string]*schedulingv1.PriorityClass{},
-		dangling:        newDanglingReferences(),
+		writes:           newStatusWriter(),
+		conditions:       newLastSent[podCondition](),
+		podGroupStatuses: newLastSent[sentStatus](),
+		jobEvents:        newLastSent[string](),
+		jobs:             map[api.JobID]*api.JobInfo{},
+		nodes:            map[string]*api.NodeInfo{},
+		queues:           map[api.QueueID]*api.QueueInfo{},
+		tasks:            map[api.TaskID]*api.TaskInfo{},
+		priorityClasses:  map[string]*schedulingv1.PriorityClass{},
+		dangling:         newDanglingReferences(),
 	}
 	if err := sc.addEventHandlers(cfg.PriorityClass); err != nil {
 		return nil, err

@@ -265,6 +265,7 @@ func (sc *SchedulerCache) onPodGroupDelete(obj any) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	sc.jobEvents.forget(pg.UID)
+	sc.podGroupStatuses.forget(pg.UID)
 	if job := sc.jobs[api.NewJobID(pg.Namespace, pg.Name)]; job != nil {
 		job.PodGroup = nil
 		sc.dropJobIfUnused(job)

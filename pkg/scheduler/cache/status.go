@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,7 +30,9 @@ const (
 )
 
 // UpdateJobStatus writes what the session decided about a job:
-//   - the PodGroup, with a full Update (the CRD has no status subresource), when statusChanged;
+//   - the PodGroup, with a full Update (the CRD has no status subresource), when statusChanged
+//     and that status was not already sent for the PodGroup as the informer shows it (a write
+//     still in flight when the next cycle closes is not sent twice);
 //   - an event on the PodGroup: Warning Unschedulable while it waits, else Normal Scheduled
 //     when its status changed; either only when it differs from the last one emitted on that
 //     PodGroup. Upstream repeats Unschedulable every cycle and Scheduled with every status
@@ -48,11 +51,15 @@ func (sc *SchedulerCache) UpdateJobStatus(job *api.JobInfo, statusChanged bool) 
 	if job.PodGroup == nil {
 		return
 	}
-	if statusChanged {
+	if statusChanged && sc.podGroupStatuses.change(job.PodGroup.UID, sentStatusOf(job.PodGroup, job.Status), nil) {
 		pg := job.PodGroup.DeepCopy()
 		pg.Status = *job.Status.DeepCopy()
 		sc.writes.enqueue(writeKey{resource: "podgroups", namespace: pg.Namespace, name: pg.Name}, func(ctx context.Context) error {
-			return sc.updatePodGroup(ctx, pg)
+			err := sc.updatePodGroup(ctx, pg)
+			if err != nil {
+				sc.podGroupStatuses.forget(pg.UID)
+			}
+			return err
 		})
 	}
 	if job.Arriving(sc.clock.Now()) {
@@ -182,6 +189,27 @@ func podScheduledCondition(pod *corev1.Pod) *corev1.PodCondition {
 type podCondition struct {
 	status          corev1.ConditionStatus
 	reason, message string
+}
+
+// sentStatus is a PodGroup status as sent, with the version of the PodGroup it was computed
+// from: once the informer shows a newer version (the write landed, or someone else wrote),
+// the session's own comparison with it decides again.
+type sentStatus struct {
+	resourceVersion string
+	phase           schedulingv1beta1.PodGroupPhase
+	running         int32
+	succeeded       int32
+	failed          int32
+	conditions      string
+}
+
+func sentStatusOf(pg *schedulingv1beta1.PodGroup, status schedulingv1beta1.PodGroupStatus) sentStatus {
+	var conditions strings.Builder
+	for _, c := range status.Conditions {
+		fmt.Fprintf(&conditions, "%s\x00%s\x00%s\x00%s\x00", c.Type, c.Status, c.Reason, c.Message)
+	}
+	return sentStatus{resourceVersion: pg.ResourceVersion, phase: status.Phase, running: status.Running,
+		succeeded: status.Succeeded, failed: status.Failed, conditions: conditions.String()}
 }
 
 // currentCondition is the pod's own PodScheduled condition, zero when it has none.

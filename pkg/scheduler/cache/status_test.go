@@ -328,3 +328,29 @@ func TestPodGroupEventsNotRepeated(t *testing.T) {
 		}
 	}
 }
+
+// TestPodGroupStatusNotSentTwice: a status still in flight when the next cycle computes it
+// again (the informer shows the PodGroup as before) is not sent again; once the PodGroup
+// changes under it (another writer, at a newer version), the same status is sent again.
+func TestPodGroupStatusNotSentTwice(t *testing.T) {
+	ctx := context.Background()
+	env := bindEnv(t, newPod("p1", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning)))
+	updates := func(rv string) int {
+		t.Helper()
+		job := sessionJob(t, env.sc, "ns/pg1")
+		job.PodGroup.ResourceVersion = rv
+		job.Status.Phase, job.Status.Running = schedulingv1beta1.PodGroupRunning, 1
+		env.vc.ClearActions()
+		env.sc.UpdateJobStatus(job, true)
+		env.drainWrites(ctx)
+		return len(actionsOn(env.vc.Actions(), "update", podGroupsResource, ""))
+	}
+	for i, step := range []struct {
+		rv   string
+		want int
+	}{{"1", 1}, {"1", 0}, {"1", 0}, {"7", 1}, {"7", 0}} {
+		if got := updates(step.rv); got != step.want {
+			t.Errorf("step %d (PodGroup at version %s): %d updates, want %d", i, step.rv, got, step.want)
+		}
+	}
+}
