@@ -169,7 +169,8 @@ func run(ctx context.Context, o *options) error {
 		pipe.Shutdown(ctx)
 	}()
 	vgpuAllocator, err := assignment.NewVGPU(client, assignment.Config{NodeName: o.nodeName, Names: names, MemoryFactor: factor,
-		ContextReserves: cfg.Device.ContextReserves, SchedulerNames: o.schedulerNames, AllowDisableControl: o.allowDisableControl,
+		MemoryScaling: cfg.Device.DeviceMemoryScaling, ContextReserves: cfg.Device.ContextReserves,
+		SchedulerNames: o.schedulerNames, AllowDisableControl: o.allowDisableControl,
 		Recorder: pipe.Recorder(), HookPath: o.hookPath, GPUs: inventory})
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package vgpu
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -13,7 +14,8 @@ type NodeDevice struct {
 	UUID string
 	// Count is how many vGPUs may share the GPU (deviceSplitCount).
 	Count int32
-	// Memory is the GPU's memory in units of gpuMemoryFactor MiB: floor(total MiB / factor).
+	// Memory is the GPU's memory in units of gpuMemoryFactor MiB, scaled by deviceMemoryScaling
+	// (GPUMemory).
 	Memory int32
 	// Type is DeviceTypeForModel of the NVML name, e.g. "NVIDIA-NVIDIA H200".
 	Type string
@@ -21,6 +23,26 @@ type NodeDevice struct {
 	Healthy bool
 	// Mode is ModeHAMiCore, ModeMIG or ModeMPS.
 	Mode string
+}
+
+// GPUMemory is the memory a GPU of totalMiB MiB publishes (NodeDevice.Memory and its
+// vgpu-memory devices), in units of factor MiB: totalMiB times scaling (deviceMemoryScaling)
+// rounded down to a MiB, then divided by factor and rounded down; 0 for a scaling or factor
+// that is not above 0, at most math.MaxInt32. The scheduler books a whole GPU and a
+// percentage of this figure, so the device plugin must check an assignment against the same
+// one, not against the GPU's physical memory.
+func GPUMemory(totalMiB uint64, scaling float64, factor int32) int32 {
+	if factor < 1 {
+		return 0
+	}
+	units := math.Floor(float64(totalMiB)*scaling) / float64(factor)
+	switch {
+	case !(units > 0):
+		return 0
+	case units >= math.MaxInt32:
+		return math.MaxInt32
+	}
+	return int32(units)
 }
 
 // Fields of a node device record, in wire order.

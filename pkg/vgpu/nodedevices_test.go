@@ -1,6 +1,7 @@
 package vgpu
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -202,6 +203,34 @@ func TestNodeDevicesRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(decoded, devices) {
 		t.Fatalf("round trip:\n got %+v\nwant %+v", decoded, devices)
+	}
+}
+
+// TestGPUMemory: the published memory is the GPU's MiB times the scaling rounded down to a
+// MiB, then divided by the factor rounded down.
+func TestGPUMemory(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		totalMiB uint64
+		scaling  float64
+		factor   int32
+		want     int32
+	}{
+		{"H200, scaling 1", 143771, 1, 1, 143771},
+		{"H200, factor 2", 143771, 1, 2, 71885},
+		{"H200, scaling 2", 143771, 2, 1, 287542},
+		{"H200, scaling 1.5, factor 2: 215,656.5 MiB is 215,656", 143771, 1.5, 2, 107828},
+		{"H200, scaling 0.5", 143771, 0.5, 1, 71885},
+		{"capped", 1 << 40, 1, 1, math.MaxInt32},
+		{"factor 0", 143771, 1, 0, 0},
+		{"scaling 0", 143771, 0, 1, 0},
+		{"negative scaling", 143771, -1, 1, 0},
+		{"NaN scaling", 143771, math.NaN(), 1, 0},
+		{"infinite scaling", 143771, math.Inf(1), 1, math.MaxInt32},
+	} {
+		if got := GPUMemory(tt.totalMiB, tt.scaling, tt.factor); got != tt.want {
+			t.Errorf("%s: GPUMemory(%d, %g, %d) = %d, want %d", tt.name, tt.totalMiB, tt.scaling, tt.factor, got, tt.want)
+		}
 	}
 }
 

@@ -12,6 +12,7 @@ package assignment
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 
 	"k8s.io/client-go/tools/record"
@@ -69,6 +70,12 @@ type Config struct {
 	// MemoryFactor is how many MiB one vGPU memory unit is; the same factor
 	// the memory resource and the node annotation use.
 	MemoryFactor int32
+	// MemoryScaling is the node's deviceMemoryScaling in force
+	// (settings.Config): the register annotation publishes each GPU's memory
+	// scaled by it (vgpu.GPUMemory), and the scheduler books a whole GPU or a
+	// percentage of that figure, so assignments are checked against it too.
+	// 0 means 1.
+	MemoryScaling float64
 	// ContextReserves are the device ConfigMap's: a vgpu-memory request may
 	// book its GPU model's reserve on top (matchRequest).
 	ContextReserves vgpu.ContextReserves
@@ -116,6 +123,9 @@ func (c *Config) complete() error {
 	if c.MemoryFactor < 1 {
 		errs = append(errs, fmt.Errorf("memory factor %d: want at least 1", c.MemoryFactor))
 	}
+	if s := c.MemoryScaling; s != 0 && !(s > 0 && !math.IsInf(s, 1)) {
+		errs = append(errs, fmt.Errorf("memory scaling %g: want a number above 0", s))
+	}
 	if c.GPUs == nil {
 		errs = append(errs, errors.New("no GPU lister"))
 	}
@@ -123,4 +133,23 @@ func (c *Config) complete() error {
 		return fmt.Errorf("allocate config: %w", err)
 	}
 	return nil
+}
+
+// gpuMemory is the memory gpu publishes, in units of MemoryFactor MiB: what
+// the scheduler books a whole GPU and percentages of.
+func (c Config) gpuMemory(gpu nvml.GPU) int32 {
+	return vgpu.GPUMemory(gpu.MemoryMiB, c.memoryScaling(), c.MemoryFactor)
+}
+
+// gpuMiB is the memory gpu publishes in MiB, not rounded to a unit: the
+// limit of a container that books the whole GPU as 0.
+func (c Config) gpuMiB(gpu nvml.GPU) int64 {
+	return int64(vgpu.GPUMemory(gpu.MemoryMiB, c.memoryScaling(), 1))
+}
+
+func (c Config) memoryScaling() float64 {
+	if c.MemoryScaling == 0 {
+		return 1
+	}
+	return c.MemoryScaling
 }

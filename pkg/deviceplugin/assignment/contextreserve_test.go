@@ -61,7 +61,7 @@ func TestMatchRequestWithContextReserve(t *testing.T) {
 			if err != nil {
 				t.Fatalf("pick: %v", err)
 			}
-			_, err = containerFor(target, names, testGPUs(), tt.factor, tt.reserves)
+			_, err = containerFor(target, Config{Names: names, MemoryFactor: tt.factor, ContextReserves: tt.reserves}, testGPUs())
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Fatalf("refused: %v", err)

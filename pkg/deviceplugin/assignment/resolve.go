@@ -167,7 +167,8 @@ func noTargetError(node string, count int, reasons []string) error {
 // belongs to the i-th container that requests vGPU, which is not
 // pod.Spec.Containers[i] when a container without vGPU comes first. The
 // entry must be exactly what that container requests (matchRequest).
-func containerFor(t target, names vgpu.ResourceNames, gpus []nvml.GPU, factor int32, reserves vgpu.ContextReserves) (*corev1.Container, error) {
+func containerFor(t target, cfg Config, gpus []nvml.GPU) (*corev1.Container, error) {
+	names := cfg.Names
 	pod := t.pod
 	for _, c := range pod.Spec.InitContainers {
 		if _, ok := c.Resources.Limits[names.Count]; ok {
@@ -188,7 +189,7 @@ func containerFor(t target, names vgpu.ResourceNames, gpus []nvml.GPU, factor in
 		return nil, fmt.Errorf("pod %s/%s container %q requests %d vGPUs but its entry %d in %s has %d",
 			pod.Namespace, pod.Name, request.ContainerName, request.Count, t.entry, vgpu.DevicesToAllocateAnnotation, len(t.devices()))
 	}
-	if err := matchRequest(request, t.devices(), gpus, factor, reserves); err != nil {
+	if err := matchRequest(request, t.devices(), gpus, cfg); err != nil {
 		return nil, fmt.Errorf("pod %s/%s container %q, entry %d in %s: %w",
 			pod.Namespace, pod.Name, request.ContainerName, t.entry, vgpu.DevicesToAllocateAnnotation, err)
 	}
@@ -199,7 +200,9 @@ func containerFor(t target, names vgpu.ResourceNames, gpus []nvml.GPU, factor in
 // as the scheduler books it: GPUs of this node (the decoder already refuses
 // one GPU twice), each with the
 // container's memory (its memory, else its percentage of the GPU) and its
-// cores, never more than the GPU has. Anything else is an assignment the
+// cores, never more than the GPU has. The GPU's memory is what the node
+// publishes (Config.gpuMemory, scaled by deviceMemoryScaling), the figure the
+// scheduler books a whole GPU and percentages of. Anything else is an assignment the
 // scheduler did not make, and would hand out limits nobody paid for.
 //
 // A memory request may book up to its GPU model's context reserve on top
@@ -208,15 +211,15 @@ func containerFor(t target, names vgpu.ResourceNames, gpus []nvml.GPU, factor in
 // plugin knows is accepted: an upstream scheduler books none, and ours books
 // the reserve of the device ConfigMap it read, which this plugin reads only at
 // start.
-func matchRequest(request vgpu.ContainerRequest, devices vgpu.ContainerDevices, gpus []nvml.GPU, factor int32, reserves vgpu.ContextReserves) error {
+func matchRequest(request vgpu.ContainerRequest, devices vgpu.ContainerDevices, gpus []nvml.GPU, cfg Config) error {
 	for i, d := range devices {
 		g := slices.IndexFunc(gpus, func(g nvml.GPU) bool { return g.UUID == d.UUID })
 		if g < 0 {
 			return fmt.Errorf("device %d: GPU %s is not one of this node's", i, d.UUID)
 		}
-		units := int32(min(gpus[g].MemoryMiB/uint64(factor), math.MaxInt32))
+		units := cfg.gpuMemory(gpus[g])
 		want := request.MemoryOn(units)
-		reserve := request.ReserveOn(vgpu.ReserveUnits(reserves.MiBFor(vgpu.DeviceTypeForModel(gpus[g].Name)), factor))
+		reserve := request.ReserveOn(vgpu.ReserveUnits(cfg.ContextReserves.MiBFor(vgpu.DeviceTypeForModel(gpus[g].Name)), cfg.MemoryFactor))
 		switch {
 		case want > units:
 			return fmt.Errorf("device %d: the container asks %d memory units, more than GPU %s has (%d)", i, want, d.UUID, units)

@@ -195,7 +195,7 @@ func TestFindTargetAndContainer(t *testing.T) {
 			if target.pod.Name != tt.wantPod || target.entry != tt.wantEntry {
 				t.Fatalf("picked pod %s entry %d, want pod %s entry %d", target.pod.Name, target.entry, tt.wantPod, tt.wantEntry)
 			}
-			container, err := containerFor(target, names, testGPUs(), 1, nil)
+			container, err := containerFor(target, Config{Names: names, MemoryFactor: 1}, testGPUs())
 			if err != nil {
 				t.Fatalf("containerFor: %v", err)
 			}
@@ -250,7 +250,7 @@ func TestContainerForRefusesInconsistentAssignments(t *testing.T) {
 			if err != nil {
 				t.Fatalf("pick: %v", err)
 			}
-			_, err = containerFor(target, names, testGPUs(), 1, nil)
+			_, err = containerFor(target, Config{Names: names, MemoryFactor: 1}, testGPUs())
 			if err == nil || err.Error() != tt.wantErr {
 				t.Fatalf("error %v, want %q", err, tt.wantErr)
 			}
@@ -288,7 +288,7 @@ func TestContainerForRefusesAssignmentsThatDoNotMatchTheRequest(t *testing.T) {
 			if err != nil {
 				t.Fatalf("pick: %v", err)
 			}
-			_, err = containerFor(target, names, testGPUs(), 1, nil)
+			_, err = containerFor(target, Config{Names: names, MemoryFactor: 1}, testGPUs())
 			want := `pod ns/p container "main", entry 0 in volcano.sh/devices-to-allocate: ` + tt.wantErr
 			if err == nil || err.Error() != want {
 				t.Fatalf("error %v, want %q", err, want)

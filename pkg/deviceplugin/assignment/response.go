@@ -57,7 +57,7 @@ func containerResponse(cfg Config, podUID string, container *corev1.Container, d
 			return nil, fmt.Errorf("container %q device %d: %w", container.Name, i, err)
 		}
 		uuids = append(uuids, d.UUID)
-		envs[envMemoryLimitPrefix+strconv.Itoa(i)] = memoryLimit(d, gpu, cfg.MemoryFactor)
+		envs[envMemoryLimitPrefix+strconv.Itoa(i)] = memoryLimit(d, gpu, cfg)
 	}
 	envs[envVisibleDevices] = strings.Join(uuids, ",")
 	envs[envSMLimit] = strconv.Itoa(int(devices[0].UsedCores))
@@ -99,12 +99,13 @@ func assignedGPU(node string, d vgpu.ContainerDevice, gpus []nvml.GPU) (nvml.GPU
 }
 
 // memoryLimit is the device's HAMi-core limit in MiB. An assignment that
-// books no memory gets the whole GPU: with no limit at all HAMi-core would
-// report the device as having none.
-func memoryLimit(d vgpu.ContainerDevice, gpu nvml.GPU, factor int32) string {
-	mib := int64(d.UsedMemory) * int64(factor)
+// books no memory gets the whole GPU as the node publishes it (its memory
+// times deviceMemoryScaling): with no limit at all HAMi-core would report
+// the device as having none.
+func memoryLimit(d vgpu.ContainerDevice, gpu nvml.GPU, cfg Config) string {
+	mib := int64(d.UsedMemory) * int64(cfg.MemoryFactor)
 	if mib == 0 {
-		mib = int64(gpu.MemoryMiB)
+		mib = cfg.gpuMiB(gpu)
 	}
 	return strconv.FormatInt(mib, 10) + "m"
 }

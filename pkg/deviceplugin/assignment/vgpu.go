@@ -92,7 +92,7 @@ func (a *VGPU) allocate(ctx context.Context, count int, last bool) (*pluginapi.C
 	}
 	candidates, reasons := findCandidates(pods, a.cfg.NodeName, count, a.cfg.SchedulerNames)
 	for _, c := range candidates {
-		container, err := containerFor(c.target, a.cfg.Names, a.cfg.GPUs.GPUs(), a.cfg.MemoryFactor, a.cfg.ContextReserves)
+		container, err := containerFor(c.target, a.cfg, a.cfg.GPUs.GPUs())
 		if err == nil {
 			err = a.checkControl(c.pod, container)
 		}

@@ -436,8 +436,8 @@ func TestAllocateWithoutNodeLockDoesNotPatchNode(t *testing.T) {
 }
 
 func TestNewVGPUConfigErrors(t *testing.T) {
-	_, err := NewVGPU(fake.NewClientset(), Config{Names: names})
-	for _, want := range []string{"node name is empty", "memory factor 0", "no GPU lister"} {
+	_, err := NewVGPU(fake.NewClientset(), Config{Names: names, MemoryScaling: -1})
+	for _, want := range []string{"node name is empty", "memory factor 0", "memory scaling -1", "no GPU lister"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("NewVGPU: %v, want an error containing %q", err, want)
 		}

@@ -17,7 +17,6 @@ package settings
 
 import (
 	"fmt"
-	"math"
 
 	"k8s.io/klog/v2"
 
@@ -100,18 +99,14 @@ func (c *Config) applyNodeEntry(entry vgpu.NodeConfig) {
 }
 
 // GPUMemory is the memory a GPU with totalMiB MiB registers, in units of
-// the vGPU memory resource: floor(totalMiB x DeviceMemoryScaling) divided
-// by GPUMemoryFactor, rounded down. With the default scaling of 1 this is
-// exactly upstream's figure; a scaling above 1 oversubscribes memory, which
+// the vGPU memory resource: vgpu.GPUMemory at the DeviceMemoryScaling and
+// GPUMemoryFactor in force. With the default scaling of 1 this is exactly
+// upstream's figure; a scaling above 1 oversubscribes memory, which
 // HAMi-core can only back when the container is allowed to spill to host
-// memory.
+// memory. The allocator checks assignments against the same figure
+// (assignment.Config.MemoryScaling).
 func (c Config) GPUMemory(totalMiB uint64) int32 {
-	scaled := math.Floor(float64(totalMiB) * c.Device.DeviceMemoryScaling)
-	units := scaled / float64(c.Device.GPUMemoryFactor)
-	if units >= math.MaxInt32 {
-		return math.MaxInt32
-	}
-	return int32(units)
+	return vgpu.GPUMemory(totalMiB, c.Device.DeviceMemoryScaling, c.Device.GPUMemoryFactor)
 }
 
 // RegisteredGPUs returns the GPUs of gpus that the node's filter does not
