@@ -27,6 +27,18 @@ refused "at '/custom/scheduler_replicas'" -n $NS --set custom.scheduler_replicas
 rm -rf "$bad"
 log "chart: 6 kinds of bad values refused at helm template, each with its reason"
 
+# A switch renders its flag when on and nothing when off.
+renders() { # renders N LINE HELM-ARGS...: helm template must render LINE (indentation aside) N times
+  local want=$1 line=$2 out n; shift 2
+  out=$("$HELM" template vv "$CHART" -n $NS "$@" 2>/dev/null) || { log "helm template $* failed"; exit 1; }
+  n=$(sed 's/^ *//' <<<"$out" | grep -cxF -- "$line" || true)
+  [ "$n" = "$want" ] || { log "helm template $* renders '$line' $n times, want $want"; exit 1; }
+}
+renders 1 '- --legacy-handshake' --set devicePlugin.legacyHandshake=true
+renders 0 '- --legacy-handshake' --set devicePlugin.legacyHandshake=false
+renders 0 '- --legacy-handshake'
+log "chart: devicePlugin.legacyHandshake renders --legacy-handshake only when true"
+
 for values in "$CHART"/ci/*-values.yaml; do
   name=$(basename "$values" -values.yaml)
   "$HELM" lint "$CHART" --strict --namespace $NS -f "$values" 2>/dev/null | grep -q '0 chart(s) failed' ||
