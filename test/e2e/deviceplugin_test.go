@@ -43,7 +43,7 @@ const pluginMetrics = "127.0.0.1:19394"
 func devicePlugin(t *testing.T, cs kubernetes.Interface, n int, schedulers ...string) *pluginRun {
 	t.Helper()
 	hook := hookDir(t)
-	p := &pluginRun{cs: cs, hook: hook, args: []string{"--kubeconfig", kubeconfigPath(), "--node-name", realNode, "--nvml", "fake",
+	p := &pluginRun{cs: cs, hook: hook, args: []string{"--kubeconfig", programKubeconfig(t, devicePluginAccount), "--node-name", realNode, "--nvml", "fake",
 		"--fake-gpus", fmt.Sprintf("%dxNVIDIA GeForce RTX 3070 Ti:8192", n), "--hook-path", hook, "--metrics-address", pluginMetrics,
 		"--node-config", filepath.Join(hook, "absent-config.json"), "-v", "2"}}
 	if len(schedulers) == 0 {
@@ -82,14 +82,18 @@ func (p *pluginRun) restart(t *testing.T) {
 	p.waitServing(t, 0)
 }
 
-// waitServing waits until the plugin has sent the kubelet all three device lists since it had
+// servedResources is how many device lists the plugin sends the kubelet: vgpu-number,
+// vgpu-memory, vgpu-cores and vgpu-memory-percentage.
+const servedResources = 4
+
+// waitServing waits until the plugin has sent the kubelet all its device lists since it had
 // sent the first `before`, and the node advertises them. The node status alone would not do:
 // it keeps showing a stopped plugin's devices for a while, and the kubelet admits vGPU pods
 // only once a running plugin has sent its lists.
 func (p *pluginRun) waitServing(t *testing.T, before int) {
 	t.Helper()
 	eventually(t, 60*time.Second, "the plugin sends the kubelet its device lists", func(context.Context) (bool, string, error) {
-		return p.sends() >= before+3, tail(p.proc.log.String(), 3), nil
+		return p.sends() >= before+servedResources, tail(p.proc.log.String(), 3), nil
 	})
 	p.waitAdvertised(t)
 }
@@ -280,7 +284,7 @@ func TestDevicePluginRestartLosesNothing(t *testing.T) {
 }
 
 // After a kubelet restart (it removes every device-plugin socket) the plugin serves and
-// registers all three resources again by itself, and new pods get their devices.
+// registers all its resources again by itself, and new pods get their devices.
 func TestDevicePluginReregistersAfterKubeletRestart(t *testing.T) {
 	cs := client(t)
 	ns := namespace(t, cs)
@@ -303,7 +307,7 @@ func TestDevicePluginReregistersAfterKubeletRestart(t *testing.T) {
 		return true, "", nil
 	})
 	eventually(t, 60*time.Second, "the plugin sends the kubelet its device lists again", func(context.Context) (bool, string, error) {
-		return plugin.sends() >= sent+3, tail(plugin.proc.log.String(), 3), nil
+		return plugin.sends() >= sent+servedResources, tail(plugin.proc.log.String(), 3), nil
 	})
 	t.Logf("serving the kubelet again at most %v after it re-created its socket", time.Since(socketBack).Round(time.Millisecond))
 	plugin.waitAdvertised(t)

@@ -72,7 +72,7 @@ func (e *schedulerEnv) scheduler(confText string, extra ...string) (*process, st
 	if err := os.WriteFile(path, []byte(confText), 0o644); err != nil {
 		e.t.Fatal(err)
 	}
-	args := append([]string{"--kubeconfig", kubeconfigPath(), "--scheduler-conf", path, "--scheduler-name", e.name,
+	args := append([]string{"--kubeconfig", programKubeconfig(e.t, schedulerAccount), "--scheduler-conf", path, "--scheduler-name", e.name,
 		"--node-selector", e.label, "--schedule-period", "200ms", "--leader-elect=false", "-v", "2"}, extra...)
 	return start(e.t, "vc-scheduler", args...), path
 }
