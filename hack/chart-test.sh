@@ -24,8 +24,12 @@ refused "at '/devicePlugin/deviceSplitCount': minimum: got 0, want 1" -n $NS --s
 refused "at '/devicePlugin/fakeGPUs': minLength: got 0, want 1" -n $NS --set devicePlugin.nvml=fake
 refused "at '/devicePlugin/nvml'" -n $NS --set devicePlugin.nvml=mock
 refused "at '/custom/scheduler_replicas'" -n $NS --set custom.scheduler_replicas=0
+refused "at '/devicePlugin/contextReserves/0/contextReserveMiB': minimum: got -1, want 0" -n $NS \
+  --set 'devicePlugin.contextReserves[0].models[0]=H200' --set 'devicePlugin.contextReserves[0].contextReserveMiB=-1'
+refused "at '/devicePlugin/contextReserves/0': missing property 'models'" -n $NS \
+  --set 'devicePlugin.contextReserves[0].contextReserveMiB=518'
 rm -rf "$bad"
-log "chart: 6 kinds of bad values refused at helm template, each with its reason"
+log "chart: 8 kinds of bad values refused at helm template, each with its reason"
 
 # A switch renders its flag when on and nothing when off.
 renders() { # renders N LINE HELM-ARGS...: helm template must render LINE (indentation aside) N times
