@@ -61,6 +61,7 @@ func TestDeviceConfigMapRenamesResources(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = e.cs.CoreV1().Nodes().Delete(context.Background(), nodeName, metav1.DeleteOptions{}) })
 
+	grantConfigMapRead(t, e.cs, schedulerAccount, e.ns, cm.Name)
 	queue := e.queue("slices", nil)
 	e.scheduler(fmt.Sprintf(`actions: "enqueue, allocate, backfill"
 tiers:

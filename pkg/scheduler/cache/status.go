@@ -19,7 +19,8 @@ import (
 
 // Event reasons and messages users and tests read.
 const (
-	// EventReasonUnschedulable: on a PodGroup whose gang could not be placed, every cycle.
+	// EventReasonUnschedulable: on a PodGroup whose gang could not be placed, when the reason
+	// changes.
 	EventReasonUnschedulable = "Unschedulable"
 	// EventReasonScheduled: on a PodGroup whose status changed to ready, and on a bound pod.
 	EventReasonScheduled = "Scheduled"
