@@ -334,3 +334,78 @@ func scrape(t *testing.T, url string) string {
 	})
 	return body
 }
+
+// Under load: pods are being admitted while the kubelet restarts, and again while the device
+// plugin restarts. The plugin serves the kubelet again by itself after each; every pod either
+// runs with exactly its own assignment or fails with the reason the kubelet gives (none is
+// left pending), and the pods bound once both are back all run.
+func TestKubeletAndPluginRestartUnderLoad(t *testing.T) {
+	cs := client(t)
+	ns := namespace(t, cs)
+	plugin := devicePlugin(t, cs, 2)
+	ctx := context.Background()
+	const perWave = 6
+	devices := map[string]vgpu.ContainerDevice{}
+	wave := func(prefix string) {
+		for i := range perWave {
+			name := fmt.Sprintf("%s-%d", prefix, i)
+			device := vgpu.ContainerDevice{UUID: plugin.gpus[i%len(plugin.gpus)], Type: vgpu.DeviceTypeNVIDIA, UsedMemory: 500, UsedCores: 5}
+			pod := tinyPod(ns, name, "")
+			pod.Spec.Containers = []corev1.Container{vgpuContainer("main", int64(device.UsedMemory), int64(device.UsedCores))}
+			if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			bind(t, cs, ns, name, realNode, assignment(vgpu.PodDevices{{device}}))
+			devices[name] = device
+		}
+	}
+
+	sent := plugin.sends()
+	restarted := make(chan error, 1)
+	go func() {
+		out, err := exec.Command(filepath.Join(repoRoot(), "hack/testbed/kubelet-restart.sh")).CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("%v\n%s", err, out)
+		}
+		restarted <- err
+	}()
+	wave("during-kubelet-restart")
+	if err := <-restarted; err != nil {
+		t.Fatalf("restart the kubelet: %v", err)
+	}
+	eventually(t, 60*time.Second, "the plugin serves the restarted kubelet", func(context.Context) (bool, string, error) {
+		return plugin.sends() >= sent+servedResources, tail(plugin.proc.log.String(), 3), nil
+	})
+	wave("during-plugin-restart")
+	plugin.restart(t)
+	wave("after-both")
+
+	ran, failed := 0, map[string]string{}
+	for name, device := range devices {
+		var pod *corev1.Pod
+		eventually(t, 120*time.Second, "pod "+name+" runs or fails with a reason", func(ctx context.Context) (bool, string, error) {
+			var err error
+			if pod, err = cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+				return false, "", err
+			}
+			switch pod.Status.Phase {
+			case corev1.PodRunning, corev1.PodSucceeded:
+				return true, "", nil
+			case corev1.PodFailed:
+				return pod.Status.Reason != "", "failed without a reason", nil
+			}
+			return false, string(pod.Status.Phase), nil
+		})
+		if pod.Status.Phase == corev1.PodFailed {
+			failed[name] = pod.Status.Reason + ": " + pod.Status.Message
+			if strings.HasPrefix(name, "after-both") {
+				t.Errorf("pod %s, bound once the kubelet and the plugin were back, failed: %s", name, failed[name])
+			}
+			continue
+		}
+		ran++
+		wantLines(t, name, containerLog(t, cs, ns, name, "main"), "NVIDIA_VISIBLE_DEVICES="+device.UUID,
+			fmt.Sprintf("CUDA_DEVICE_MEMORY_LIMIT_0=%dm", device.UsedMemory), fmt.Sprintf("CUDA_DEVICE_SM_LIMIT=%d", device.UsedCores))
+	}
+	t.Logf("%d of %d pods ran with their own assignment; %d failed with the kubelet's reason: %v", ran, len(devices), len(failed), failed)
+}
