@@ -1,0 +1,45 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// TestBadFlags: each flag value a user can get wrong stops the binary with a message that
+// names the flag and what it wants (docs/bad-input.md); good values pass.
+func TestBadFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--schedule-period", "0s"}, "--schedule-period 0s: must be positive"},
+		{[]string{"--schedule-period", "-1s"}, "--schedule-period -1s: must be positive"},
+		{[]string{"--node-selector", "gpu"}, `--node-selector "gpu": want key:value`},
+		{[]string{"--node-selector", ":on"}, `--node-selector ":on": want key:value`},
+		{[]string{"--percentage-nodes-to-find", "101"}, "--percentage-nodes-to-find 101: want 0..100"},
+		{[]string{"--percentage-nodes-to-find", "-1"}, "--percentage-nodes-to-find -1: want 0..100"},
+		{[]string{"--node-selector", "gpu:on", "--schedule-period", "200ms", "--percentage-nodes-to-find", "50"}, ""},
+	} {
+		opts := newOptions()
+		fs := pflag.NewFlagSet("vc-scheduler", pflag.ContinueOnError)
+		opts.addFlags(fs)
+		if err := fs.Parse(tt.args); err != nil {
+			t.Fatalf("%v: %v", tt.args, err)
+		}
+		err := opts.validate()
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%v: refused with %q", tt.args, err)
+		case tt.want != "" && (err == nil || err.Error() != tt.want):
+			t.Errorf("%v: got %v, want %q", tt.args, err, tt.want)
+		}
+	}
+
+	// No name at all (the flag's default list emptied) is refused.
+	opts := newOptions()
+	opts.schedulerNames = nil
+	if err := opts.validate(); err == nil || err.Error() != "--scheduler-name: at least one name is required" {
+		t.Errorf("no scheduler name: got %v", err)
+	}
+}
