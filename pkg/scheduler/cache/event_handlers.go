@@ -18,7 +18,7 @@ func (sc *SchedulerCache) addEventHandlers(priorityClasses bool) error {
 	pods := sc.kubeInformers.Core().V1().Pods().Informer()
 	nodes := sc.kubeInformers.Core().V1().Nodes().Informer()
 	for _, inf := range []toolscache.SharedIndexInformer{pods, nodes} {
-		if err := inf.SetTransform(stripManagedFields); err != nil {
+		if err := inf.SetTransform(trimForCache); err != nil {
 			return fmt.Errorf("informer transform: %w", err)
 		}
 	}
@@ -64,11 +64,26 @@ type watch struct {
 	handler  toolscache.ResourceEventHandler
 }
 
-// stripManagedFields drops metadata.managedFields, which the scheduler never reads and which
-// can be most of a pod's size.
-func stripManagedFields(obj any) (any, error) {
+// trimForCache drops what the scheduler never reads from a pod or node before the informer
+// stores it, which is most of a large cluster's cache: every object's managedFields; a pod's
+// volumes and its containers' commands, environment, mounts and probes (pods are only ever
+// patched and bound, never written back whole); a node's image list.
+func trimForCache(obj any) (any, error) {
 	if m, err := meta.Accessor(obj); err == nil {
 		m.SetManagedFields(nil)
+	}
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		o.Spec.Volumes = nil
+		for _, containers := range [][]corev1.Container{o.Spec.InitContainers, o.Spec.Containers} {
+			for i := range containers {
+				c := &containers[i]
+				c.Command, c.Args, c.Env, c.EnvFrom, c.VolumeMounts, c.VolumeDevices = nil, nil, nil, nil, nil, nil
+				c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle = nil, nil, nil, nil
+			}
+		}
+	case *corev1.Node:
+		o.Status.Images = nil
 	}
 	return obj, nil
 }

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -266,5 +268,46 @@ func TestInformersFeedTheCache(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("after relabel:\n got  %q\n want %q", describeCache(env.sc), want)
+	}
+}
+
+// TestTrimForCache: what the cache keeps of a pod and a node is what scheduling reads; the
+// rest (managed fields, volumes, commands, environment, probes, node images) is dropped.
+func TestTrimForCache(t *testing.T) {
+	requests := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	full := func() corev1.Container {
+		return corev1.Container{Name: "main", Image: "img", Command: []string{"run"}, Args: []string{"--x"},
+			Env: []corev1.EnvVar{{Name: "A", Value: "1"}}, EnvFrom: []corev1.EnvFromSource{{Prefix: "P"}},
+			VolumeMounts: []corev1.VolumeMount{{Name: "v", MountPath: "/v"}}, LivenessProbe: &corev1.Probe{},
+			Ports:     []corev1.ContainerPort{{HostPort: 80, ContainerPort: 80}},
+			Resources: corev1.ResourceRequirements{Requests: requests, Limits: requests}}
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{"a": "b"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
+		Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "v"}}, InitContainers: []corev1.Container{full()},
+			Containers: []corev1.Container{full()}, Tolerations: []corev1.Toleration{{Key: "k"}}, NodeSelector: map[string]string{"n": "1"}},
+	}
+	got, err := trimForCache(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := func() corev1.Container {
+		return corev1.Container{Name: "main", Image: "img", Ports: []corev1.ContainerPort{{HostPort: 80, ContainerPort: 80}},
+			Resources: corev1.ResourceRequirements{Requests: requests, Limits: requests}}
+	}
+	want := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{"a": "b"}},
+		Spec: corev1.PodSpec{InitContainers: []corev1.Container{kept()}, Containers: []corev1.Container{kept()},
+			Tolerations: []corev1.Toleration{{Key: "k"}}, NodeSelector: map[string]string{"n": "1"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("trimmed pod (-want +got):\n%s", diff)
+	}
+
+	node := &corev1.Node{Status: corev1.NodeStatus{Allocatable: requests, Images: []corev1.ContainerImage{{Names: []string{"img"}}}}}
+	got, _ = trimForCache(node)
+	if diff := cmp.Diff(&corev1.Node{Status: corev1.NodeStatus{Allocatable: requests}}, got); diff != "" {
+		t.Errorf("trimmed node (-want +got):\n%s", diff)
 	}
 }
