@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,7 +34,9 @@ const (
 // UpdateJobStatus writes what the session decided about a job:
 //   - the PodGroup, with a full Update (the CRD has no status subresource), when statusChanged
 //     and that status was not already sent for the PodGroup as the informer shows it (a write
-//     still in flight when the next cycle closes is not sent twice);
+//     still in flight when the next cycle closes is not sent twice); a change of the running,
+//     succeeded or failed counts alone waits CountsWriteDelay, so that a gang's pods starting
+//     over a few cycles cost one write, not one per cycle;
 //   - an event on the PodGroup: Warning Unschedulable while it waits, else Normal Scheduled
 //     when its status changed; either only when it differs from the last one emitted on that
 //     PodGroup. Upstream repeats Unschedulable every cycle and Scheduled with every status
@@ -55,13 +58,17 @@ func (sc *SchedulerCache) UpdateJobStatus(job *api.JobInfo, statusChanged bool) 
 	if statusChanged && sc.podGroupStatuses.change(job.PodGroup.UID, sentStatusOf(job.PodGroup, job.Status), nil) {
 		pg := job.PodGroup.DeepCopy()
 		pg.Status = *job.Status.DeepCopy()
-		sc.writes.enqueue(writeKey{resource: "podgroups", namespace: pg.Namespace, name: pg.Name}, func(ctx context.Context) error {
+		delay := time.Duration(0)
+		if countsOnly(job.PodGroup.Status, job.Status) {
+			delay = sc.countsWriteDelay
+		}
+		sc.writes.enqueueAfter(writeKey{resource: "podgroups", namespace: pg.Namespace, name: pg.Name}, func(ctx context.Context) error {
 			err := sc.updatePodGroup(ctx, pg)
 			if err != nil {
 				sc.podGroupStatuses.forget(pg.UID)
 			}
 			return err
-		})
+		}, delay)
 	}
 	if job.Arriving(sc.clock.Now()) {
 		return
@@ -190,6 +197,24 @@ func podScheduledCondition(pod *corev1.Pod) *corev1.PodCondition {
 type podCondition struct {
 	status          corev1.ConditionStatus
 	reason, message string
+}
+
+// CountsWriteDelay is how long a PodGroup write that changes only its task counts waits for
+// more changes (phase and condition changes are written at once, with the latest counts).
+const CountsWriteDelay = 3 * time.Second
+
+// countsOnly: the status differs from old in its running, succeeded or failed counts alone.
+func countsOnly(old, cur schedulingv1beta1.PodGroupStatus) bool {
+	if old.Phase != cur.Phase || len(old.Conditions) != len(cur.Conditions) {
+		return false
+	}
+	for i := range old.Conditions {
+		o, c := old.Conditions[i], cur.Conditions[i]
+		if o.Type != c.Type || o.Status != c.Status || o.Reason != c.Reason || o.Message != c.Message {
+			return false
+		}
+	}
+	return old.Running != cur.Running || old.Succeeded != cur.Succeeded || old.Failed != cur.Failed
 }
 
 // sentStatus is a PodGroup status as sent, with the version of the PodGroup it was computed

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clienttesting "k8s.io/client-go/testing"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
@@ -352,5 +353,48 @@ func TestPodGroupStatusNotSentTwice(t *testing.T) {
 		if got := updates(step.rv); got != step.want {
 			t.Errorf("step %d (PodGroup at version %s): %d updates, want %d", i, step.rv, got, step.want)
 		}
+	}
+}
+
+// TestCountsOnlyWriteWaits: a PodGroup whose running count alone changed is written after the
+// delay, once, with the latest count; a phase change is written at once.
+func TestCountsOnlyWriteWaits(t *testing.T) {
+	ctx := context.Background()
+	env := bindEnv(t, newPod("p1", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning)))
+	env.sc.countsWriteDelay = 300 * time.Millisecond
+	closeSession := func(phase schedulingv1beta1.PodGroupPhase, running int32) {
+		job := sessionJob(t, env.sc, "ns/pg1")
+		job.PodGroup.Status.Phase = schedulingv1beta1.PodGroupRunning
+		job.Status.Phase, job.Status.Running = phase, running
+		env.sc.UpdateJobStatus(job, true)
+	}
+	updates := func() []int32 {
+		var running []int32
+		for _, a := range actionsOn(env.vc.Actions(), "update", podGroupsResource, "") {
+			running = append(running, a.(clienttesting.UpdateAction).GetObject().(*schedulingv1beta1.PodGroup).Status.Running)
+		}
+		return running
+	}
+	env.vc.ClearActions()
+	closeSession(schedulingv1beta1.PodGroupRunning, 1)
+	closeSession(schedulingv1beta1.PodGroupRunning, 2)
+	env.drainWrites(ctx)
+	if got := updates(); len(got) != 0 {
+		t.Fatalf("count changes written at once: %v", got)
+	}
+	// No status worker runs in these tests: run the writes as they become due.
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		env.drainWrites(ctx)
+		return len(updates()) > 0, nil
+	})
+	if err != nil || !reflect.DeepEqual(updates(), []int32{2}) {
+		t.Fatalf("after the delay: updates with running %v, want one with 2 (%v)", updates(), err)
+	}
+
+	env.vc.ClearActions()
+	closeSession(schedulingv1beta1.PodGroupUnknown, 2)
+	env.drainWrites(ctx)
+	if got := updates(); !reflect.DeepEqual(got, []int32{2}) {
+		t.Errorf("a phase change: updates with running %v, want one at once", got)
 	}
 }

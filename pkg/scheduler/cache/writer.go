@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -22,22 +23,29 @@ type writeKey struct {
 type statusWriter struct {
 	mu      sync.Mutex
 	pending map[writeKey]func(context.Context) error
-	queue   workqueue.TypedInterface[writeKey]
+	queue   workqueue.TypedDelayingInterface[writeKey]
 }
 
 func newStatusWriter() *statusWriter {
 	return &statusWriter{
 		pending: map[writeKey]func(context.Context) error{},
-		queue:   workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[writeKey]{Name: "status"}),
+		queue:   workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[writeKey]{Name: "status"}),
 	}
 }
 
 // enqueue schedules write for the object, replacing one not yet started.
 func (w *statusWriter) enqueue(key writeKey, write func(context.Context) error) {
+	w.enqueueAfter(key, write, 0)
+}
+
+// enqueueAfter is enqueue for a write that may wait: it is sent after delay, or sooner, with
+// whatever is latest for the object then, when another write to the object is enqueued
+// without one. Changes that come in the meantime are sent in one write.
+func (w *statusWriter) enqueueAfter(key writeKey, write func(context.Context) error, delay time.Duration) {
 	w.mu.Lock()
 	w.pending[key] = write
 	w.mu.Unlock()
-	w.queue.Add(key)
+	w.queue.AddAfter(key, delay)
 }
 
 // processNext runs one write; false once the writer is shut down.
@@ -61,5 +69,6 @@ func (w *statusWriter) processNext(ctx context.Context) bool {
 	return true
 }
 
-// shutDownWithDrain waits for the writes already queued, then stops the workers.
+// shutDownWithDrain waits for the writes already queued, then stops the workers. Writes still
+// waiting out a delay are dropped: they only carry counts, which the next leader recomputes.
 func (w *statusWriter) shutDownWithDrain() { w.queue.ShutDownWithDrain() }
