@@ -128,6 +128,10 @@ func run(ctx context.Context, o options) error {
 			klog.InfoS("Result", "scheduler", s.name, "nodes", nodes, "podsPerSecond", r.PodsPerSecond, "p99", r.P99Seconds,
 				"writesPerPod", r.WritesPerPod, "bound", r.Bound)
 			report.Runs = append(report.Runs, r)
+			// Written after every run, so that an interrupted benchmark keeps what it measured.
+			if err := report.write(o.out); err != nil {
+				return err
+			}
 		}
 	}
 	if !o.keepNodes {
@@ -135,9 +139,7 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	if err := report.write(o.out); err != nil {
-		return err
-	}
+	fmt.Print(report.markdown())
 	if o.check {
 		return report.check()
 	}

@@ -219,21 +219,24 @@ feed:
 // pods are gone, so that the next run does not share the API server with the deletion.
 func cleanNamespace(ctx context.Context, cs kubernetes.Interface, vc vcclient.Interface, ns string) error {
 	zero := int64(0)
-	if err := vc.SchedulingV1beta1().PodGroups(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-		return fmt.Errorf("delete the PodGroups of %s: %w", ns, err)
-	}
-	// A collection of thousands of pods can outlast the API server's request timeout; the
-	// deletion goes on, and the next call takes what is left.
+	// A collection of thousands can outlast the API server's request timeout; the deletion
+	// goes on, and the next call takes what is left.
 	err := poll(ctx, 10*time.Minute, func() bool {
-		err := cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
-		if err != nil && !apierrors.IsTimeout(err) && !apierrors.IsServerTimeout(err) {
+		if err := vc.SchedulingV1beta1().PodGroups(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			klog.ErrorS(err, "Deleting PodGroups; trying again", "namespace", ns)
+		}
+		if err := cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
 			klog.ErrorS(err, "Deleting pods; trying again", "namespace", ns)
 		}
-		list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil && len(list.Items) == 0
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		if err != nil || len(pods.Items) > 0 {
+			return false
+		}
+		groups, err := vc.SchedulingV1beta1().PodGroups(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil && len(groups.Items) == 0
 	})
 	if err != nil {
-		return fmt.Errorf("the pods of %s were not deleted: %w", ns, err)
+		return fmt.Errorf("the pods and PodGroups of %s were not deleted: %w", ns, err)
 	}
 	return cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 }

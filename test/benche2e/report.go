@@ -23,7 +23,7 @@ type report struct {
 	Runs     []*result `json:"runs"`
 }
 
-// write saves e2e.json, e2e.md and e2e.png under dir and prints the table.
+// write saves e2e.json, e2e.md and e2e.png under dir.
 func (rep *report) write(dir string) error {
 	data, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
@@ -33,7 +33,6 @@ func (rep *report) write(dir string) error {
 		return err
 	}
 	table := rep.markdown()
-	fmt.Print(table)
 	if err := os.WriteFile(filepath.Join(dir, "e2e.md"), []byte(table), 0o644); err != nil {
 		return err
 	}
