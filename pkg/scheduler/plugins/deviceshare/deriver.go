@@ -37,8 +37,9 @@ import (
 // there (clamp). An assignment written by hand cannot fill a GPU it did not pay for; the
 // pod gets one Warning Event saying what was not booked.
 type Deriver struct {
-	devices *devicewatch.Source
-	refused *refusals
+	devices  *devicewatch.Source
+	readings *readings
+	refused  *refusals
 	// badRegister reports unreadable register annotations on their nodes.
 	badRegister *badRegisters
 }
@@ -46,7 +47,7 @@ type Deriver struct {
 // NewDeriverFor is the deriver for the device ConfigMap in use in devices; recorder (nil:
 // none) receives the Events on pods whose assignment is cut.
 func NewDeriverFor(devices *devicewatch.Source, recorder record.EventRecorder) *Deriver {
-	return &Deriver{devices: devices, refused: newRefusals(recorder), badRegister: newBadRegisters(recorder)}
+	return &Deriver{devices: devices, readings: newReadings(), refused: newRefusals(recorder), badRegister: newBadRegisters(recorder)}
 }
 
 // NewDeriver is the deriver for the shipped device configuration, for a scheduler that reads
@@ -103,17 +104,20 @@ func (d *Deriver) Derive(node *api.NodeInfo) api.Devices {
 	l.derived = &derivation{}
 	names := config.ResourceNames()
 	for _, t := range node.Tasks {
-		pd, err := assignedDevices(t)
-		if err != nil {
+		rd, ok := d.readings.of(t, names)
+		if !ok {
+			continue
+		}
+		if rd.devicesErr != nil {
 			// Its GPUs cannot be known; the pod keeps running and the rest of the node is
 			// still scheduled.
-			klog.ErrorS(err, "Ignoring an unreadable device assignment", "pod", klog.KRef(t.Namespace, t.Name), "node", node.Name)
+			klog.ErrorS(rd.devicesErr, "Ignoring an unreadable device assignment", "pod", klog.KRef(t.Namespace, t.Name), "node", node.Name)
 			continue
 		}
-		if pd == nil {
+		if rd.devices == nil {
 			continue
 		}
-		pd, requests, cut := l.clamp(t, pd, names)
+		pd, requests, cut := l.clamp(t, rd, names)
 		if cut != "" {
 			d.refused.report(t, node.Name, cut)
 		}
@@ -163,13 +167,10 @@ func memoryFactorOf(node *api.NodeInfo, config vgpu.NvidiaConfig) (int32, error)
 // GPU, a vGPU books at most its request and the GPU's context reserve. It returns what is
 // left, the pod's requests, which cover every container entry left, and what it cut; "" when
 // nothing.
-func (l *ledger) clamp(t *api.TaskInfo, pd vgpu.PodDevices, names vgpu.ResourceNames) (vgpu.PodDevices, []vgpu.ContainerRequest, string) {
-	var requests []vgpu.ContainerRequest
-	if t.Pod != nil {
-		var err error
-		if requests, err = vgpu.PodRequests(t.Pod, names); err != nil {
-			return nil, nil, fmt.Sprintf("nothing booked: %v", err)
-		}
+func (l *ledger) clamp(t *api.TaskInfo, rd *reading, names vgpu.ResourceNames) (vgpu.PodDevices, []vgpu.ContainerRequest, string) {
+	pd, requests := rd.devices, rd.requests
+	if t.Pod != nil && rd.requestsErr != nil {
+		return nil, nil, fmt.Sprintf("nothing booked: %v", rd.requestsErr)
 	}
 	if len(requests) == 0 {
 		return nil, nil, "nothing booked: no container requests " + string(names.Count)
@@ -255,6 +256,11 @@ func assignedDevices(t *api.TaskInfo) (vgpu.PodDevices, error) {
 	if !ok {
 		return nil, nil
 	}
+	return decodeAssignment(value)
+}
+
+// decodeAssignment reads an assignment annotation's value.
+func decodeAssignment(value string) (vgpu.PodDevices, error) {
 	pd, err := vgpu.DecodePodDevices(value)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", vgpu.AssignedDevicesAnnotation, err)
