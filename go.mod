@@ -12,6 +12,7 @@ require (
 	github.com/prometheus/common v0.66.1
 	github.com/spf13/pflag v1.0.10
 	golang.org/x/sync v0.25.0
+	gonum.org/v1/plot v0.17.0
 	google.golang.org/grpc v1.72.2
 	google.golang.org/protobuf v1.36.8
 	k8s.io/api v0.35.4
@@ -68,7 +69,6 @@ require (
 	golang.org/x/term v0.37.0 // indirect
 	golang.org/x/text v0.31.0 // indirect
 	golang.org/x/time v0.11.0 // indirect
-	gonum.org/v1/plot v0.17.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20250528174236-200df99c418a // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
