@@ -205,16 +205,7 @@ const CountsWriteDelay = 3 * time.Second
 
 // countsOnly: the status differs from old in its running, succeeded or failed counts alone.
 func countsOnly(old, cur schedulingv1beta1.PodGroupStatus) bool {
-	if old.Phase != cur.Phase || len(old.Conditions) != len(cur.Conditions) {
-		return false
-	}
-	for i := range old.Conditions {
-		o, c := old.Conditions[i], cur.Conditions[i]
-		if o.Type != c.Type || o.Status != c.Status || o.Reason != c.Reason || o.Message != c.Message {
-			return false
-		}
-	}
-	return old.Running != cur.Running || old.Succeeded != cur.Succeeded || old.Failed != cur.Failed
+	return api.SamePhaseAndConditions(old, cur) && !api.SameCounts(old, cur)
 }
 
 // sentStatus is a PodGroup status as sent, with the version of the PodGroup it was computed

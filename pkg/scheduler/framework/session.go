@@ -145,17 +145,7 @@ func (ssn *Session) updateJobPhase(job *api.JobInfo) {
 // podGroupStatusChanged: the phase, counts or conditions differ, ignoring the time stamps
 // and transition ids a rewrite of the same condition changes.
 func podGroupStatusChanged(old, cur schedulingv1beta1.PodGroupStatus) bool {
-	if old.Phase != cur.Phase || old.Running != cur.Running || old.Succeeded != cur.Succeeded ||
-		old.Failed != cur.Failed || len(old.Conditions) != len(cur.Conditions) {
-		return true
-	}
-	for i := range old.Conditions {
-		o, c := old.Conditions[i], cur.Conditions[i]
-		if o.Type != c.Type || o.Status != c.Status || o.Reason != c.Reason || o.Message != c.Message {
-			return true
-		}
-	}
-	return false
+	return !api.SamePhaseAndConditions(old, cur) || !api.SameCounts(old, cur)
 }
 
 // UpdatePodGroupCondition sets a condition on the job's PodGroup status, replacing one of
