@@ -249,14 +249,21 @@ func decodeGPUs(node *api.NodeInfo, value string, config vgpu.NvidiaConfig) ([]g
 // assignedDevices is the assignment a task holds: the one it is being bound with, else the
 // one its pod carries; nil when it has none.
 func assignedDevices(t *api.TaskInfo) (vgpu.PodDevices, error) {
-	value, ok := t.BindAnnotations[vgpu.AssignedDevicesAnnotation]
-	if !ok && t.Pod != nil {
-		value, ok = t.Pod.Annotations[vgpu.AssignedDevicesAnnotation]
-	}
+	value, ok := assignmentText(t)
 	if !ok {
 		return nil, nil
 	}
 	return decodeAssignment(value)
+}
+
+// assignmentText is the assignment annotation a task holds: the one it is being bound with,
+// else the one its pod carries.
+func assignmentText(t *api.TaskInfo) (string, bool) {
+	value, ok := t.BindAnnotations[vgpu.AssignedDevicesAnnotation]
+	if !ok && t.Pod != nil {
+		value, ok = t.Pod.Annotations[vgpu.AssignedDevicesAnnotation]
+	}
+	return value, ok
 }
 
 // decodeAssignment reads an assignment annotation's value.

@@ -43,10 +43,7 @@ func newReadings() *readings {
 // of is the task's reading under names; ok is false when the task has no assignment. The
 // returned values are shared: callers must not change them.
 func (r *readings) of(t *api.TaskInfo, names vgpu.ResourceNames) (rd *reading, ok bool) {
-	value, ok := t.BindAnnotations[vgpu.AssignedDevicesAnnotation]
-	if !ok && t.Pod != nil {
-		value, ok = t.Pod.Annotations[vgpu.AssignedDevicesAnnotation]
-	}
+	value, ok := assignmentText(t)
 	if !ok {
 		return nil, false
 	}
