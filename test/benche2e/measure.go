@@ -49,13 +49,17 @@ func readProc(pid int) (procSample, error) {
 	return s, nil
 }
 
-func readPID(path string) int {
+// readPIDFile samples the process whose PID the file holds.
+func readPIDFile(path string) (procSample, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return -1
+		return procSample{}, fmt.Errorf("PID file: %w", err)
 	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-	return pid
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return procSample{}, fmt.Errorf("PID file %s: %w", path, err)
+	}
+	return readProc(pid)
 }
 
 func fileSize(path string) int64 {

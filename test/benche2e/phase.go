@@ -101,8 +101,15 @@ func runPhase(ctx context.Context, cs kubernetes.Interface, vc vcclient.Interfac
 	defer watcher.stop()
 
 	auditFrom := fileSize(o.auditLog)
-	apiBefore, _ := readProc(readPID(o.apiserverPID))
-	childBefore, _ := readProc(child.cmd.Process.Pid)
+	// A process that cannot be read would report 0 CPU seconds: the run fails instead.
+	apiBefore, err := readPIDFile(o.apiserverPID)
+	if err != nil {
+		return nil, fmt.Errorf("the API server's CPU: %w", err)
+	}
+	childBefore, err := readProc(child.cmd.Process.Pid)
+	if err != nil {
+		return nil, fmt.Errorf("%s's CPU: %w", s.name, err)
+	}
 	var profiles sync.WaitGroup
 	if s.profile {
 		profiles.Go(func() {
@@ -114,8 +121,14 @@ func runPhase(ctx context.Context, cs kubernetes.Interface, vc vcclient.Interfac
 		return nil, err
 	}
 	lastBind := watcher.waitAll(ctx, pods, o.stall)
-	childAfter, _ := readProc(child.cmd.Process.Pid)
-	apiAfter, _ := readProc(readPID(o.apiserverPID))
+	childAfter, err := readProc(child.cmd.Process.Pid)
+	if err != nil {
+		return nil, fmt.Errorf("%s's CPU: %w", s.name, err)
+	}
+	apiAfter, err := readPIDFile(o.apiserverPID)
+	if err != nil {
+		return nil, fmt.Errorf("the API server's CPU: %w", err)
+	}
 	if s.profile {
 		profiles.Wait()
 		fetch("http://"+schedulerListen+"/debug/pprof/heap", filepath.Join(o.out, "e2e-heap.pprof"))
