@@ -30,9 +30,8 @@ func keyOf(labels []string) labelKey {
 func (k *labelKey) labels() []string { return k.values[:k.n] }
 
 // Publisher writes successive reports of the same gauge vectors, each one complete set of
-// series: every series that should exist after it is published, with its value. Metrics
-// kept outside this package (the deviceshare plugin's vGPU gauges) publish theirs the same
-// way. The series of the previous report that the new one leaves out (a deleted queue, a
+// series: every series that should exist after it is published, with its value. The series
+// of the previous report that the new one leaves out (a deleted queue, a
 // finished job, a resource a queue no longer has) are deleted once the new values are set.
 // Series that live on are overwritten in place and never missing from a scrape, as they
 // would be after a Reset. The vectors must change only through their publisher: it keeps

@@ -1,13 +1,16 @@
 package deviceshare
 
 import (
+	"fmt"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
@@ -46,6 +49,37 @@ func compareGolden(t *testing.T, file string) {
 	if err := testutil.GatherAndCompare(metricsRegistry, golden, vgpuMetricNames...); err != nil {
 		t.Error(err)
 	}
+}
+
+// gaugeValue is the value of the series of gauge name with the label values devID, NodeName
+// and, for a per-pod gauge, podName, as a scrape of reg reads it; ok is false when there is
+// no such series.
+func gaugeValue(t *testing.T, reg prometheus.Gatherer, name string, labels ...string) (value float64, ok bool) {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"devID", "NodeName", "podName"}[:len(labels)]
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			if len(m.GetLabel()) != len(labels) {
+				continue
+			}
+			for _, pair := range m.GetLabel() {
+				i := slices.Index(names, pair.GetName())
+				if i < 0 || labels[i] != pair.GetValue() {
+					continue series
+				}
+			}
+			return m.GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
 }
 
 func countVGPUSeries(t *testing.T) int {
@@ -120,11 +154,11 @@ func TestVGPUMetrics(t *testing.T) {
 		// The cache's ledgers are those of the first session: the placement left no trace.
 		ssn := openDeviceSession(&bindRecorder{snap: snapshot(clones(base), 1)})
 		framework.CloseSession(ssn)
-		if got := testutil.ToFloat64(testShared.gauges.sharedNumber.WithLabelValues(uuid(2), "n2")); got != 0 {
-			t.Errorf("n2's GPU shared by %v, want 0", got)
+		if got, ok := gaugeValue(t, metricsRegistry, "volcano_vgpu_device_shared_number", uuid(2), "n2"); !ok || got != 0 {
+			t.Errorf("n2's GPU shared by %v (series found: %v), want 0", got, ok)
 		}
-		if n := testutil.CollectAndCount(testShared.gauges.podMemory); n != 4 {
-			t.Errorf("%d pod memory series, want the 4 of n1", n)
+		if n, err := testutil.GatherAndCount(metricsRegistry, "volcano_vgpu_device_memory_allocation_for_a_certain_pod"); err != nil || n != 4 {
+			t.Errorf("%d pod memory series (%v), want the 4 of n1", n, err)
 		}
 	})
 
@@ -160,4 +194,109 @@ func TestVGPUMetrics(t *testing.T) {
 			t.Errorf("%d series with vGPU scheduling off, want 0", n)
 		}
 	})
+}
+
+// TestVGPUMetricsPodsOfOneName: the per-pod series are labelled by pod name only, so a GPU
+// shared by pods of one name, bound in different namespaces or placed by the session, and by
+// the containers of one pod, shows one series per name with their sum. A collector sending
+// the same label set twice would fail every scrape, so this gathers through a registry.
+func TestVGPUMetricsPodsOfOneName(t *testing.T) {
+	restartMetrics()
+	t.Cleanup(restartMetrics)
+
+	inNamespace := func(ns string, p *corev1.Pod) *corev1.Pod {
+		p.Namespace, p.UID = ns, types.UID("uid-"+ns+"-"+p.Name)
+		return p
+	}
+	running := []*corev1.Pod{
+		inNamespace("one", runningWith(pod("w", "x"), "n1", dev(0, "1000", "10"))),
+		// Two containers, each with a vGPU of GPU 0.
+		inNamespace("two", runningWith(pod("w", "x"), "n1", dev(0, "2000", "20")+";"+dev(0, "3000", "30"))),
+		inNamespace("three", runningWith(pod("w", "x"), "n1", dev(1, "4000", "40"))),
+	}
+	node := nodeInfo(gpuNode("n1", 0, gpus(2, 10, 30000, h200)), running...)
+	// The session places a fourth w, of the test namespace, on GPU 0 as well.
+	cache := &bindRecorder{snap: snapshot([]*api.NodeInfo{node}, 1, pod("w", "pg", vgpuCtr("main", 1, 500, 5)))}
+	ssn := openDeviceSession(cache)
+	stmt := ssn.NewStatement()
+	if err := stmt.Allocate(taskOf(t, ssn, "w"), ssn.Nodes["n1"]); err != nil {
+		t.Fatal(err)
+	}
+	stmt.Commit()
+	framework.CloseSession(ssn)
+	if got := cache.bound[0].BindAnnotations[vgpu.AssignedDevicesAnnotation]; got != dev(0, "500", "5") {
+		t.Fatalf("placed on %q, want GPU 0 (binpack)", got)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(testShared.Collectors()...)
+	for _, tt := range []struct {
+		gauge string
+		gpu   int
+		want  float64
+	}{
+		{"volcano_vgpu_device_memory_allocation_for_a_certain_pod", 0, 1000 + 2000 + 3000 + 500},
+		{"volcano_vgpu_device_core_allocation_for_a_certain_pod", 0, 10 + 20 + 30 + 5},
+		{"volcano_vgpu_device_memory_allocation_for_a_certain_pod", 1, 4000},
+		{"volcano_vgpu_device_core_allocation_for_a_certain_pod", 1, 40},
+	} {
+		if got, ok := gaugeValue(t, reg, tt.gauge, uuid(tt.gpu), "n1", "w"); !ok || got != tt.want {
+			t.Errorf("%s on GPU %d = %v (series found: %v), want %v", tt.gauge, tt.gpu, got, ok, tt.want)
+		}
+	}
+	for gauge, want := range map[string]int{
+		"volcano_vgpu_device_memory_allocation_for_a_certain_pod": 2, "volcano_vgpu_device_core_allocation_for_a_certain_pod": 2,
+	} {
+		if n, err := testutil.GatherAndCount(reg, gauge); err != nil || n != want {
+			t.Errorf("%d series of %s (%v), want %d, one per GPU", n, gauge, err, want)
+		}
+	}
+	if got, ok := gaugeValue(t, reg, "volcano_vgpu_device_shared_number", uuid(0), "n1"); !ok || got != 4 {
+		t.Errorf("GPU 0 shared by %v (series found: %v), want 4 vGPUs", got, ok)
+	}
+}
+
+// TestVGPUMetricsScrapeDuringClose: scrapes run on the HTTP server's goroutines while
+// sessions close on the scheduler's; run with -race. Every scrape sees whole nodes.
+func TestVGPUMetricsScrapeDuringClose(t *testing.T) {
+	nodes := busyCluster(20, 2)
+	p := policyPlugin(t, PolicyBinpack, 1)
+	p.shared = NewShared(defaultDevices)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(p.shared.Collectors()...)
+	done := make(chan struct{})
+	scraped := make(chan error)
+	go func() {
+		for {
+			select {
+			case <-done:
+				close(scraped)
+				return
+			default:
+			}
+			n, err := testutil.GatherAndCount(reg, "volcano_vgpu_device_memory_allocation_for_a_certain_pod")
+			if err == nil && n%16 != 0 {
+				err = fmt.Errorf("%d pod series, not whole nodes of 16", n)
+			}
+			if err != nil {
+				scraped <- err
+			}
+		}
+	}()
+	for i := range 50 {
+		for _, n := range nodes {
+			// What the cache's deriving the node again looks like to the metrics.
+			l := ledgerOf(n)
+			l.derived = &derivation{bookings: l.derived.bookings}
+		}
+		if i%10 == 9 {
+			p.publishMetrics(nil)
+		} else {
+			p.publishMetrics(nodes)
+		}
+	}
+	close(done)
+	for err := range scraped {
+		t.Error(err)
+	}
 }

@@ -14,27 +14,26 @@ import (
 
 // Shared is what deviceshare keeps for the life of the scheduler, while a plugin lives for
 // one session: the device ConfigMap watch, whose configuration sessions and the cache's
-// deriver read, and the vGPU gauges with the series each session close last published.
+// deriver read, and the vGPU metrics with the series each session close last published.
 // cmd/vc-scheduler builds one, registers Collectors, adds Deriver to the cache, calls
 // Configure with every configuration it loads, and hands it to NewBuilder. A session only
-// reads the configuration in use and publishes the gauges when it closes.
+// reads the configuration in use and publishes the metrics when it closes.
 type Shared struct {
-	devices   *devicewatch.Source
-	gauges    *vgpuGauges
-	published nodeMetrics
+	devices *devicewatch.Source
+	metrics *vgpuMetrics
 }
 
 // NewShared is the state of a scheduler that reads the device configuration from devices.
 func NewShared(devices *devicewatch.Source) *Shared {
-	return &Shared{devices: devices, gauges: newVGPUGauges(), published: nodeMetrics{nodes: map[string]*nodeSeries{}}}
+	return &Shared{devices: devices, metrics: newVGPUMetrics()}
 }
 
 // NewStaticShared is the state of a scheduler that reads no ConfigMap and uses the shipped
 // device configuration (benchmarks and tests).
 func NewStaticShared() *Shared { return NewShared(devicewatch.Static(vgpu.DefaultNvidiaConfig())) }
 
-// Collectors are the vGPU gauges, for the scheduler's metrics registry.
-func (s *Shared) Collectors() []prometheus.Collector { return s.gauges.collectors() }
+// Collectors are the vGPU metrics, for the scheduler's metrics registry.
+func (s *Shared) Collectors() []prometheus.Collector { return []prometheus.Collector{s.metrics} }
 
 // Deriver is the cache's deriver of the GPU ledgers, under the configuration in use.
 func (s *Shared) Deriver(recorder record.EventRecorder) *Deriver {
