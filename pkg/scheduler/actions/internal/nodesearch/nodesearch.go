@@ -249,8 +249,7 @@ func (s *SessionSearch) check(task *api.TaskInfo, i int, node *api.NodeInfo) (st
 }
 
 // best picks among the feasible nodes: only those with room now if there are any; the one
-// node if there is one; otherwise the highest NodeOrder total. Ties go to the node whose
-// name sorts first, not to a random one as upstream, so that a decision can be replayed.
+// node if there is one; otherwise the highest NodeOrder total, ties broken by tieKey.
 func (s *SessionSearch) best(task *api.TaskInfo) *api.NodeInfo {
 	wantNow := slices.ContainsFunc(s.feasible, func(c candidate) bool { return c.now })
 	var best *api.NodeInfo
@@ -268,16 +267,39 @@ func (s *SessionSearch) best(task *api.TaskInfo) *api.NodeInfo {
 		return best
 	}
 	best = nil
+	var bestTie uint64
 	for _, c := range s.feasible {
 		if c.now != wantNow {
 			continue
 		}
 		score := s.ssn.NodeOrder(task, c.node)
-		if best == nil || score > bestScore || (score == bestScore && c.node.Name < best.Name) {
-			best, bestScore = c.node, score
+		if best != nil && score < bestScore {
+			continue
+		}
+		tie := tieKey(task.UID, c.node.Name)
+		if best == nil || score > bestScore || tie < bestTie {
+			best, bestScore, bestTie = c.node, score, tie
 		}
 	}
 	return best
+}
+
+// tieKey orders the nodes of equal score for a task. Upstream picks one of them at random,
+// which spreads pods that no plugin tells apart (no CPU or memory request, no GPU policy)
+// over the nodes, as users see in the tutorials; always taking the first by name would stack
+// them on one node. An FNV-1a hash of the pod's UID and the node's name spreads them alike
+// and gives the same node for the same pod and nodes, so a decision can still be replayed.
+func tieKey(uid api.TaskID, node string) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for i := 0; i < len(uid); i++ {
+		h = (h ^ uint64(uid[i])) * prime
+	}
+	h *= prime // a 0 byte between the two, so that ("ab", "c") and ("a", "bc") differ
+	for i := 0; i < len(node); i++ {
+		h = (h ^ uint64(node[i])) * prime
+	}
+	return h
 }
 
 // Place puts the task on the node in the statement: allocated when the node has room now,
