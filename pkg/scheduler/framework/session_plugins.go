@@ -14,10 +14,12 @@ type (
 	PrePredicateFn func(task *api.TaskInfo) error
 	// PredicateFn returns nil (or a Success status) when the node can take the task. Calls
 	// never run concurrently (see the package comment in plugin.go).
-	PredicateFn   func(task *api.TaskInfo, node *api.NodeInfo) *api.Status
-	NodeOrderFn   func(task *api.TaskInfo, node *api.NodeInfo) (float64, error)
-	QueueFn       func(queue *api.QueueInfo) bool
-	AllocatableFn func(queue *api.QueueInfo, task *api.TaskInfo) bool
+	PredicateFn func(task *api.TaskInfo, node *api.NodeInfo) *api.Status
+	NodeOrderFn func(task *api.TaskInfo, node *api.NodeInfo) (float64, error)
+	QueueFn     func(queue *api.QueueInfo) bool
+	// AllocatableFn returns nil when the queue can take the task now, else why not, naming
+	// the queue: the pod's PodScheduled message shows it.
+	AllocatableFn func(queue *api.QueueInfo, task *api.TaskInfo) error
 	JobBoolFn     func(job *api.JobInfo) bool
 	// VoteFn returns Permit, Abstain or Reject.
 	VoteFn     func(job *api.JobInfo) int
@@ -302,14 +304,15 @@ func (ssn *Session) Overused(queue *api.QueueInfo) bool {
 	return false
 }
 
-// Allocatable: every enabled plugin lets the queue take the task.
-func (ssn *Session) Allocatable(queue *api.QueueInfo, task *api.TaskInfo) bool {
+// Allocatable: nil when every enabled plugin lets the queue take the task, else the first
+// refusal.
+func (ssn *Session) Allocatable(queue *api.QueueInfo, task *api.TaskInfo) error {
 	for _, l := range ssn.chains().allocatable {
-		if !l.fn(queue, task) {
-			return false
+		if err := l.fn(queue, task); err != nil {
+			return err
 		}
 	}
-	return true
+	return nil
 }
 
 // JobReady: every enabled plugin agrees the job may be dispatched (true when none has a say).

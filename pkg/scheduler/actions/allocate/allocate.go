@@ -189,11 +189,15 @@ func (c *cycle) allocateTasks(queue *api.QueueInfo, job *api.JobInfo, tasks *tas
 	stmt := ssn.NewStatement()
 	for !tasks.empty() {
 		task := tasks.pop()
-		if !ssn.Allocatable(queue, task) {
-			// The queue's quota says no; that is not a fact about nodes, so no fit error.
+		if err := ssn.Allocatable(queue, task); err != nil {
+			// The queue's quota says no. That is no fact about nodes, but it is the pod's
+			// reason to wait, which its PodScheduled condition should say.
 			if v := klog.V(3); v.Enabled() {
-				v.InfoS("Queue cannot take the pod now", "queue", queue.Name, "pod", klog.KRef(task.Namespace, task.Name))
+				v.InfoS("Queue cannot take the pod now", "queue", queue.Name, "pod", klog.KRef(task.Namespace, task.Name), "reason", err)
 			}
+			refusal := api.NewFitErrors()
+			refusal.SetError(err.Error())
+			job.NodesFitErrors[task.UID] = refusal
 			continue
 		}
 		if task.TaskRole != "" && c.failedRoles[job.UID][task.TaskRole] {

@@ -2,6 +2,7 @@ package allocate
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -224,16 +225,22 @@ func TestAllocate(t *testing.T) {
 			wantNoFitErrors: []string{"p1"},
 		},
 		{
-			name:      "a task the queue cannot take is skipped without a fit error",
+			name:      "a task the queue cannot take is skipped, with the queue's reason as its fit error",
 			queues:    q1,
 			podGroups: []*schedulingv1beta1.PodGroup{buildPodGroup("pg1", "q1", 1, inqueue, 0)},
 			pods:      []*corev1.Pod{buildPod("p1", "pg1", cpu1), buildPod("p2", "pg1", cpu2)},
 			nodes:     []*corev1.Node{buildNode("n1", node4, nil)},
 			hooks: func(ssn *framework.Session) {
-				ssn.AddAllocatableFn("hooks", func(_ *api.QueueInfo, t *api.TaskInfo) bool { return t.Name != "p2" })
+				ssn.AddAllocatableFn("hooks", func(q *api.QueueInfo, t *api.TaskInfo) error {
+					if t.Name == "p2" {
+						return fmt.Errorf("queue %s has no room for the pod within its deserved share: cpu", q.Name)
+					}
+					return nil
+				})
 			},
 			wantBinds:       map[string]string{"c1/p1": "n1"},
-			wantNoFitErrors: []string{"p2"},
+			wantFitErrors:   map[string]string{"p2": "queue q1 has no room for the pod within its deserved share: cpu"},
+			wantNoFitErrors: []string{"p1"},
 			wantStatus:      map[string]api.TaskStatus{"p2": api.Pending},
 		},
 		{

@@ -46,11 +46,12 @@ func TestAllocatableUpToCapability(t *testing.T) {
 	for _, opt := range []conf.PluginOption{{Name: PluginName}, {Name: PluginName, EnabledHierarchy: &hierarchy}} {
 		ssn := qt.OpenSession(t, &qt.Cache{Cluster: cluster}, builders, opt)
 		q1 := ssn.Queues["q1"]
-		if !ssn.Allocatable(q1, qt.Task(ssn, "small-0")) {
-			t.Errorf("hierarchy %v: case0: 1+1 cpu within a capability of 2 is refused", opt.HierarchyEnabled())
+		if err := ssn.Allocatable(q1, qt.Task(ssn, "small-0")); err != nil {
+			t.Errorf("hierarchy %v: case0: 1+1 cpu within a capability of 2 is refused: %v", opt.HierarchyEnabled(), err)
 		}
-		if ssn.Allocatable(q1, qt.Task(ssn, "large-0")) {
-			t.Errorf("hierarchy %v: case1: 1+2 cpu over a capability of 2 is allowed", opt.HierarchyEnabled())
+		const want = "queue q1 has no room for the pod within its real capability: cpu"
+		if err := ssn.Allocatable(q1, qt.Task(ssn, "large-0")); err == nil || err.Error() != want {
+			t.Errorf("hierarchy %v: case1: 1+2 cpu over a capability of 2: %v, want %q", opt.HierarchyEnabled(), err, want)
 		}
 		if ssn.Overused(q1) {
 			t.Errorf("capacity registers no Overused, yet the queue is reported overused")

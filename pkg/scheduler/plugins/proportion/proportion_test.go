@@ -1,6 +1,7 @@
 package proportion
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -90,8 +91,8 @@ func TestVGPUQueueCapability(t *testing.T) {
 func TestClosedQueueAllocatesNothing(t *testing.T) {
 	cluster := twoQueueCluster(qt.PodGroup("pg6", "q3", 1, nil, schedulingv1beta1.PodGroupInqueue), qt.Pod("pod6", "pg6", "", qt.List("cpu=1")))
 	ssn := openSession(t, &qt.Cache{Cluster: cluster})
-	if ssn.Allocatable(ssn.Queues["q3"], qt.Task(ssn, "pod6")) {
-		t.Errorf("a Closed queue took a task")
+	if err := ssn.Allocatable(ssn.Queues["q3"], qt.Task(ssn, "pod6")); err == nil || err.Error() != "queue q3 is Closed, not Open" {
+		t.Errorf("a Closed queue: %v, want it to refuse the task as Closed", err)
 	}
 }
 
@@ -212,8 +213,8 @@ func TestAllocationsKeepAccountsCurrent(t *testing.T) {
 		}
 	}
 	check("after placing busy's pods", true, false)
-	if ssn.Allocatable(busy, qt.Task(ssn, "quiet-0")) {
-		t.Errorf("busy may take a task beyond its deserved share")
+	if err := ssn.Allocatable(busy, qt.Task(ssn, "quiet-0")); err == nil || !strings.Contains(err.Error(), "within its deserved share: cpu") {
+		t.Errorf("busy may take a task beyond its deserved share: %v", err)
 	}
 
 	stmt.Discard()

@@ -6,6 +6,7 @@
 package quota
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"strings"
@@ -272,35 +273,46 @@ func (l *Ledger) JobEnqueued(job *api.JobInfo) {
 	q.Inqueue.Add(WithoutGated(job, minReq))
 }
 
-// FitsDeserved reports whether the Open queue can take the task within its deserved share
-// (proportion's Allocatable).
-func (l *Ledger) FitsDeserved(queue *api.QueueInfo, task *api.TaskInfo) bool {
-	q := l.Queues[queue.UID]
-	return q != nil && q.fits(task, q.Deserved, "deserved")
+// FitsDeserved is nil when the Open queue can take the task within its deserved share
+// (proportion's Allocatable), else why not.
+func (l *Ledger) FitsDeserved(queue *api.QueueInfo, task *api.TaskInfo) error {
+	return l.fits(queue, task, func(q *Queue) *api.Resource { return q.Deserved }, "deserved share")
 }
 
-// FitsRealCapability reports whether the Open queue can take the task within its real
-// capability (capacity's Allocatable).
-func (l *Ledger) FitsRealCapability(queue *api.QueueInfo, task *api.TaskInfo) bool {
-	q := l.Queues[queue.UID]
-	return q != nil && q.fits(task, q.RealCapability, "realCapability")
+// FitsRealCapability is nil when the Open queue can take the task within its real capability
+// (capacity's Allocatable), else why not.
+func (l *Ledger) FitsRealCapability(queue *api.QueueInfo, task *api.TaskInfo) error {
+	return l.fits(queue, task, func(q *Queue) *api.Resource { return q.RealCapability }, "real capability")
 }
 
 // fits: the queue is Open and Allocated plus the task's request stays within limit in every
-// dimension the task asks for ("pods" aside; a dimension limit lacks counts as zero).
-func (q *Queue) fits(task *api.TaskInfo, limit *api.Resource, limitName string) bool {
+// dimension the task asks for ("pods" aside; a dimension limit lacks counts as zero). The
+// refusal names the queue and the dimensions, because upstream's bare "pod group is not
+// ready" on the pod leaves its author guessing (for one whose vGPUs the queue's share no
+// longer covers: "queue default has no room for the pod within its deserved share:
+// volcano.sh/vgpu-number").
+func (l *Ledger) fits(queue *api.QueueInfo, task *api.TaskInfo, limitOf func(*Queue) *api.Resource, limitName string) error {
+	q := l.Queues[queue.UID]
+	if q == nil {
+		return fmt.Errorf("queue %s is not known to the scheduler", queue.Name)
+	}
 	if !q.Info.IsOpen() {
 		klog.V(3).InfoS("Queue is not Open; task not allocated", "pod", task.Key(), "queue", q.Info.Name, "state", q.Info.Queue.Status.State)
-		return false
+		return fmt.Errorf("queue %s is %s, not Open", q.Info.Name, q.Info.Queue.Status.State)
 	}
+	limit := limitOf(q)
 	wanted := q.Allocated.Clone().Add(task.Resreq)
 	short := wanted.ExceedingWithDimension(limit, task.Resreq)
 	if len(short) == 0 {
-		return true
+		return nil
 	}
 	klog.V(3).InfoS("Task does not fit in its queue", "pod", task.Key(), "queue", q.Info.Name, "insufficient", short,
-		"request", task.Resreq, "allocated", q.Allocated, limitName, limit)
-	return false
+		"request", task.Resreq, "allocated", q.Allocated, "limit", limitName, "limitValue", limit)
+	names := make([]string, len(short))
+	for i, n := range short {
+		names[i] = string(n)
+	}
+	return fmt.Errorf("queue %s has no room for the pod within its %s: %s", q.Info.Name, limitName, strings.Join(names, ", "))
 }
 
 // EventHandler keeps Allocated and Share current as the session places and takes back tasks.

@@ -150,7 +150,7 @@ func Enqueue(ssn *framework.Session, job *api.JobInfo) bool {
 // name, or "" when the task was not placed.
 func Allocate(ssn *framework.Session, task *api.TaskInfo) string {
 	job := ssn.JobFor(task)
-	if !ssn.Allocatable(ssn.Queues[job.Queue], task) {
+	if ssn.Allocatable(ssn.Queues[job.Queue], task) != nil {
 		return ""
 	}
 	for _, node := range ssn.NodeList {
