@@ -53,11 +53,12 @@ if ! fresh tiny "${IMG_INPUTS[@]}"; then
   log "building the local images (pause, tiny)"
   (cd "$ROOT" && go build -trimpath -ldflags "-s -w" -o "$BIN/tiny" ./test/images/tiny && go build -o "$BIN/imagebuild" ./hack/imagebuild)
   mkdir -p "$BIN/images"
-  # One static binary answers to both names: /pause sleeps like the sandbox's pause, /tiny
-  # is the test containers' program.
+  # One static binary answers to every name: /pause sleeps like the sandbox's pause, /tiny
+  # is the test containers' program, /bin/sleep and /bin/bash run the tutorials' commands.
   for img in "pause $PAUSE_IMAGE /pause" "tiny $TINY_IMAGE /tiny"; do
     set -- $img
-    "$BIN/imagebuild" -ref "$2" -out "$BIN/images/$1.tar" -entrypoint "$3" -file "$BIN/tiny:/pause" -file "$BIN/tiny:/tiny"
+    "$BIN/imagebuild" -ref "$2" -out "$BIN/images/$1.tar" -entrypoint "$3" -file "$BIN/tiny:/pause" -file "$BIN/tiny:/tiny" \
+      -file "$BIN/tiny:/bin/sleep" -file "$BIN/tiny:/bin/bash"
   done
   mark tiny "${IMG_INPUTS[@]}"
 fi

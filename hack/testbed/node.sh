@@ -57,9 +57,10 @@ EOC
     local t; t=$(now)
     start containerd containerd --config "$C/config.toml"
     wait_for 30 CTR version
-    for img in "$BIN"/images/*.tar; do CTR images import "$img" >/dev/null; done
-    log "containerd ready, images imported: $(since "$t")s"
+    log "containerd ready: $(since "$t")s"
   fi
+  # Every time, so that a running cluster gets images rebuilt since it started (same tags).
+  for img in "$BIN"/images/*.tar; do CTR images import "$img" >/dev/null; done
   cat >"$K/config.yaml" <<EOK
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration

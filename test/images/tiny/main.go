@@ -4,6 +4,10 @@
 //	tiny               wait for SIGTERM (what a pause container does)
 //	tiny printenv      print the sorted environment and the mount points, then wait
 //	tiny hello         print a line and exit
+//	sleep ..., bash ...  as tiny printenv: the image also holds it as /bin/sleep and /bin/bash,
+//	                   so the tutorials' manifests (command ["sleep","infinity"] or
+//	                   ["bash","-c","tail -f /dev/null"]) run with only their image changed,
+//	                   and their containers' logs show what the device plugin gave them
 //
 // It is named by its argv[0] too, so the pause image can run it as /pause.
 package main
@@ -21,7 +25,10 @@ import (
 
 func main() {
 	mode := filepath.Base(os.Args[0])
-	if len(os.Args) > 1 {
+	switch {
+	case mode == "sleep" || mode == "bash":
+		mode = "printenv"
+	case len(os.Args) > 1:
 		mode = os.Args[1]
 	}
 	switch mode {
