@@ -26,10 +26,17 @@ import (
 // advertised is above 0.
 func (e *schedulerEnv) gpuNode(name string, gpus int, split, memMiB int32, advertised int64) []vgpu.NodeDevice {
 	e.t.Helper()
+	return e.modelNode(name, "NVIDIA GeForce RTX 3070 Ti", gpus, split, memMiB, advertised, true)
+}
+
+// modelNode is gpuNode for GPUs of a model; untainted, it takes pods that do not tolerate
+// kwok's taint, such as the tutorials' manifests.
+func (e *schedulerEnv) modelNode(name, model string, gpus int, split, memMiB int32, advertised int64, tainted bool) []vgpu.NodeDevice {
+	e.t.Helper()
 	devices := make([]vgpu.NodeDevice, gpus)
 	for i := range devices {
 		devices[i] = vgpu.NodeDevice{UUID: nvml.FakeUUID(e.name+"-"+name, i), Count: split, Memory: memMiB,
-			Type: "NVIDIA-NVIDIA GeForce RTX 3070 Ti", Healthy: true, Mode: vgpu.ModeHAMiCore}
+			Type: "NVIDIA-" + model, Healthy: true, Mode: vgpu.ModeHAMiCore}
 	}
 	register, err := vgpu.EncodeNodeDevices(devices)
 	if err != nil {
@@ -41,6 +48,9 @@ func (e *schedulerEnv) gpuNode(name string, gpus int, split, memMiB int32, adver
 	}
 	n := kwokNode(e.name+"-"+name, register, number, int64(memMiB)*int64(gpus), 100*int64(gpus))
 	n.Labels[envLabel] = e.name
+	if !tainted {
+		n.Spec.Taints = nil
+	}
 	if _, err := e.cs.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
 		e.t.Fatalf("create node %s: %v", n.Name, err)
 	}
