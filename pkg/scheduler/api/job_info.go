@@ -360,24 +360,3 @@ func (j *JobInfo) PodScheduledMessage(t *TaskInfo) (reason, msg string) {
 	}
 	return reason, msg
 }
-
-// SamePhaseAndConditions: the two PodGroup statuses have the same phase and the same
-// conditions, compared by type, status, reason and message (the time stamps and transition
-// ids a rewrite of the same condition changes are left aside). Their task counts may differ.
-func SamePhaseAndConditions(a, b schedulingv1beta1.PodGroupStatus) bool {
-	if a.Phase != b.Phase || len(a.Conditions) != len(b.Conditions) {
-		return false
-	}
-	for i := range a.Conditions {
-		x, y := a.Conditions[i], b.Conditions[i]
-		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message {
-			return false
-		}
-	}
-	return true
-}
-
-// SameCounts: the two PodGroup statuses count the same running, succeeded and failed tasks.
-func SameCounts(a, b schedulingv1beta1.PodGroupStatus) bool {
-	return a.Running == b.Running && a.Succeeded == b.Succeeded && a.Failed == b.Failed
-}

@@ -30,6 +30,8 @@ type TaskInfo struct {
 	TaskRole string
 
 	// Resreq is what the running pod holds: its containers' requests, pod overhead and one "pods".
+	// Resreq and InitResreq are computed once from the pod and never modified: every clone of
+	// the task shares them (each cycle's snapshot clones every task, twice).
 	Resreq *Resource
 	// InitResreq is what the pod needs to start, init containers counted the kube-scheduler
 	// way; node fit is checked against it.
@@ -83,11 +85,10 @@ func NewTaskInfo(pod *corev1.Pod) *TaskInfo {
 	return t
 }
 
-// Clone copies the task's scheduler state; the pod object is shared and never modified.
+// Clone copies the task's scheduler state; the pod object and the requests are shared and
+// never modified.
 func (t *TaskInfo) Clone() *TaskInfo {
 	c := *t
-	c.Resreq = t.Resreq.Clone()
-	c.InitResreq = t.InitResreq.Clone()
 	if t.LastTransaction != nil {
 		lt := *t.LastTransaction
 		c.LastTransaction = &lt

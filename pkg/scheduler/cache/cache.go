@@ -61,8 +61,8 @@ type SchedulerCache struct {
 	// the status last sent to each PodGroup, jobEvents the event last emitted on each.
 	conditions       *lastSent[podCondition]
 	podGroupStatuses *lastSent[sentStatus]
-	// countsWriteDelay is CountsWriteDelay; tests shorten it.
-	countsWriteDelay time.Duration
+	// statusWriteDelay is StatusWriteDelay; tests shorten it.
+	statusWriteDelay time.Duration
 	jobEvents        *lastSent[string]
 
 	mu     sync.Mutex
@@ -126,7 +126,7 @@ func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*
 		writes:           newStatusWriter(),
 		conditions:       newLastSent[podCondition](),
 		podGroupStatuses: newLastSent[sentStatus](),
-		countsWriteDelay: CountsWriteDelay,
+		statusWriteDelay: StatusWriteDelay,
 		jobEvents:        newLastSent[string](),
 		jobs:             map[api.JobID]*api.JobInfo{},
 		nodes:            map[string]*api.NodeInfo{},

@@ -57,6 +57,8 @@ func newTestEnv(t testing.TB, opts Options) *testEnv {
 	}
 	sc.recorder = env.events
 	sc.clock = env.clock
+	// Status writes go out at once unless a test is about their delay (TestStatusWriteWaits).
+	sc.statusWriteDelay = 0
 	env.sc = sc
 	return env
 }

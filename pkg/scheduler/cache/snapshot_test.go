@@ -118,7 +118,6 @@ func TestSnapshotIsolation(t *testing.T) {
 	waiting.BindAnnotations = map[string]string{"k": "v"}
 	waiting.LastTransaction = &api.TransactionContext{NodeName: "n2", Status: api.Allocated}
 	running := taskNamed(t, job, "run")
-	running.Resreq.Add(running.Resreq)
 	snap.Nodes["n1"].Idle.Sub(snap.Nodes["n1"].Idle)
 	snap.Nodes["n1"].RemoveTask(running)
 	job.Status.Phase = schedulingv1beta1.PodGroupInqueue

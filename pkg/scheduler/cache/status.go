@@ -34,9 +34,9 @@ const (
 // UpdateJobStatus writes what the session decided about a job:
 //   - the PodGroup, with a full Update (the CRD has no status subresource), when statusChanged
 //     and that status was not already sent for the PodGroup as the informer shows it (a write
-//     still in flight when the next cycle closes is not sent twice); a change of the running,
-//     succeeded or failed counts alone waits CountsWriteDelay, so that a gang's pods starting
-//     over a few cycles cost one write, not one per cycle;
+//     still in flight when the next cycle closes is not sent twice); the write of a PodGroup
+//     that has pods waits StatusWriteDelay, so that a gang's Inqueue, Running and pods
+//     starting over a few cycles cost one write, not one per change;
 //   - an event on the PodGroup: Warning Unschedulable while it waits, else Normal Scheduled
 //     when its status changed; either only when it differs from the last one emitted on that
 //     PodGroup. Upstream repeats Unschedulable every cycle and Scheduled with every status
@@ -59,8 +59,8 @@ func (sc *SchedulerCache) UpdateJobStatus(job *api.JobInfo, statusChanged bool) 
 		pg := job.PodGroup.DeepCopy()
 		pg.Status = *job.Status.DeepCopy()
 		delay := time.Duration(0)
-		if countsOnly(job.PodGroup.Status, job.Status) {
-			delay = sc.countsWriteDelay
+		if len(job.Tasks) > 0 {
+			delay = sc.statusWriteDelay
 		}
 		sc.writes.enqueueAfter(writeKey{resource: "podgroups", namespace: pg.Namespace, name: pg.Name}, func(ctx context.Context) error {
 			err := sc.updatePodGroup(ctx, pg)
@@ -199,14 +199,13 @@ type podCondition struct {
 	reason, message string
 }
 
-// CountsWriteDelay is how long a PodGroup write that changes only its task counts waits for
-// more changes (phase and condition changes are written at once, with the latest counts).
-const CountsWriteDelay = 3 * time.Second
-
-// countsOnly: the status differs from old in its running, succeeded or failed counts alone.
-func countsOnly(old, cur schedulingv1beta1.PodGroupStatus) bool {
-	return api.SamePhaseAndConditions(old, cur) && !api.SameCounts(old, cur)
-}
+// StatusWriteDelay is how long a PodGroup status write waits for more changes, which then go
+// in the same write. A gang typically changes its status three times within seconds (Inqueue,
+// Running as its pods are bound, its running count as they start), and the CRD has no status
+// subresource, so each change would be a whole-object Update: waiting halves the PodGroup
+// writes the API server serves per pod. A PodGroup without pods is written at once: its
+// controller may be waiting for Inqueue to create them, as Volcano's job controller does.
+const StatusWriteDelay = 3 * time.Second
 
 // sentStatus is a PodGroup status as sent, with the version of the PodGroup it was computed
 // from: once the informer shows a newer version (the write landed, or someone else wrote),

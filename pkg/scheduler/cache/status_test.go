@@ -356,45 +356,53 @@ func TestPodGroupStatusNotSentTwice(t *testing.T) {
 	}
 }
 
-// TestCountsOnlyWriteWaits: a PodGroup whose running count alone changed is written after the
-// delay, once, with the latest count; a phase change is written at once.
-func TestCountsOnlyWriteWaits(t *testing.T) {
+// TestStatusWriteWaits: a PodGroup with pods has its status changes (phase, counts) written
+// after the delay, once, with the latest; one without pods, whose controller may be waiting
+// for Inqueue to create them, at once.
+func TestStatusWriteWaits(t *testing.T) {
 	ctx := context.Background()
 	env := bindEnv(t, newPod("p1", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning)))
-	env.sc.countsWriteDelay = 300 * time.Millisecond
-	closeSession := func(phase schedulingv1beta1.PodGroupPhase, running int32) {
-		job := sessionJob(t, env.sc, "ns/pg1")
-		job.PodGroup.Status.Phase = schedulingv1beta1.PodGroupRunning
+	env.sc.statusWriteDelay = 300 * time.Millisecond
+	closeSession := func(name api.JobID, phase schedulingv1beta1.PodGroupPhase, running int32) {
+		job := sessionJob(t, env.sc, name)
 		job.Status.Phase, job.Status.Running = phase, running
 		env.sc.UpdateJobStatus(job, true)
 	}
-	updates := func() []int32 {
-		var running []int32
+	type update struct {
+		name    string
+		phase   schedulingv1beta1.PodGroupPhase
+		running int32
+	}
+	updates := func() []update {
+		var got []update
 		for _, a := range actionsOn(env.vc.Actions(), "update", podGroupsResource, "") {
-			running = append(running, a.(clienttesting.UpdateAction).GetObject().(*schedulingv1beta1.PodGroup).Status.Running)
+			pg := a.(clienttesting.UpdateAction).GetObject().(*schedulingv1beta1.PodGroup)
+			got = append(got, update{pg.Name, pg.Status.Phase, pg.Status.Running})
 		}
-		return running
+		return got
 	}
 	env.vc.ClearActions()
-	closeSession(schedulingv1beta1.PodGroupRunning, 1)
-	closeSession(schedulingv1beta1.PodGroupRunning, 2)
+	closeSession("ns/pg1", schedulingv1beta1.PodGroupInqueue, 0)
+	closeSession("ns/pg1", schedulingv1beta1.PodGroupRunning, 1)
 	env.drainWrites(ctx)
 	if got := updates(); len(got) != 0 {
-		t.Fatalf("count changes written at once: %v", got)
+		t.Fatalf("status changes of a PodGroup with pods written at once: %v", got)
 	}
 	// No status worker runs in these tests: run the writes as they become due.
 	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		env.drainWrites(ctx)
 		return len(updates()) > 0, nil
 	})
-	if err != nil || !reflect.DeepEqual(updates(), []int32{2}) {
-		t.Fatalf("after the delay: updates with running %v, want one with 2 (%v)", updates(), err)
+	want := []update{{"pg1", schedulingv1beta1.PodGroupRunning, 1}}
+	if err != nil || !reflect.DeepEqual(updates(), want) {
+		t.Fatalf("after the delay: updates %v, want %v (%v)", updates(), want, err)
 	}
 
+	env.add(t, newPodGroup("empty", "", 2))
 	env.vc.ClearActions()
-	closeSession(schedulingv1beta1.PodGroupUnknown, 2)
+	closeSession("ns/empty", schedulingv1beta1.PodGroupInqueue, 0)
 	env.drainWrites(ctx)
-	if got := updates(); !reflect.DeepEqual(got, []int32{2}) {
-		t.Errorf("a phase change: updates with running %v, want one at once", got)
+	if got, want := updates(), []update{{"empty", schedulingv1beta1.PodGroupInqueue, 0}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("a PodGroup without pods: updates %v, want %v at once", got, want)
 	}
 }

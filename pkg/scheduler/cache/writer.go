@@ -70,5 +70,6 @@ func (w *statusWriter) processNext(ctx context.Context) bool {
 }
 
 // shutDownWithDrain waits for the writes already queued, then stops the workers. Writes still
-// waiting out a delay are dropped: they only carry counts, which the next leader recomputes.
+// waiting out a delay are dropped: they carry PodGroup statuses, which the next leader
+// recomputes from the pods in its first cycle.
 func (w *statusWriter) shutDownWithDrain() { w.queue.ShutDownWithDrain() }

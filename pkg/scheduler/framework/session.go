@@ -145,7 +145,17 @@ func (ssn *Session) updateJobPhase(job *api.JobInfo) {
 // podGroupStatusChanged: the phase, counts or conditions differ, ignoring the time stamps
 // and transition ids a rewrite of the same condition changes.
 func podGroupStatusChanged(old, cur schedulingv1beta1.PodGroupStatus) bool {
-	return !api.SamePhaseAndConditions(old, cur) || !api.SameCounts(old, cur)
+	if old.Phase != cur.Phase || old.Running != cur.Running || old.Succeeded != cur.Succeeded || old.Failed != cur.Failed ||
+		len(old.Conditions) != len(cur.Conditions) {
+		return true
+	}
+	for i := range old.Conditions {
+		x, y := old.Conditions[i], cur.Conditions[i]
+		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message {
+			return true
+		}
+	}
+	return false
 }
 
 // UpdatePodGroupCondition sets a condition on the job's PodGroup status, replacing one of
