@@ -267,13 +267,10 @@ func TestQueueCapabilityBlocksJob(t *testing.T) {
 		func(ev corev1.Event) bool {
 			return ev.Reason == "Unschedulable" && ev.Message == "queue resource quota insufficient: insufficient cpu"
 		})
-	pg, err := e.vc.SchedulingV1beta1().PodGroups(e.ns).Get(context.Background(), "capped", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pg.Status.Phase != schedulingv1beta1.PodGroupPending {
-		t.Errorf("capped phase = %s, want Pending", pg.Status.Phase)
-	}
+	// The status of a PodGroup with pods is written up to 3 s after it changes.
+	e.podGroup("capped", 30*time.Second, "Pending", func(pg *schedulingv1beta1.PodGroup) bool {
+		return pg.Status.Phase == schedulingv1beta1.PodGroupPending
+	})
 	if b, _, _ := e.boundPods(context.Background(), "capped-"); b != 0 {
 		t.Errorf("capped job was bound")
 	}

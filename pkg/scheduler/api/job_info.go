@@ -48,6 +48,10 @@ type JobInfo struct {
 
 	// NodesFitErrors: why each task found no node in this session.
 	NodesFitErrors map[TaskID]*FitErrors
+	// QueueRefusals: why the job's queue could not take a task in this session (nil until
+	// one is refused). Only the pod's own message shows it: upstream's gang message counts
+	// such a task as Unschedulable with no origin reason, and that message is a contract.
+	QueueRefusals map[TaskID]string
 	// JobFitErrors: a job-level reason (set by plugins that reject the job as a whole).
 	JobFitErrors string
 
@@ -347,6 +351,9 @@ func (j *JobInfo) TaskSchedulingReason(t *TaskInfo) (reason, msg string) {
 	}
 	if fe := j.NodesFitErrors[t.UID]; fe != nil {
 		return ReasonUnschedulable, fe.Error()
+	}
+	if r := j.QueueRefusals[t.UID]; r != "" {
+		return ReasonUnschedulable, r
 	}
 	return ReasonUnschedulable, j.JobFitErrors
 }

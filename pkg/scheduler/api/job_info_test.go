@@ -49,6 +49,23 @@ func TestTaskSchedulingReasonGolden(t *testing.T) {
 	}
 }
 
+// A task its queue refused tells its pod which queue and resource; the gang's message stays
+// upstream's, counting it Unschedulable with no origin reason.
+func TestQueueRefusalIsThePodsMessageOnly(t *testing.T) {
+	job := NewJobInfo("ns/pg")
+	job.MinAvailable = 1
+	task := NewTaskInfo(testPod("ns", "w-0", "", corev1.PodPending, "1"))
+	job.AddTask(task)
+	const refusal = "queue default has no room for the pod within its deserved share: volcano.sh/vgpu-number"
+	job.QueueRefusals = map[TaskID]string{task.UID: refusal}
+	if reason, msg := job.PodScheduledMessage(task); reason != "Unschedulable" || msg != refusal {
+		t.Errorf("pod: got (%q, %q), want (Unschedulable, %q)", reason, msg, refusal)
+	}
+	if got, want := job.FitError(), "pod group is not ready, 1 Pending, 1 minAvailable; Pending: 1 Unschedulable"; got != want {
+		t.Errorf("gang: got %q, want %q", got, want)
+	}
+}
+
 func TestFitErrorsWithoutNodes(t *testing.T) {
 	if got := NewFitErrors().Error(); got != "0/0 nodes are unavailable" {
 		t.Errorf("got %q", got)

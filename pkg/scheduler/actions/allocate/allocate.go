@@ -190,14 +190,15 @@ func (c *cycle) allocateTasks(queue *api.QueueInfo, job *api.JobInfo, tasks *tas
 	for !tasks.empty() {
 		task := tasks.pop()
 		if err := ssn.Allocatable(queue, task); err != nil {
-			// The queue's quota says no. That is no fact about nodes, but it is the pod's
-			// reason to wait, which its PodScheduled condition should say.
+			// The queue's quota says no. That is no fact about nodes (no fit error), but it
+			// is the pod's reason to wait, which its PodScheduled condition should say.
 			if v := klog.V(3); v.Enabled() {
 				v.InfoS("Queue cannot take the pod now", "queue", queue.Name, "pod", klog.KRef(task.Namespace, task.Name), "reason", err)
 			}
-			refusal := api.NewFitErrors()
-			refusal.SetError(err.Error())
-			job.NodesFitErrors[task.UID] = refusal
+			if job.QueueRefusals == nil {
+				job.QueueRefusals = map[api.TaskID]string{}
+			}
+			job.QueueRefusals[task.UID] = err.Error()
 			continue
 		}
 		if task.TaskRole != "" && c.failedRoles[job.UID][task.TaskRole] {

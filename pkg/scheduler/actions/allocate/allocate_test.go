@@ -38,6 +38,8 @@ type allocateCase struct {
 	wantFitErrors map[string]string
 	// wantNoFitErrors: pods that must have no fit error recorded.
 	wantNoFitErrors []string
+	// wantPodMessages: the PodScheduled message of each listed pod (by name).
+	wantPodMessages map[string]string
 	wantPhases      map[string]schedulingv1beta1.PodGroupPhase // by PodGroup name
 	wantStatus      map[string]api.TaskStatus                  // by pod name
 	// wantUntried: pods never placed, not even tentatively.
@@ -99,6 +101,12 @@ func checkCase(t *testing.T, tc allocateCase, ssn *framework.Session, cache *fak
 		job, task := taskByName(ssn, pod)
 		if fe := job.NodesFitErrors[task.UID]; fe != nil {
 			t.Errorf("pod %s: unexpected fit error %q", pod, fe.Error())
+		}
+	}
+	for pod, msg := range tc.wantPodMessages {
+		job, task := taskByName(ssn, pod)
+		if _, got := job.PodScheduledMessage(task); got != msg {
+			t.Errorf("pod %s: message %q, want %q", pod, got, msg)
 		}
 	}
 	for pg, phase := range tc.wantPhases {
@@ -225,7 +233,7 @@ func TestAllocate(t *testing.T) {
 			wantNoFitErrors: []string{"p1"},
 		},
 		{
-			name:      "a task the queue cannot take is skipped, with the queue's reason as its fit error",
+			name:      "a task the queue cannot take is skipped: no fit error, the queue's reason as its message",
 			queues:    q1,
 			podGroups: []*schedulingv1beta1.PodGroup{buildPodGroup("pg1", "q1", 1, inqueue, 0)},
 			pods:      []*corev1.Pod{buildPod("p1", "pg1", cpu1), buildPod("p2", "pg1", cpu2)},
@@ -239,8 +247,8 @@ func TestAllocate(t *testing.T) {
 				})
 			},
 			wantBinds:       map[string]string{"c1/p1": "n1"},
-			wantFitErrors:   map[string]string{"p2": "queue q1 has no room for the pod within its deserved share: cpu"},
-			wantNoFitErrors: []string{"p1"},
+			wantNoFitErrors: []string{"p1", "p2"},
+			wantPodMessages: map[string]string{"p2": "queue q1 has no room for the pod within its deserved share: cpu"},
 			wantStatus:      map[string]api.TaskStatus{"p2": api.Pending},
 		},
 		{
