@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
@@ -34,9 +35,10 @@ const (
 // UpdateJobStatus writes what the session decided about a job:
 //   - the PodGroup, with a full Update (the CRD has no status subresource), when statusChanged
 //     and that status was not already sent for the PodGroup as the informer shows it (a write
-//     still in flight when the next cycle closes is not sent twice); the write of a PodGroup
-//     that has pods waits StatusWriteDelay, so that a gang's Inqueue, Running and pods
-//     starting over a few cycles cost one write, not one per change;
+//     still in flight when the next cycle closes is not sent twice); the write waits
+//     StatusWriteDelay, so that a gang's Inqueue, Running and pods starting over a few cycles
+//     cost one write, not one per change, unless a controller waits for it
+//     (createsPodsOnInqueue);
 //   - an event on the PodGroup: Warning Unschedulable while it waits, else Normal Scheduled
 //     when its status changed; either only when it differs from the last one emitted on that
 //     PodGroup. Upstream repeats Unschedulable every cycle and Scheduled with every status
@@ -58,9 +60,9 @@ func (sc *SchedulerCache) UpdateJobStatus(job *api.JobInfo, statusChanged bool) 
 	if statusChanged && sc.podGroupStatuses.change(job.PodGroup.UID, sentStatusOf(job.PodGroup, job.Status), nil) {
 		pg := job.PodGroup.DeepCopy()
 		pg.Status = *job.Status.DeepCopy()
-		delay := time.Duration(0)
-		if len(job.Tasks) > 0 {
-			delay = sc.statusWriteDelay
+		delay := sc.statusWriteDelay
+		if len(job.Tasks) == 0 && createsPodsOnInqueue(job.PodGroup) {
+			delay = 0
 		}
 		sc.writes.enqueueAfter(writeKey{resource: "podgroups", namespace: pg.Namespace, name: pg.Name}, func(ctx context.Context) error {
 			err := sc.updatePodGroup(ctx, pg)
@@ -203,9 +205,17 @@ type podCondition struct {
 // in the same write. A gang typically changes its status three times within seconds (Inqueue,
 // Running as its pods are bound, its running count as they start), and the CRD has no status
 // subresource, so each change would be a whole-object Update: waiting halves the PodGroup
-// writes the API server serves per pod. A PodGroup without pods is written at once: its
-// controller may be waiting for Inqueue to create them, as Volcano's job controller does.
+// writes the API server serves per pod. The one write that is not delayed is the one a
+// controller waits for (createsPodsOnInqueue).
 const StatusWriteDelay = 3 * time.Second
+
+// createsPodsOnInqueue: the PodGroup belongs to a Volcano Job, whose controller creates the
+// pods only once the PodGroup is Inqueue. Other owners (Kubeflow's training operator, KubeRay,
+// plain pods' PodGroups) create their pods regardless.
+func createsPodsOnInqueue(pg *schedulingv1beta1.PodGroup) bool {
+	owner := metav1.GetControllerOf(pg)
+	return owner != nil && owner.Kind == "Job" && strings.HasPrefix(owner.APIVersion, batchv1alpha1.SchemeGroupVersion.Group+"/")
+}
 
 // sentStatus is a PodGroup status as sent, with the version of the PodGroup it was computed
 // from: once the informer shows a newer version (the write landed, or someone else wrote),

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
@@ -356,9 +357,9 @@ func TestPodGroupStatusNotSentTwice(t *testing.T) {
 	}
 }
 
-// TestStatusWriteWaits: a PodGroup with pods has its status changes (phase, counts) written
-// after the delay, once, with the latest; one without pods, whose controller may be waiting
-// for Inqueue to create them, at once.
+// TestStatusWriteWaits: a PodGroup's status changes (phase, counts) are written after the
+// delay, once, with the latest; only a Volcano Job's PodGroup without pods, whose controller
+// waits for Inqueue to create them, is written at once.
 func TestStatusWriteWaits(t *testing.T) {
 	ctx := context.Background()
 	env := bindEnv(t, newPod("p1", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning)))
@@ -398,11 +399,16 @@ func TestStatusWriteWaits(t *testing.T) {
 		t.Fatalf("after the delay: updates %v, want %v (%v)", updates(), want, err)
 	}
 
-	env.add(t, newPodGroup("empty", "", 2))
+	// Without pods: a Volcano Job's PodGroup at once (its controller creates the pods on
+	// Inqueue), another's (e.g. Kubeflow's, which creates them anyway) after the delay.
+	vcjob := newPodGroup("vcjob", "", 2)
+	vcjob.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch.volcano.sh/v1alpha1", Kind: "Job", Name: "j", UID: "u", Controller: ptr.To(true)}}
+	env.add(t, vcjob, newPodGroup("kubeflow", "", 2))
 	env.vc.ClearActions()
-	closeSession("ns/empty", schedulingv1beta1.PodGroupInqueue, 0)
+	closeSession("ns/vcjob", schedulingv1beta1.PodGroupInqueue, 0)
+	closeSession("ns/kubeflow", schedulingv1beta1.PodGroupInqueue, 0)
 	env.drainWrites(ctx)
-	if got, want := updates(), []update{{"empty", schedulingv1beta1.PodGroupInqueue, 0}}; !reflect.DeepEqual(got, want) {
-		t.Errorf("a PodGroup without pods: updates %v, want %v at once", got, want)
+	if got, want := updates(), []update{{"vcjob", schedulingv1beta1.PodGroupInqueue, 0}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("PodGroups without pods: updates %v, want %v at once and none for the other yet", got, want)
 	}
 }
