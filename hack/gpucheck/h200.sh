@@ -21,6 +21,7 @@ CACHE=$ROOT/.cache/gpucheck
 HERE=$ROOT/hack/gpucheck
 WANT_MIB=2000
 CORES=30
+RESERVE_MIB=518 # the H200's context, measured by the first part of this run (docs/h200-context-reserve.md)
 NODE=gpucheck-node
 # HAMi-core loads itself from /usr/local/vgpu/libvgpu.so: only a dry run elsewhere changes it.
 HOOK=${GPUCHECK_HOOK:-/usr/local/vgpu}
@@ -108,12 +109,37 @@ wait_ready() { # wait_ready SECONDS FILE PID: until FILE exists, or PID has ende
 	return 1
 }
 
-# allocate NAME MIB OUTPREFIX: asks the stand-in kubelet to admit a pod of one vGPU.
+# allocate NAME MIB OUTPREFIX [RESERVE_MIB]: asks the stand-in kubelet to admit a pod of one
+# vGPU of MIB, its assignment booking MIB plus RESERVE_MIB as the scheduler books it.
 allocate() {
-	echo "allocate $1 $2 $CORES $FACTOR $3" >&3
+	echo "allocate $1 $2 $CORES $FACTOR $3${4:+ $4}" >&3
 	wait_file 30 "$3.env" "$3.error" || { echo "allocate $1: no answer"; return 1; }
 	[ -e "$3.env" ] || { echo "allocate $1 failed: $(cat "$3.error")"; return 1; }
 	cat "$3.env" "$3.mounts"
+}
+
+# start_pair [DEVICE_CONFIG]: the stand-in kubelet and API server (serving DEVICE_CONFIG as the
+# device ConfigMap when given), then the plugin; sets FACTOR to the plugin's memory factor.
+start_pair() {
+	local config_flag=()
+	[ -n "$1" ] && config_flag=(--device-config "$1")
+	log "stand-in kubelet and API server${1:+ with device ConfigMap $1}, then the plugin"
+	rm -f "$W/ctl" "$W/kubeconfig" && mkfifo "$W/ctl"
+	"$W/bin/gpucheck" --dir "$W/device-plugins" --node "$NODE" --kubeconfig "$W/kubeconfig" --out "$W" "${config_flag[@]}" \
+		<"$W/ctl" >"$W/logs/standin.log" 2>&1 &
+	STANDIN_PID=$!
+	exec 3>"$W/ctl"
+	wait_file 20 "$W/kubeconfig" || { cat "$W/logs/standin.log"; return 1; }
+	"$W/bin/vgpu-device-plugin" "${NVML_FLAGS[@]}" --node-name "$NODE" --kubeconfig "$W/kubeconfig" \
+		--kubelet-dir "$W/device-plugins" --hook-path "$HOOK" --hook-image-dir "$W/hook-image" \
+		--node-config "$W/no-node-config.json" --metrics-address "$METRICS" -v 2 >"$W/logs/plugin.log" 2>&1 &
+	PLUGIN_PID=$!
+	for _ in $(seq 300); do grep -q "ready for commands" "$W/logs/standin.log" && break; sleep 0.2; done
+	cat "$W/logs/standin.log"
+	grep -q "ready for commands" "$W/logs/standin.log" || { tail -30 "$W/logs/plugin.log"; return 1; }
+	FACTOR=$(grep -o 'factorMiB=[0-9]*' "$W/logs/plugin.log" | head -1 | cut -d= -f2)
+	FACTOR=${FACTOR:-5}
+	echo "memory factor: $FACTOR MiB per vgpu-memory unit"
 }
 
 # hold_and_probe PREFIX HOLDER PROBE: a holder process keeps a context in the container while
@@ -218,23 +244,7 @@ device() {
 	touch "$W/baseline.stop"
 	wait "$bpid"
 
-	log "stand-in kubelet and API server, then the plugin"
-	rm -f "$W/ctl" && mkfifo "$W/ctl"
-	"$W/bin/gpucheck" --dir "$W/device-plugins" --node "$NODE" --kubeconfig "$W/kubeconfig" --out "$W" \
-		<"$W/ctl" >"$W/logs/standin.log" 2>&1 &
-	STANDIN_PID=$!
-	exec 3>"$W/ctl"
-	wait_file 20 "$W/kubeconfig" || { cat "$W/logs/standin.log"; return 1; }
-	"$W/bin/vgpu-device-plugin" "${NVML_FLAGS[@]}" --node-name "$NODE" --kubeconfig "$W/kubeconfig" \
-		--kubelet-dir "$W/device-plugins" --hook-path "$HOOK" --hook-image-dir "$W/hook-image" \
-		--node-config "$W/no-node-config.json" --metrics-address "$METRICS" -v 2 >"$W/logs/plugin.log" 2>&1 &
-	PLUGIN_PID=$!
-	for _ in $(seq 300); do grep -q "ready for commands" "$W/logs/standin.log" && break; sleep 0.2; done
-	cat "$W/logs/standin.log"
-	grep -q "ready for commands" "$W/logs/standin.log" || { tail -30 "$W/logs/plugin.log"; return 1; }
-	FACTOR=$(grep -o 'factorMiB=[0-9]*' "$W/logs/plugin.log" | head -1 | cut -d= -f2)
-	FACTOR=${FACTOR:-5}
-	echo "memory factor: $FACTOR MiB per vgpu-memory unit"
+	start_pair "" || return 1
 
 	log "Allocate: ${WANT_MIB} MiB, ${CORES} %"
 	allocate p2000 "$WANT_MIB" "$W/alloc-2000" || return 1
@@ -273,6 +283,25 @@ device() {
 	echo "probe rc=$?"
 	grep -E '"largest_mib"|"want_fits"' "$W/raised.out"
 	hold_and_probe "$W/alloc-raised" raised-holder raised-second
+
+	# The reserve as a cluster configures it: the device ConfigMap names the H200's reserve,
+	# the pod asks 2000 MiB, the assignment books 2000 plus the reserve (as vc-scheduler books
+	# it), and the plugin, which now expects that booking, sets the limit to both.
+	log "the reserve from the device ConfigMap: contextReserves NVIDIA H200 ${RESERVE_MIB} MiB"
+	stop_all
+	PLUGIN_PID="" STANDIN_PID=""
+	cat >"$W/device-config.yaml" <<EOC
+nvidia:
+  contextReserves:
+    - models: ["NVIDIA H200"]
+      contextReserveMiB: ${RESERVE_MIB}
+EOC
+	start_pair "$W/device-config.yaml" || return 1
+	allocate preserve "$WANT_MIB" "$W/alloc-reserve" "$RESERVE_MIB" || return 1
+	in_container "$W/alloc-reserve" timeout 180 "$PY" "$HERE/measure.py" probe --label configmap-reserve --want "$WANT_MIB" \
+		--json "$W/configmap-reserve.json" >"$W/configmap-reserve.out" 2>"$W/configmap-reserve.err"
+	echo "probe rc=$?"
+	grep -E '"largest_mib"|"want_fits"' "$W/configmap-reserve.out"
 	return 0
 }
 
@@ -280,6 +309,7 @@ collect() {
 	log "summary"
 	cp "$W/alloc-2000.json" "$OUT/allocate-2000.json" 2>/dev/null
 	cp "$W/alloc-raised.json" "$OUT/allocate-raised.json" 2>/dev/null
+	cp "$W/alloc-reserve.json" "$OUT/allocate-reserve.json" 2>/dev/null
 	cp "$W/devices.txt" "$OUT/devices.txt" 2>/dev/null
 	"${PY:-python3}" "$HERE/measure.py" summarize --dir "$W" --json "$OUT/results.json" --text "$OUT/summary.txt"
 	tar -czf "$OUT/logs.tar.gz" -C "$W" --exclude hami-core --exclude hook-image --exclude bin --exclude ctl --exclude device-plugins . 2>/dev/null
