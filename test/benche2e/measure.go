@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -62,14 +64,6 @@ func readPIDFile(path string) (procSample, error) {
 	return readProc(pid)
 }
 
-func fileSize(path string) int64 {
-	st, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	return st.Size()
-}
-
 // auditEvent is the part of an audit.k8s.io/v1 Event the count needs.
 type auditEvent struct {
 	Verb      string `json:"verb"`
@@ -81,19 +75,76 @@ type auditEvent struct {
 	} `json:"objectRef"`
 }
 
-// countWrites counts the writes in the API server's audit log after offset whose client's user
-// agent starts with agent, by "verb resource[/subresource]" (the audit policy of cluster-up.sh
-// logs writes only; events.k8s.io events are named events.k8s.io/events).
-func countWrites(path string, offset int64, agent string) (map[string]int, error) {
-	f, err := os.Open(path)
+// auditMark is where a run's part of the audit log starts: the file (by inode, since the API
+// server rotates it at --audit-log-maxsize, renaming it to audit-<time>.log) and the offset.
+type auditMark struct {
+	path   string
+	inode  uint64
+	offset int64
+}
+
+func markAudit(path string) auditMark {
+	m := auditMark{path: path}
+	if st, err := os.Stat(path); err == nil {
+		m.offset = st.Size()
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			m.inode = sys.Ino
+		}
+	}
+	return m
+}
+
+// countWrites counts the writes in the API server's audit log since the mark whose client's
+// user agent starts with agent, by "verb resource[/subresource]" (the audit policy of
+// cluster-up.sh logs writes only; events.k8s.io events are named events.k8s.io/events). When
+// the log was rotated since the mark, the rest of the rotated file counts too; a run during
+// which it was rotated twice (the older file deleted) fails rather than count short.
+func countWrites(mark auditMark, agent string) (map[string]int, error) {
+	counts := map[string]int{}
+	cur, err := os.Stat(mark.path)
 	if err != nil {
 		return nil, fmt.Errorf("audit log: %w (the cluster's API server writes it; make cluster-down cluster-up if it predates that)", err)
 	}
+	from := mark.offset
+	if sys, ok := cur.Sys().(*syscall.Stat_t); ok && mark.inode != 0 && sys.Ino != mark.inode {
+		rotated, err := fileWithInode(filepath.Dir(mark.path), mark.inode)
+		if err != nil {
+			return nil, fmt.Errorf("audit log %s was rotated during the run and its earlier part is gone: %w", mark.path, err)
+		}
+		if err := countFrom(rotated, mark.offset, agent, counts); err != nil {
+			return nil, err
+		}
+		from = 0
+	}
+	return counts, countFrom(mark.path, from, agent, counts)
+}
+
+// fileWithInode finds the file of dir with the inode.
+func fileWithInode(dir string, inode uint64) (string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil {
+			if sys, ok := info.Sys().(*syscall.Stat_t); ok && sys.Ino == inode {
+				return filepath.Join(dir, e.Name()), nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no file in %s is the log the run started in", dir)
+}
+
+// countFrom adds the matching writes of one audit log file, from offset on, to counts.
+func countFrom(path string, offset int64, agent string, counts map[string]int) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
 	defer f.Close()
 	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		return nil, err
+		return err
 	}
-	counts := map[string]int{}
 	scanner := bufio.NewScanner(f)
 	scanner.Buffer(make([]byte, 1<<20), 1<<24)
 	for scanner.Scan() {
@@ -110,7 +161,7 @@ func countWrites(path string, offset int64, agent string) (map[string]int, error
 		}
 		counts[e.Verb+" "+what]++
 	}
-	return counts, scanner.Err()
+	return scanner.Err()
 }
 
 func perPod(writes map[string]int, pods int) float64 {

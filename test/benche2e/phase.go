@@ -100,7 +100,7 @@ func runPhase(ctx context.Context, cs kubernetes.Interface, vc vcclient.Interfac
 	}
 	defer watcher.stop()
 
-	auditFrom := fileSize(o.auditLog)
+	audit := markAudit(o.auditLog)
 	// A process that cannot be read would report 0 CPU seconds: the run fails instead.
 	apiBefore, err := readPIDFile(o.apiserverPID)
 	if err != nil {
@@ -135,7 +135,7 @@ func runPhase(ctx context.Context, cs kubernetes.Interface, vc vcclient.Interfac
 	}
 	// Stopping drains what the program had queued (its events): those writes count too.
 	child.stop()
-	writes, err := countWrites(o.auditLog, auditFrom, s.userAgent())
+	writes, err := countWrites(audit, s.userAgent())
 	if err != nil {
 		return nil, err
 	}
