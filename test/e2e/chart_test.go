@@ -14,7 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
@@ -80,14 +79,7 @@ func TestChartInstallsReplaysLab8UpgradesAndUninstalls(t *testing.T) {
 	// none): it binds them to the real node.
 	e := newSchedulerEnvWith(t, "--place-pods", chartNamespace+"="+realNode)
 	ctx := context.Background()
-	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, envLabel, e.name)
-	if _, err := e.cs.CoreV1().Nodes().Patch(ctx, realNode, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		unlabel := []byte(`{"metadata":{"labels":{"` + envLabel + `":null}}}`)
-		_, _ = e.cs.CoreV1().Nodes().Patch(context.Background(), realNode, types.MergePatchType, unlabel, metav1.PatchOptions{})
-	})
+	e.claimRealNode()
 	release, chart := "vv-e2e", filepath.Join(repoRoot(), "charts", "volcano-vgpu")
 	values := chartValues(t, e, hookDir(t), seedConf(t))
 	local := filepath.Join(repoRoot(), "hack", "testbed", "chart-values.yaml")

@@ -307,14 +307,7 @@ func TestHabrWalkthrough(t *testing.T) {
 			gpus[i] = nvml.FakeUUID(realNode, i)
 		}
 		factor := waitVGPUs(t, e, plugin, 10, 2)
-		label := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, envLabel, e.name)
-		if _, err := e.cs.CoreV1().Nodes().Patch(ctx, realNode, types.MergePatchType, []byte(label), metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			unlabel := []byte(`{"metadata":{"labels":{"` + envLabel + `":null}}}`)
-			_, _ = e.cs.CoreV1().Nodes().Patch(context.Background(), realNode, types.MergePatchType, unlabel, metav1.PatchOptions{})
-		})
+		e.claimRealNode()
 
 		pod := &corev1.Pod{}
 		e.habrFile("gpu-pod12.yaml", pod)

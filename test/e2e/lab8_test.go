@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -50,20 +49,8 @@ func seedConf(t *testing.T) string {
 // PodGroup phases and messages the lab shows.
 func TestLab8GangAndQueue(t *testing.T) {
 	e := newSchedulerEnv(t)
-	ctx := context.Background()
 	devicePlugin(t, e.cs, 1, e.name)
-	node, err := e.cs.CoreV1().Nodes().Get(ctx, realNode, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	node.Labels[envLabel] = e.name
-	if _, err := e.cs.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		patch := []byte(`{"metadata":{"labels":{"` + envLabel + `":null}}}`)
-		_, _ = e.cs.CoreV1().Nodes().Patch(context.Background(), realNode, types.MergePatchType, patch, metav1.PatchOptions{})
-	})
+	e.claimRealNode()
 	e.scheduler(seedConf(t))
 	lab8Steps5to7(t, e)
 }

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
@@ -48,14 +47,7 @@ func TestMemoryPercentageEndToEnd(t *testing.T) {
 		}
 		return node.Annotations[vgpu.NodeMemoryFactorAnnotation] == "2", "memory factor " + node.Annotations[vgpu.NodeMemoryFactorAnnotation], nil
 	})
-	label := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, envLabel, e.name)
-	if _, err := e.cs.CoreV1().Nodes().Patch(ctx, realNode, types.MergePatchType, []byte(label), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		unlabel := []byte(`{"metadata":{"labels":{"` + envLabel + `":null}}}`)
-		_, _ = e.cs.CoreV1().Nodes().Patch(context.Background(), realNode, types.MergePatchType, unlabel, metav1.PatchOptions{})
-	})
+	e.claimRealNode()
 	e.scheduler(seedConf(t))
 
 	pod := tinyPod(e.ns, "half", "")

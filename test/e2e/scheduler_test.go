@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
@@ -89,6 +90,19 @@ func (e *schedulerEnv) node(name string, cpu string) {
 		e.t.Fatalf("create node %s: %v", n.Name, err)
 	}
 	e.t.Cleanup(func() { _ = e.cs.CoreV1().Nodes().Delete(context.Background(), n.Name, metav1.DeleteOptions{}) })
+}
+
+// claimRealNode puts the real kubelet node in this env's scheduler's view until the test ends.
+func (e *schedulerEnv) claimRealNode() {
+	e.t.Helper()
+	label := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, envLabel, e.name)
+	if _, err := e.cs.CoreV1().Nodes().Patch(context.Background(), realNode, types.MergePatchType, []byte(label), metav1.PatchOptions{}); err != nil {
+		e.t.Fatalf("label node %s for %s: %v", realNode, e.name, err)
+	}
+	e.t.Cleanup(func() {
+		unlabel := []byte(`{"metadata":{"labels":{"` + envLabel + `":null}}}`)
+		_, _ = e.cs.CoreV1().Nodes().Patch(context.Background(), realNode, types.MergePatchType, unlabel, metav1.PatchOptions{})
+	})
 }
 
 // queue creates an open queue with an optional capability.
