@@ -14,11 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	assign "github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/assignment"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
@@ -105,13 +108,48 @@ func (p *pluginRun) sends() int {
 
 func (p *pluginRun) waitAdvertised(t *testing.T) { t.Helper(); waitAdvertised(t, p.cs, p.gpus) }
 
+// podResourcesSocket is the kubelet's pod-resources API (cluster-up.sh's kubelet root dir).
+const podResourcesSocket = "/var/lib/kubelet/pod-resources/kubelet.sock"
+
+// waitKubeletHealthy waits until the kubelet itself counts want healthy devices of each
+// resource, as its pod-resources API reports them. The node object is no proof: right after a
+// plugin restarts it still shows what the previous one advertised, while the kubelet may not
+// yet have taken the new plugin's lists and refuses a pod at admission ("no healthy devices
+// present; cannot allocate unhealthy devices volcano.sh/vgpu-memory").
+func waitKubeletHealthy(t *testing.T, want map[corev1.ResourceName]int64) {
+	t.Helper()
+	conn, err := grpc.NewClient("unix://"+podResourcesSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := podresourcesapi.NewPodResourcesListerClient(conn)
+	eventually(t, 60*time.Second, "the kubelet counts the plugin's devices healthy", func(ctx context.Context) (bool, string, error) {
+		resp, err := client.GetAllocatableResources(ctx, &podresourcesapi.AllocatableResourcesRequest{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		got := map[corev1.ResourceName]int64{}
+		for _, d := range resp.GetDevices() {
+			got[corev1.ResourceName(d.GetResourceName())] += int64(len(d.GetDeviceIds()))
+		}
+		for name, n := range want {
+			if got[name] != n {
+				return false, fmt.Sprintf("%v", got), nil
+			}
+		}
+		return true, "", nil
+	})
+}
+
 // waitAdvertised waits until the real node advertises these fake 8 GiB GPUs (split 10) in its
-// allocatable and its register annotation.
+// allocatable and its register annotation, and the kubelet counts them healthy.
 func waitAdvertised(t *testing.T, cs kubernetes.Interface, gpus []string) {
 	t.Helper()
 	n := int64(len(gpus))
 	want := map[corev1.ResourceName]int64{vgpu.DefaultCountResource: 10 * n, vgpu.DefaultMemoryResource: 8192 * n,
 		vgpu.DefaultCoresResource: 100 * n}
+	waitKubeletHealthy(t, want)
 	eventually(t, 60*time.Second, "kubelet advertises the vGPU resources", func(ctx context.Context) (bool, string, error) {
 		node, err := cs.CoreV1().Nodes().Get(ctx, realNode, metav1.GetOptions{})
 		if err != nil {
@@ -373,11 +411,16 @@ func TestKubeletAndPluginRestartUnderLoad(t *testing.T) {
 	if err := <-restarted; err != nil {
 		t.Fatalf("restart the kubelet: %v", err)
 	}
+	kubeletBack := time.Now()
 	eventually(t, 60*time.Second, "the plugin serves the restarted kubelet", func(context.Context) (bool, string, error) {
 		return plugin.sends() >= sent+servedResources, tail(plugin.proc.log.String(), 3), nil
 	})
+	reregistered := time.Since(kubeletBack)
 	wave("during-plugin-restart")
+	pluginRestart := time.Now()
 	plugin.restart(t)
+	t.Logf("re-registered and serving %s after the kubelet was back (polled every 100 ms); the restarted plugin served in %s",
+		reregistered.Round(10*time.Millisecond), time.Since(pluginRestart).Round(10*time.Millisecond))
 	wave("after-both")
 
 	ran, failed := 0, map[string]string{}
