@@ -289,7 +289,6 @@ device() {
 	# it), and the plugin, which now expects that booking, sets the limit to both.
 	log "the reserve from the device ConfigMap: contextReserves NVIDIA H200 ${RESERVE_MIB} MiB"
 	stop_all
-	PLUGIN_PID="" STANDIN_PID=""
 	cat >"$W/device-config.yaml" <<EOC
 nvidia:
   contextReserves:
@@ -320,6 +319,7 @@ stop_all() {
 	[ -n "$PLUGIN_PID" ] && kill "$PLUGIN_PID" 2>/dev/null
 	[ -n "$STANDIN_PID" ] && kill "$STANDIN_PID" 2>/dev/null
 	wait 2>/dev/null
+	PLUGIN_PID="" STANDIN_PID=""
 }
 
 case ${1:-} in

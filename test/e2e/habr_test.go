@@ -51,10 +51,6 @@ func (e *schedulerEnv) deployment(file string, replicas int32) *appsv1.Deploymen
 	d := &appsv1.Deployment{}
 	e.habrFile(file, d)
 	d.Namespace, d.Spec.Replicas = e.ns, &replicas
-	// The article's images are pulled when absent; the tiny image is only local.
-	for i := range d.Spec.Template.Spec.Containers {
-		d.Spec.Template.Spec.Containers[i].ImagePullPolicy = corev1.PullNever
-	}
 	created, err := e.cs.AppsV1().Deployments(e.ns).Create(context.Background(), d, metav1.CreateOptions{})
 	if err != nil {
 		e.t.Fatalf("create deployment %s: %v", d.Name, err)
@@ -196,11 +192,6 @@ func TestHabrWalkthrough(t *testing.T) {
 		job := &batchv1alpha1.Job{}
 		e.habrFile("gang-job.yaml", job)
 		job.Namespace = e.ns
-		for i := range job.Spec.Tasks {
-			for j := range job.Spec.Tasks[i].Template.Spec.Containers {
-				job.Spec.Tasks[i].Template.Spec.Containers[j].ImagePullPolicy = corev1.PullNever
-			}
-		}
 		job, err := e.vc.BatchV1alpha1().Jobs(e.ns).Create(ctx, job, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("create job: %v", err)
@@ -312,9 +303,6 @@ func TestHabrWalkthrough(t *testing.T) {
 		pod := &corev1.Pod{}
 		e.habrFile("gpu-pod12.yaml", pod)
 		pod.Namespace = e.ns
-		for i := range pod.Spec.Containers {
-			pod.Spec.Containers[i].ImagePullPolicy = corev1.PullNever
-		}
 		if _, err := e.cs.CoreV1().Pods(e.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -145,13 +145,13 @@ func (ssn *Session) updateJobPhase(job *api.JobInfo) {
 // podGroupStatusChanged: the phase, counts or conditions differ, ignoring the time stamps
 // and transition ids a rewrite of the same condition changes.
 func podGroupStatusChanged(old, cur schedulingv1beta1.PodGroupStatus) bool {
-	if old.Phase != cur.Phase || old.Running != cur.Running || old.Succeeded != cur.Succeeded || old.Failed != cur.Failed ||
-		len(old.Conditions) != len(cur.Conditions) {
+	if old.Phase != cur.Phase || old.Running != cur.Running || old.Succeeded != cur.Succeeded ||
+		old.Failed != cur.Failed || len(old.Conditions) != len(cur.Conditions) {
 		return true
 	}
 	for i := range old.Conditions {
-		x, y := old.Conditions[i], cur.Conditions[i]
-		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message {
+		o, c := old.Conditions[i], cur.Conditions[i]
+		if o.Type != c.Type || o.Status != c.Status || o.Reason != c.Reason || o.Message != c.Message {
 			return true
 		}
 	}

@@ -289,6 +289,8 @@ func (s *SessionSearch) best(task *api.TaskInfo) *api.NodeInfo {
 // over the nodes, as users see in the tutorials; always taking the first by name would stack
 // them on one node. An FNV-1a hash of the pod's UID and the node's name spreads them alike
 // and gives the same node for the same pod and nodes, so a decision can still be replayed.
+// It is written out rather than taken from hash/fnv, whose Hash64 would allocate for every
+// node compared; hash/maphash is seeded per process, so not replayable.
 func tieKey(uid api.TaskID, node string) uint64 {
 	const offset, prime = 14695981039346656037, 1099511628211
 	h := uint64(offset)
