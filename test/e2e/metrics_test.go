@@ -4,7 +4,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -112,4 +114,75 @@ func TestMetricsScrapeAndCleanShutdown(t *testing.T) {
 		}
 	}
 	t.Logf("%d pods bound before the scheduler stopped, each with its Scheduled Event", bound)
+}
+
+// vgpuSeries is one vGPU family of a scrape as label values ("devID/NodeName[/podName]") ->
+// value.
+func vgpuSeries(families map[string]*dto.MetricFamily, name string) map[string]float64 {
+	series := map[string]float64{}
+	for _, m := range families[name].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		key := labels["devID"] + "/" + labels["NodeName"]
+		if pod, ok := labels["podName"]; ok {
+			key += "/" + pod
+		}
+		series[key] = m.GetGauge().GetValue()
+	}
+	return series
+}
+
+// Prometheus scrapes the real binary's vGPU series, which are made at scrape time from the
+// last session's ledgers: upstream's names and labels, each GPU's size and bookings, one
+// series per pod holding a vGPU, and a pod's series gone once the pod is.
+func TestVGPUMetricsScrape(t *testing.T) {
+	e := newSchedulerEnv(t)
+	node := e.name + "-metrics"
+	gpus := e.gpuNode("metrics", 2, 4, 8192, 0)
+	queue := e.queue("metrics", nil)
+	addr := freeAddress(t)
+	e.scheduler(seedConf(t), "--enable-metrics", "--listen-address", addr)
+	e.vgpuGang("m", queue, 3, 1000, 10)
+	e.waitBound("m-", 3, 60*time.Second)
+
+	// Wherever the pods went, the GPUs' series add up to them and each pod has its own.
+	want := func(pods ...string) (bool, string) {
+		families := parseScrape(t, scrape(t, "http://"+addr+"/metrics"))
+		limit := vgpuSeries(families, "volcano_vgpu_device_memory_limit")
+		memory := vgpuSeries(families, "volcano_vgpu_device_allocated_memory")
+		shared := vgpuSeries(families, "volcano_vgpu_device_shared_number")
+		perPod := vgpuSeries(families, "volcano_vgpu_device_memory_allocation_for_a_certain_pod")
+		state := fmt.Sprintf("limit %v, memory %v, shared %v, per pod %v", limit, memory, shared, perPod)
+		var total, devices float64
+		for _, g := range gpus {
+			if limit[g.UUID+"/"+node] != 8192 {
+				return false, state
+			}
+			total += memory[g.UUID+"/"+node]
+			devices += shared[g.UUID+"/"+node]
+		}
+		if total != float64(1000*len(pods)) || devices != float64(len(pods)) || len(perPod) != len(pods) {
+			return false, state
+		}
+		for key, v := range perPod {
+			if v != 1000 || !slices.ContainsFunc(pods, func(p string) bool { return strings.HasSuffix(key, "/"+node+"/"+p) }) {
+				return false, state
+			}
+		}
+		return true, state
+	}
+	eventually(t, 30*time.Second, "the scrape shows the three pods' vGPUs", func(context.Context) (bool, string, error) {
+		ok, state := want("m-0", "m-1", "m-2")
+		return ok, state, nil
+	})
+	zero := int64(0)
+	if err := e.cs.CoreV1().Pods(e.ns).Delete(context.Background(), "m-1", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "m-1's series gone from the scrape", func(context.Context) (bool, string, error) {
+		ok, state := want("m-0", "m-2")
+		return ok, state, nil
+	})
 }
