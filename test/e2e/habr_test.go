@@ -373,6 +373,7 @@ func TestHabrWalkthrough(t *testing.T) {
 func waitVGPUs(t *testing.T, e *schedulerEnv, plugin *process, want int64, split int32) int64 {
 	t.Helper()
 	var factor int64
+	var devices []vgpu.NodeDevice
 	eventually(t, 90*time.Second, fmt.Sprintf("kubelet advertises %d vGPUs, %d per GPU", want, split), func(ctx context.Context) (bool, string, error) {
 		node, err := e.cs.CoreV1().Nodes().Get(ctx, realNode, metav1.GetOptions{})
 		if err != nil {
@@ -381,7 +382,7 @@ func waitVGPUs(t *testing.T, e *schedulerEnv, plugin *process, want int64, split
 		if q := node.Status.Allocatable[vgpu.DefaultCountResource]; q.Value() != want {
 			return false, fmt.Sprintf("vgpu-number %s; plugin log: %s", q.String(), tail(plugin.log.String(), 3)), nil
 		}
-		devices, err := vgpu.DecodeNodeDevices(node.Annotations[vgpu.NodeDevicesAnnotation])
+		devices, err = vgpu.DecodeNodeDevices(node.Annotations[vgpu.NodeDevicesAnnotation])
 		if err != nil || len(devices) != 5 {
 			return false, fmt.Sprintf("register %q: %v", node.Annotations[vgpu.NodeDevicesAnnotation], err), nil
 		}
@@ -393,5 +394,13 @@ func waitVGPUs(t *testing.T, e *schedulerEnv, plugin *process, want int64, split
 		_, err = fmt.Sscan(node.Annotations[vgpu.NodeMemoryFactorAnnotation], &factor)
 		return err == nil && factor > 0, "memory factor " + node.Annotations[vgpu.NodeMemoryFactorAnnotation], nil
 	})
+	// The node may still show what a previous plugin advertised: wait for the kubelet's own
+	// count, every GPU's memory units and 100 cores each.
+	var memory int64
+	for _, d := range devices {
+		memory += int64(d.Memory)
+	}
+	waitKubeletHealthy(t, map[corev1.ResourceName]int64{vgpu.DefaultCountResource: want, vgpu.DefaultMemoryResource: memory,
+		vgpu.DefaultCoresResource: 100 * int64(len(devices))})
 	return factor
 }
