@@ -17,7 +17,9 @@ import (
 func (sc *SchedulerCache) addEventHandlers(priorityClasses bool) error {
 	pods := sc.kubeInformers.Core().V1().Pods().Informer()
 	nodes := sc.kubeInformers.Core().V1().Nodes().Informer()
-	for _, inf := range []toolscache.SharedIndexInformer{pods, nodes} {
+	podGroups := sc.vcInformers.Scheduling().V1beta1().PodGroups().Informer()
+	queues := sc.vcInformers.Scheduling().V1beta1().Queues().Informer()
+	for _, inf := range []toolscache.SharedIndexInformer{pods, nodes, podGroups, queues} {
 		if err := inf.SetTransform(trimForCache); err != nil {
 			return fmt.Errorf("informer transform: %w", err)
 		}
@@ -35,10 +37,10 @@ func (sc *SchedulerCache) addEventHandlers(priorityClasses bool) error {
 				AddFunc: sc.onNodeSet, UpdateFunc: func(_, n any) { sc.onNodeSet(n) }, DeleteFunc: sc.onNodeDelete,
 			},
 		}},
-		{"podgroups", sc.vcInformers.Scheduling().V1beta1().PodGroups().Informer(), toolscache.ResourceEventHandlerFuncs{
+		{"podgroups", podGroups, toolscache.ResourceEventHandlerFuncs{
 			AddFunc: sc.onPodGroupSet, UpdateFunc: func(_, pg any) { sc.onPodGroupSet(pg) }, DeleteFunc: sc.onPodGroupDelete,
 		}},
-		{"queues", sc.vcInformers.Scheduling().V1beta1().Queues().Informer(), toolscache.ResourceEventHandlerFuncs{
+		{"queues", queues, toolscache.ResourceEventHandlerFuncs{
 			AddFunc: sc.onQueueSet, UpdateFunc: func(_, q any) { sc.onQueueSet(q) }, DeleteFunc: sc.onQueueDelete,
 		}},
 	}
@@ -64,8 +66,9 @@ type watch struct {
 	handler  toolscache.ResourceEventHandler
 }
 
-// trimForCache drops what the scheduler never reads from a pod or node before the informer
-// stores it, which is most of a large cluster's cache: every object's managedFields; a pod's
+// trimForCache drops what the scheduler never reads from an object before the informer stores
+// it, which is most of a large cluster's cache: every object's managedFields (a PodGroup's,
+// written by its controller and by us, is larger than the rest of it); a pod's
 // volumes and its containers' commands, environment, mounts and probes (pods are only ever
 // patched and bound, never written back whole); a node's image list.
 func trimForCache(obj any) (any, error) {

@@ -36,9 +36,9 @@ const (
 //   - the PodGroup, with a full Update (the CRD has no status subresource), when statusChanged
 //     and that status was not already sent for the PodGroup as the informer shows it (a write
 //     still in flight when the next cycle closes is not sent twice); the write waits
-//     StatusWriteDelay, so that a gang's Inqueue, Running and pods starting over a few cycles
-//     cost one write, not one per change, unless a controller waits for it
-//     (createsPodsOnInqueue);
+//     StatusWriteDelay, or startingWriteDelay while placed pods are still to start, so that a
+//     gang's Running and its pods starting over a few cycles cost one write, not one per
+//     change, unless a controller waits for it (createsPodsOnInqueue);
 //   - an event on the PodGroup: Warning Unschedulable while it waits, else Normal Scheduled
 //     when its status changed; either only when it differs from the last one emitted on that
 //     PodGroup. Upstream repeats Unschedulable every cycle and Scheduled with every status
@@ -48,8 +48,9 @@ const (
 //     condition with the task's reason and message, and a Warning FailedScheduling event, both
 //     only when the condition changed.
 //
-// A gang whose pods are still arriving (api.JobInfo.Arriving) gets no event and no pod
-// condition: it is not unschedulable, only incomplete.
+// A gang whose pods are still arriving (api.JobInfo.Arriving) gets no status write (unless
+// its controller waits for Inqueue to create them), no event and no pod condition: it is not
+// unschedulable, only incomplete, and its Inqueue would be out of date within seconds.
 //
 // The writes run on the status workers; events go through the recorder. Neither blocks the
 // session.
@@ -57,13 +58,12 @@ func (sc *SchedulerCache) UpdateJobStatus(job *api.JobInfo, statusChanged bool) 
 	if job.PodGroup == nil {
 		return
 	}
-	if statusChanged && sc.podGroupStatuses.change(job.PodGroup.UID, sentStatusOf(job.PodGroup, job.Status), nil) {
+	arriving := job.Arriving(sc.clock.Now())
+	delay, write := statusWriteDelay(job, arriving, sc.statusWriteDelay)
+	if statusChanged && write &&
+		sc.podGroupStatuses.change(job.PodGroup.UID, sentStatusOf(job.PodGroup, job.Status), nil) {
 		pg := job.PodGroup.DeepCopy()
 		pg.Status = *job.Status.DeepCopy()
-		delay := sc.statusWriteDelay
-		if len(job.Tasks) == 0 && createsPodsOnInqueue(job.PodGroup) {
-			delay = 0
-		}
 		sc.writes.enqueueAfter(writeKey{resource: "podgroups", namespace: pg.Namespace, name: pg.Name}, func(ctx context.Context) error {
 			err := sc.updatePodGroup(ctx, pg)
 			if err != nil {
@@ -72,7 +72,7 @@ func (sc *SchedulerCache) UpdateJobStatus(job *api.JobInfo, statusChanged bool) 
 			return err
 		}, delay)
 	}
-	if job.Arriving(sc.clock.Now()) {
+	if arriving {
 		return
 	}
 	// FitError walks every task; pods without their own reason share it, so it is computed
@@ -208,6 +208,29 @@ type podCondition struct {
 // writes the API server serves per pod. The one write that is not delayed is the one a
 // controller waits for (createsPodsOnInqueue).
 const StatusWriteDelay = 3 * time.Second
+
+// statusWriteDelay is how long the job's changed status waits before it is written, and
+// whether it is written at all yet: not while the gang is arriving, unless its controller
+// waits for it (then at once); longer while placed pods are still to start (see
+// startingWriteDelay); else delay.
+func statusWriteDelay(job *api.JobInfo, arriving bool, delay time.Duration) (time.Duration, bool) {
+	switch {
+	case len(job.Tasks) == 0 && createsPodsOnInqueue(job.PodGroup):
+		return 0, true
+	case arriving:
+		return 0, false
+	case job.TaskCount(api.Allocated)+job.TaskCount(api.Binding)+job.TaskCount(api.Bound) > 0:
+		return startingWriteDelay(delay), true
+	}
+	return delay, true
+}
+
+// startingWriteDelay is how long a status waits while the gang's placed pods have yet to
+// start (the API server binds them, then the kubelet runs them: seconds, more under load).
+// Their running count then changes the status again, and that change, due StatusWriteDelay
+// later, brings the write forward: phase Running and the running count go in one write
+// rather than two. A pod that takes longer to start costs a second write, not a stale status.
+func startingWriteDelay(statusWriteDelay time.Duration) time.Duration { return 3 * statusWriteDelay }
 
 // createsPodsOnInqueue: the PodGroup belongs to a Volcano Job, whose controller creates the
 // pods only once the PodGroup is Inqueue. Other owners (Kubeflow's training operator, KubeRay,

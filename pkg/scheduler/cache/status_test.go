@@ -412,3 +412,40 @@ func TestStatusWriteWaits(t *testing.T) {
 		t.Errorf("PodGroups without pods: updates %v, want %v at once and none for the other yet", got, want)
 	}
 }
+
+// TestStatusWriteDelayByJob: a gang still arriving is not written (its controller's own
+// PodGroup without pods excepted, at once); one whose placed pods are yet to start waits
+// longer, so that their running count goes in the same write; others wait the delay.
+func TestStatusWriteDelayByJob(t *testing.T) {
+	const delay = time.Second
+	now := time.Now()
+	env := newTestEnv(t, Options{})
+	vcjob := newPodGroup("vcjob", "", 2)
+	vcjob.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch.volcano.sh/v1alpha1", Kind: "Job", Name: "j", UID: "u", Controller: ptr.To(true)}}
+	arriving := newPodGroup("arriving", "", 2)
+	arriving.CreationTimestamp = metav1.NewTime(now)
+	late := newPodGroup("late", "", 2)
+	late.CreationTimestamp = metav1.NewTime(now.Add(-api.GangArrivalGrace))
+	env.add(t, newNode("n1", "4", nil), newQueue("default"), vcjob, arriving, late,
+		newPodGroup("starting", "", 1), newPodGroup("running", "", 1),
+		newPod("a-0", "1", inGroup("arriving")), newPod("l-0", "1", inGroup("late")),
+		newPod("s-0", "1", inGroup("starting"), onNode("n1")),
+		newPod("r-0", "1", inGroup("running"), onNode("n1"), inPhase(corev1.PodRunning)))
+	for _, tc := range []struct {
+		job       api.JobID
+		wantDelay time.Duration
+		wantWrite bool
+	}{
+		{"ns/vcjob", 0, true},
+		{"ns/arriving", 0, false},
+		{"ns/late", delay, true},
+		{"ns/starting", startingWriteDelay(delay), true},
+		{"ns/running", delay, true},
+	} {
+		job := sessionJob(t, env.sc, tc.job)
+		gotDelay, gotWrite := statusWriteDelay(job, job.Arriving(now), delay)
+		if gotDelay != tc.wantDelay || gotWrite != tc.wantWrite {
+			t.Errorf("%s: delay %v, write %t; want %v, %t", tc.job, gotDelay, gotWrite, tc.wantDelay, tc.wantWrite)
+		}
+	}
+}
