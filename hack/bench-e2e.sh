@@ -2,9 +2,9 @@
 # bench-e2e.sh: make bench-e2e. The trivial binder and vc-scheduler on the same workload, on
 # the local cluster's API server with kwok GPU nodes (test/benche2e), at each size of
 # BENCH_E2E_SIZES (node counts, default 100,500,1000; 10 pods per node). Writes e2e.json,
-# e2e.md and e2e.png under .cache/bench and, for the largest size, vc-scheduler's CPU and heap
-# profiles with their top functions (e2e-profile.txt). The cluster is started if it is not up,
-# and left up.
+# e2e.md and e2e.png under .cache/bench and, for the largest size, vc-scheduler's CPU profile of
+# the whole run and heap profile at its end, with their top functions (e2e-profile.txt). The
+# cluster is started if it is not up, and left up.
 #   hack/bench-e2e.sh tiny   one small size with checks, as make test runs it: fails unless
 #                            vc-scheduler bound every pod without overbooking a GPU
 set -euo pipefail
@@ -19,9 +19,15 @@ if [ "${1:-}" = tiny ]; then
 fi
 out=$CACHE/bench; mkdir -p "$out"
 "$BIN/benche2e" --sizes "${BENCH_E2E_SIZES:-100,500,1000}" --out "$out" --profile
-for p in cpu heap; do
-  if [ -s "$out/e2e-$p.pprof" ]; then
-    echo "## vc-scheduler $p profile, largest size"; go tool pprof -top -nodecount=25 bin/vc-scheduler "$out/e2e-$p.pprof" 2>/dev/null
+# The CPU profile comes in consecutive parts covering the whole run; pprof adds them up.
+{
+  shopt -s nullglob
+  cpu=("$out"/e2e-cpu-*.pprof)
+  if (( ${#cpu[@]} )); then
+    echo "## vc-scheduler cpu profile, largest size, the whole run"; go tool pprof -top -nodecount=30 bin/vc-scheduler "${cpu[@]}" 2>/dev/null
   fi
-done > "$out/e2e-profile.txt"
+  if [ -s "$out/e2e-heap.pprof" ]; then
+    echo "## vc-scheduler heap profile, largest size, at the last bind"; go tool pprof -top -nodecount=30 bin/vc-scheduler "$out/e2e-heap.pprof" 2>/dev/null
+  fi
+} > "$out/e2e-profile.txt"
 log "wrote $out/e2e.json, e2e.md, e2e.png and e2e-profile.txt"

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -111,10 +112,10 @@ func runPhase(ctx context.Context, cs kubernetes.Interface, vc vcclient.Interfac
 		return nil, fmt.Errorf("%s's CPU: %w", s.name, err)
 	}
 	var profiles sync.WaitGroup
+	profiling, stopProfiling := context.WithCancel(ctx)
+	defer stopProfiling()
 	if s.profile {
-		profiles.Go(func() {
-			fetch("http://"+schedulerListen+"/debug/pprof/profile?seconds=20", filepath.Join(o.out, "e2e-cpu.pprof"))
-		})
+		profiles.Go(func() { profileCPU(profiling, filepath.Join(o.out, "e2e-cpu")) })
 	}
 	start := time.Now()
 	if err := createJobs(ctx, cs, vc, w, jobs, watcher); err != nil {
@@ -130,8 +131,12 @@ func runPhase(ctx context.Context, cs kubernetes.Interface, vc vcclient.Interfac
 		return nil, fmt.Errorf("the API server's CPU: %w", err)
 	}
 	if s.profile {
+		stopProfiling()
 		profiles.Wait()
-		fetch("http://"+schedulerListen+"/debug/pprof/heap", filepath.Join(o.out, "e2e-heap.pprof"))
+		// Profiles are extras: one that cannot be had is logged, not fatal.
+		if err := fetchContext(ctx, "http://"+schedulerListen+"/debug/pprof/heap", filepath.Join(o.out, "e2e-heap.pprof")); err != nil {
+			klog.ErrorS(err, "Heap profile not saved")
+		}
 	}
 	// Stopping drains what the program had queued (its events): those writes count too.
 	child.stop()
@@ -423,18 +428,47 @@ func poll(ctx context.Context, timeout time.Duration, cond func() bool) error {
 	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) { return cond(), nil })
 }
 
-// fetch saves url's body to path; a failure is logged, not fatal (profiles are extras).
-func fetch(url, path string) {
-	resp, err := http.Get(url)
-	if err == nil {
-		defer resp.Body.Close()
-		var f *os.File
-		if f, err = os.Create(path); err == nil {
-			_, err = f.ReadFrom(resp.Body)
-			f.Close()
+// profileCPU takes vc-scheduler's CPU profile for the whole run, as consecutive profiles of
+// cpuProfileSeconds (prefix-1.pprof, prefix-2.pprof, ...; go tool pprof merges them when given
+// all), until ctx ends. The last one, cut short, is not kept: a cancelled request has no
+// profile. Earlier ones from another run are removed first.
+func profileCPU(ctx context.Context, prefix string) {
+	old, _ := filepath.Glob(prefix + "-*.pprof")
+	for _, f := range old {
+		os.Remove(f)
+	}
+	for i := 1; ctx.Err() == nil; i++ {
+		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", schedulerListen, cpuProfileSeconds)
+		if err := fetchContext(ctx, url, fmt.Sprintf("%s-%d.pprof", prefix, i)); err != nil {
+			if ctx.Err() == nil {
+				klog.ErrorS(err, "CPU profile not saved", "url", url)
+			}
+			return
 		}
 	}
+}
+
+// cpuProfileSeconds is the length of each CPU profile of a run: short, so that little of the
+// run's end goes unprofiled.
+const cpuProfileSeconds = 10
+
+// fetchContext saves url's body to path, and nothing when ctx ends first.
+func fetchContext(ctx context.Context, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		klog.ErrorS(err, "Profile not saved", "url", url)
+		return err
 	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, body, 0o644)
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"maps"
 	"strconv"
 	"strings"
 
@@ -64,6 +65,12 @@ func NewTaskInfo(pod *corev1.Pod) *TaskInfo {
 	bestEffort := initReq.IsEmpty()
 	initReq.AddScalar(corev1.ResourcePods, 1000)
 	req.AddScalar(corev1.ResourcePods, 1000)
+	if maps.Equal(initReq.ScalarResources, req.ScalarResources) && initReq.MilliCPU == req.MilliCPU &&
+		initReq.Memory == req.Memory && initReq.MaxTaskNum == req.MaxTaskNum {
+		// Most pods (no init container larger than the rest): one copy serves both, which
+		// halves what the cache holds for requests (they are never modified).
+		initReq = req
+	}
 	t := &TaskInfo{
 		UID:         TaskID(pod.UID),
 		Name:        pod.Name,

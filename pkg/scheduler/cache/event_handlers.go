@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -70,7 +71,8 @@ type watch struct {
 // it, which is most of a large cluster's cache: every object's managedFields (a PodGroup's,
 // written by its controller and by us, is larger than the rest of it); a pod's
 // volumes and its containers' commands, environment, mounts and probes (pods are only ever
-// patched and bound, never written back whole); a node's image list.
+// patched and bound, never written back whole), its containers' statuses, addresses and
+// conditions other than PodScheduled; a node's image list.
 func trimForCache(obj any) (any, error) {
 	if m, err := meta.Accessor(obj); err == nil {
 		m.SetManagedFields(nil)
@@ -78,6 +80,11 @@ func trimForCache(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		o.Spec.Volumes = nil
+		// Of the status, the scheduler reads the phase, the reason, the nominated node and
+		// its own PodScheduled condition, which it patches by type.
+		o.Status.ContainerStatuses, o.Status.InitContainerStatuses, o.Status.EphemeralContainerStatuses = nil, nil, nil
+		o.Status.HostIPs, o.Status.PodIPs, o.Status.HostIP, o.Status.PodIP = nil, nil, "", ""
+		o.Status.Conditions = slices.DeleteFunc(o.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type != corev1.PodScheduled })
 		for _, containers := range [][]corev1.Container{o.Spec.InitContainers, o.Spec.Containers} {
 			for i := range containers {
 				c := &containers[i]

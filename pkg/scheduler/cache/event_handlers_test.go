@@ -271,8 +271,9 @@ func TestInformersFeedTheCache(t *testing.T) {
 	}
 }
 
-// TestTrimForCache: what the cache keeps of a pod and a node is what scheduling reads; the
-// rest (managed fields, volumes, commands, environment, probes, node images) is dropped.
+// TestTrimForCache: what the cache keeps of a pod, a node and a PodGroup is what scheduling
+// reads; the rest (managed fields, volumes, commands, environment, probes, container statuses,
+// addresses, conditions but PodScheduled, node images) is dropped.
 func TestTrimForCache(t *testing.T) {
 	requests := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
 	full := func() corev1.Container {
@@ -287,6 +288,11 @@ func TestTrimForCache(t *testing.T) {
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
 		Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "v"}}, InitContainers: []corev1.Container{full()},
 			Containers: []corev1.Container{full()}, Tolerations: []corev1.Toleration{{Key: "k"}}, NodeSelector: map[string]string{"n": "1"}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Reason: "r", NominatedNodeName: "n1", PodIP: "10.0.0.1",
+			PodIPs: []corev1.PodIP{{IP: "10.0.0.1"}}, HostIP: "10.1.0.1", HostIPs: []corev1.HostIP{{IP: "10.1.0.1"}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "main", Ready: true}}, InitContainerStatuses: []corev1.ContainerStatus{{Name: "main"}}},
 	}
 	got, err := trimForCache(pod)
 	if err != nil {
@@ -300,6 +306,8 @@ func TestTrimForCache(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{"a": "b"}},
 		Spec: corev1.PodSpec{InitContainers: []corev1.Container{kept()}, Containers: []corev1.Container{kept()},
 			Tolerations: []corev1.Toleration{{Key: "k"}}, NodeSelector: map[string]string{"n": "1"}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Reason: "r", NominatedNodeName: "n1",
+			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("trimmed pod (-want +got):\n%s", diff)
@@ -309,5 +317,12 @@ func TestTrimForCache(t *testing.T) {
 	got, _ = trimForCache(node)
 	if diff := cmp.Diff(&corev1.Node{Status: corev1.NodeStatus{Allocatable: requests}}, got); diff != "" {
 		t.Errorf("trimmed node (-want +got):\n%s", diff)
+	}
+
+	pg := newPodGroup("pg", "q", 2)
+	pg.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "vc-scheduler"}}
+	got, _ = trimForCache(pg)
+	if diff := cmp.Diff(newPodGroup("pg", "q", 2), got); diff != "" {
+		t.Errorf("trimmed PodGroup (-want +got):\n%s", diff)
 	}
 }
