@@ -65,10 +65,12 @@ type SchedulerCache struct {
 	statusWriteDelay time.Duration
 	jobEvents        *lastSent[string]
 
-	mu     sync.Mutex
-	jobs   map[api.JobID]*api.JobInfo
-	nodes  map[string]*api.NodeInfo
-	queues map[api.QueueID]*api.QueueInfo
+	mu    sync.Mutex
+	jobs  map[api.JobID]*api.JobInfo
+	nodes map[string]*api.NodeInfo
+	// underived holds the nodes whose device state is to be derived at the next snapshot.
+	underived map[string]struct{}
+	queues    map[api.QueueID]*api.QueueInfo
 	// tasks indexes every task by pod UID; the job's and this index share the object, the node
 	// holds its own copy.
 	tasks           map[api.TaskID]*api.TaskInfo
@@ -130,6 +132,7 @@ func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*
 		jobEvents:        newLastSent[string](),
 		jobs:             map[api.JobID]*api.JobInfo{},
 		nodes:            map[string]*api.NodeInfo{},
+		underived:        map[string]struct{}{},
 		queues:           map[api.QueueID]*api.QueueInfo{},
 		tasks:            map[api.TaskID]*api.TaskInfo{},
 		priorityClasses:  map[string]*schedulingv1.PriorityClass{},

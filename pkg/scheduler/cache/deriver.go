@@ -3,10 +3,13 @@ package cache
 import "github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 
 // DeviceDeriver derives device state (the deviceshare plugin's GPU ledger) from a node object
-// and the pods on it. The cache calls it whenever either changes and keeps the result in
+// and the pods on it. The cache calls it for a node when either has changed since the node's
+// last derivation, once, as the next snapshot is taken, and keeps the result in
 // NodeInfo.Devices[Name()], so that every snapshot carries device state consistent with the
 // tasks it holds, and a restarted scheduler rebuilds it from the same pods: device usage is
-// always derived from pods, never remembered.
+// always derived from pods, never remembered. Deriving at the snapshot rather than at each
+// event matters when pods land together: a binpacked node taking 80 pods in a few cycles sees
+// some 160 pod events (bound, then started), and each derivation reads all its pods.
 //
 // Derive runs under the cache mutex: it must be quick and must not call back into the cache.
 type DeviceDeriver interface {
@@ -30,8 +33,8 @@ func (sc *SchedulerCache) AddDeviceDeriver(d DeviceDeriver) {
 	}
 }
 
-// RederiveDevices derives the device state of every node again, for a change that no node
-// or pod event shows: the device configuration renaming the vGPU resources.
+// RederiveDevices has the device state of every node derived again, for a change that no
+// node or pod event shows: the device configuration renaming the vGPU resources.
 func (sc *SchedulerCache) RederiveDevices() {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
@@ -40,16 +43,23 @@ func (sc *SchedulerCache) RederiveDevices() {
 	}
 }
 
-// nodeChanged re-derives the device state of a node whose object the cache knows. Called
-// under mu after the node object or any task on it changed.
+// nodeChanged marks a node's device state for derivation at the next snapshot. Called under
+// mu after the node object or any task on it changed.
 func (sc *SchedulerCache) nodeChanged(name string) {
-	n := sc.nodes[name]
-	if n == nil || n.Node == nil {
-		return
+	sc.underived[name] = struct{}{}
+}
+
+// deriveChanged derives the device state of the nodes changed since the last call whose
+// object the cache knows. Called under mu.
+func (sc *SchedulerCache) deriveChanged() {
+	for name := range sc.underived {
+		if n := sc.nodes[name]; n != nil && n.Node != nil {
+			for _, d := range sc.derivers {
+				sc.derive(n, d)
+			}
+		}
 	}
-	for _, d := range sc.derivers {
-		sc.derive(n, d)
-	}
+	clear(sc.underived)
 }
 
 // derive stores one deriver's state for the node. Called under mu.

@@ -55,9 +55,10 @@ func snapshotDevices(sc *SchedulerCache) map[string]api.Devices {
 	return out
 }
 
-// TestDeviceDeriver: the cache re-derives a node's device state after every change to the
-// node or the pods on it, once per change, and of every node when asked (RederiveDevices),
-// never for nodes it does not schedule onto, and every snapshot carries the state as derived.
+// TestDeviceDeriver: the cache re-derives a node's device state when the node or the pods on
+// it changed, once, as the next snapshot is taken, and of every node when asked
+// (RederiveDevices), never for nodes it does not schedule onto, and every snapshot carries
+// the state as derived.
 func TestDeviceDeriver(t *testing.T) {
 	ctx := context.Background()
 	env := bindEnv(t)
@@ -100,12 +101,25 @@ func TestDeviceDeriver(t *testing.T) {
 	}
 	for _, s := range steps {
 		s.do()
-		if got := spy.take(); !reflect.DeepEqual(got, s.want) {
-			t.Errorf("%s: derived %q, want %q", s.what, got, s.want)
+		if got := spy.take(); len(got) != 0 {
+			t.Errorf("%s: derived %q before the snapshot", s.what, got)
 		}
 		if got := snapshotDevices(env.sc); !reflect.DeepEqual(got, s.devices) {
 			t.Errorf("%s: snapshot carries %v, want %v", s.what, got, s.devices)
 		}
+		if got := spy.take(); !reflect.DeepEqual(got, s.want) {
+			t.Errorf("%s: derived %q, want %q", s.what, got, s.want)
+		}
+	}
+
+	// Many changes to a node between two snapshots: one derivation.
+	for i := range 5 {
+		env.add(t, newPod(fmt.Sprintf("q%d", i), "1", onNode("n1"), inPhase(corev1.PodRunning)))
+	}
+	env.sc.onNodeSet(newNode("n1", "8", nil))
+	snapshotDevices(env.sc)
+	if got, want := spy.take(), []string{"derive n1 [q0=Running q1=Running q2=Running q3=Running q4=Running]"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("six changes, then a snapshot: derived %q, want %q", got, want)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 // after a grace period (see danglingReferences).
 func (sc *SchedulerCache) Snapshot() *api.ClusterInfo {
 	sc.mu.Lock()
+	sc.deriveChanged()
 	snap := &api.ClusterInfo{
 		Jobs:     make(map[api.JobID]*api.JobInfo, len(sc.jobs)),
 		Nodes:    make(map[string]*api.NodeInfo, len(sc.nodes)),
