@@ -36,9 +36,10 @@ const (
 //   - the PodGroup, with a full Update (the CRD has no status subresource), when statusChanged
 //     and that status was not already sent for the PodGroup as the informer shows it (a write
 //     still in flight when the next cycle closes is not sent twice); the write waits
-//     StatusWriteDelay, or startingWriteDelay while placed pods are still to start, so that a
-//     gang's Running and its pods starting over a few cycles cost one write, not one per
-//     change, unless a controller waits for it (createsPodsOnInqueue);
+//     StatusWriteDelay, or startingWriteDelay while bound pods are still to start, and none
+//     is sent while binds are pending (statusWriteDelay), so that a gang's Inqueue, Running
+//     and its pods starting over a few cycles cost one write, not one per change, unless a
+//     controller waits for it (createsPodsOnInqueue);
 //   - an event on the PodGroup: Warning Unschedulable while it waits, else Normal Scheduled
 //     when its status changed; either only when it differs from the last one emitted on that
 //     PodGroup. Upstream repeats Unschedulable every cycle and Scheduled with every status
@@ -211,22 +212,23 @@ const StatusWriteDelay = 3 * time.Second
 
 // statusWriteDelay is how long the job's changed status waits before it is written, and
 // whether it is written at all yet: not while the gang is arriving, unless its controller
-// waits for it (then at once); longer while placed pods are still to start (see
-// startingWriteDelay); else delay.
+// waits for it (then at once); not while binds of its pods are pending, whose outcome
+// changes it again (under load binds wait seconds for the API server); longer while bound
+// pods are still to start (see startingWriteDelay); else delay.
 func statusWriteDelay(job *api.JobInfo, arriving bool, delay time.Duration) (time.Duration, bool) {
 	switch {
 	case len(job.Tasks) == 0 && createsPodsOnInqueue(job.PodGroup):
 		return 0, true
-	case arriving:
+	case arriving, job.TaskCount(api.Allocated)+job.TaskCount(api.Binding) > 0:
 		return 0, false
-	case job.TaskCount(api.Allocated)+job.TaskCount(api.Binding)+job.TaskCount(api.Bound) > 0:
+	case job.TaskCount(api.Bound) > 0:
 		return startingWriteDelay(delay), true
 	}
 	return delay, true
 }
 
-// startingWriteDelay is how long a status waits while the gang's placed pods have yet to
-// start (the API server binds them, then the kubelet runs them: seconds, more under load).
+// startingWriteDelay is how long a status waits while the gang's bound pods have yet to
+// start (the kubelet runs them: seconds, more under load).
 // Their running count then changes the status again, and that change, due StatusWriteDelay
 // later, brings the write forward: phase Running and the running count go in one write
 // rather than two. A pod that takes longer to start costs a second write, not a stale status.

@@ -414,8 +414,9 @@ func TestStatusWriteWaits(t *testing.T) {
 }
 
 // TestStatusWriteDelayByJob: a gang still arriving is not written (its controller's own
-// PodGroup without pods excepted, at once); one whose placed pods are yet to start waits
-// longer, so that their running count goes in the same write; others wait the delay.
+// PodGroup without pods excepted, at once), nor one with binds pending; one whose bound pods
+// are yet to start waits longer, so that their running count goes in the same write; others
+// wait the delay.
 func TestStatusWriteDelayByJob(t *testing.T) {
 	const delay = time.Second
 	now := time.Now()
@@ -427,8 +428,8 @@ func TestStatusWriteDelayByJob(t *testing.T) {
 	late := newPodGroup("late", "", 2)
 	late.CreationTimestamp = metav1.NewTime(now.Add(-api.GangArrivalGrace))
 	env.add(t, newNode("n1", "4", nil), newQueue("default"), vcjob, arriving, late,
-		newPodGroup("starting", "", 1), newPodGroup("running", "", 1),
-		newPod("a-0", "1", inGroup("arriving")), newPod("l-0", "1", inGroup("late")),
+		newPodGroup("starting", "", 1), newPodGroup("running", "", 1), newPodGroup("binding", "", 1),
+		newPod("a-0", "1", inGroup("arriving")), newPod("l-0", "1", inGroup("late")), newPod("b-0", "1", inGroup("binding")),
 		newPod("s-0", "1", inGroup("starting"), onNode("n1")),
 		newPod("r-0", "1", inGroup("running"), onNode("n1"), inPhase(corev1.PodRunning)))
 	for _, tc := range []struct {
@@ -439,10 +440,16 @@ func TestStatusWriteDelayByJob(t *testing.T) {
 		{"ns/vcjob", 0, true},
 		{"ns/arriving", 0, false},
 		{"ns/late", delay, true},
+		{"ns/binding", 0, false},
 		{"ns/starting", startingWriteDelay(delay), true},
 		{"ns/running", delay, true},
 	} {
 		job := sessionJob(t, env.sc, tc.job)
+		if tc.job == "ns/binding" {
+			task := taskNamed(t, job, "b-0")
+			task.NodeName = "n1"
+			job.UpdateTaskStatus(task, api.Binding)
+		}
 		gotDelay, gotWrite := statusWriteDelay(job, job.Arriving(now), delay)
 		if gotDelay != tc.wantDelay || gotWrite != tc.wantWrite {
 			t.Errorf("%s: delay %v, write %t; want %v, %t", tc.job, gotDelay, gotWrite, tc.wantDelay, tc.wantWrite)
