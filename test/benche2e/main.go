@@ -125,8 +125,6 @@ func run(ctx context.Context, o options) error {
 			if err != nil {
 				return fmt.Errorf("%s, %d nodes: %w", s.name, nodes, err)
 			}
-			klog.InfoS("Result", "scheduler", s.name, "nodes", nodes, "podsPerSecond", r.PodsPerSecond, "p99", r.P99Seconds,
-				"writesPerPod", r.WritesPerPod, "bound", r.Bound)
 			report.Runs = append(report.Runs, r)
 			// Written after every run, so that an interrupted benchmark keeps what it measured.
 			if err := report.write(o.out); err != nil {

@@ -138,6 +138,14 @@ func runPhase(ctx context.Context, cs kubernetes.Interface, vc vcclient.Interfac
 			klog.ErrorS(err, "Heap profile not saved")
 		}
 	}
+	if s.volcano {
+		// vc-scheduler writes a PodGroup's status some seconds after its binds (to write
+		// Running and the running count at once) and drops writes still waiting when it stops:
+		// it runs on until every PodGroup shows Running, so that those writes count.
+		if err := waitPodGroupsRunning(ctx, vc, ns, podGroupSettle); err != nil {
+			klog.ErrorS(err, "PodGroup statuses not all written; their writes are not counted", "namespace", ns)
+		}
+	}
 	// Stopping drains what the program had queued (its events): those writes count too.
 	child.stop()
 	writes, err := countWrites(audit, s.userAgent())
@@ -162,7 +170,37 @@ func runPhase(ctx context.Context, cs kubernetes.Interface, vc vcclient.Interfac
 	if r.Bound < pods {
 		r.Unbound = unboundReasons(ctx, cs, ns, 5)
 	}
+	// Logged before the namespace is cleaned, which takes minutes at 50,000 pods: a run
+	// stopped then still shows what it measured.
+	klog.InfoS("Result", "scheduler", s.name, "nodes", nodes, "podsPerSecond", r.PodsPerSecond, "p50", r.P50Seconds,
+		"p99", r.P99Seconds, "writesPerPod", r.WritesPerPod, "bound", r.Bound, "schedulerCPUSeconds", r.SchedulerCPUSeconds,
+		"schedulerPeakRSSMiB", r.SchedulerPeakRSSMiB, "apiServerCPUSeconds", r.APIServerCPUSeconds, "nodesUsed", r.NodesUsed)
 	return r, cleanNamespace(ctx, cs, vc, ns)
+}
+
+// podGroupSettle bounds the wait for vc-scheduler's last PodGroup status writes.
+const podGroupSettle = 2 * time.Minute
+
+// waitPodGroupsRunning polls until every PodGroup in ns is Running, or timeout passes.
+func waitPodGroupsRunning(ctx context.Context, vc vcclient.Interface, ns string, timeout time.Duration) error {
+	var notRunning int
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		groups, err := vc.SchedulingV1beta1().PodGroups(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return false, nil
+		}
+		notRunning = 0
+		for _, pg := range groups.Items {
+			if pg.Status.Phase != schedulingv1beta1.PodGroupRunning {
+				notRunning++
+			}
+		}
+		return notRunning == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%d PodGroups not Running after %s: %w", notRunning, timeout, err)
+	}
+	return nil
 }
 
 // userAgent is what the audit log names the program's writes by: client-go's default agent
