@@ -37,7 +37,7 @@ const (
 //     and that status was not already sent for the PodGroup as the informer shows it (a write
 //     still in flight when the next cycle closes is not sent twice); the write waits
 //     StatusWriteDelay, or startingWriteDelay while bound pods are still to start, and none
-//     is sent while binds are pending (statusWriteDelay), so that a gang's Inqueue, Running
+//     is sent while binds of its pods are pending, so that a gang's Inqueue, Running
 //     and its pods starting over a few cycles cost one write, not one per change, unless a
 //     controller waits for it (createsPodsOnInqueue);
 //   - an event on the PodGroup: Warning Unschedulable while it waits, else Normal Scheduled
@@ -212,14 +212,15 @@ const StatusWriteDelay = 3 * time.Second
 
 // statusWriteDelay is how long the job's changed status waits before it is written, and
 // whether it is written at all yet: not while the gang is arriving, unless its controller
-// waits for it (then at once); not while binds of its pods are pending, whose outcome
-// changes it again (under load binds wait seconds for the API server); longer while bound
-// pods are still to start (see startingWriteDelay); else delay.
+// waits for it (then at once); not while binds of its pods are pending (Binding; a pipelined
+// job's Allocated tasks are not binds), whose outcome changes it again (under load binds wait
+// seconds for the API server); longer while bound pods are still to start (see
+// startingWriteDelay); else delay.
 func statusWriteDelay(job *api.JobInfo, arriving bool, delay time.Duration) (time.Duration, bool) {
 	switch {
 	case len(job.Tasks) == 0 && createsPodsOnInqueue(job.PodGroup):
 		return 0, true
-	case arriving, job.TaskCount(api.Allocated)+job.TaskCount(api.Binding) > 0:
+	case arriving, job.TaskCount(api.Binding) > 0:
 		return 0, false
 	case job.TaskCount(api.Bound) > 0:
 		return startingWriteDelay(delay), true

@@ -414,7 +414,8 @@ func TestStatusWriteWaits(t *testing.T) {
 }
 
 // TestStatusWriteDelayByJob: a gang still arriving is not written (its controller's own
-// PodGroup without pods excepted, at once), nor one with binds pending; one whose bound pods
+// PodGroup without pods excepted, at once), nor one with binds pending (a pipelined job's
+// placements are not binds); one whose bound pods
 // are yet to start waits longer, so that their running count goes in the same write; others
 // wait the delay.
 func TestStatusWriteDelayByJob(t *testing.T) {
@@ -428,8 +429,9 @@ func TestStatusWriteDelayByJob(t *testing.T) {
 	late := newPodGroup("late", "", 2)
 	late.CreationTimestamp = metav1.NewTime(now.Add(-api.GangArrivalGrace))
 	env.add(t, newNode("n1", "4", nil), newQueue("default"), vcjob, arriving, late,
-		newPodGroup("starting", "", 1), newPodGroup("running", "", 1), newPodGroup("binding", "", 1),
+		newPodGroup("starting", "", 1), newPodGroup("running", "", 1), newPodGroup("binding", "", 1), newPodGroup("pipelined", "", 1),
 		newPod("a-0", "1", inGroup("arriving")), newPod("l-0", "1", inGroup("late")), newPod("b-0", "1", inGroup("binding")),
+		newPod("p-0", "1", inGroup("pipelined")),
 		newPod("s-0", "1", inGroup("starting"), onNode("n1")),
 		newPod("r-0", "1", inGroup("running"), onNode("n1"), inPhase(corev1.PodRunning)))
 	for _, tc := range []struct {
@@ -441,14 +443,17 @@ func TestStatusWriteDelayByJob(t *testing.T) {
 		{"ns/arriving", 0, false},
 		{"ns/late", delay, true},
 		{"ns/binding", 0, false},
+		{"ns/pipelined", delay, true},
 		{"ns/starting", startingWriteDelay(delay), true},
 		{"ns/running", delay, true},
 	} {
 		job := sessionJob(t, env.sc, tc.job)
-		if tc.job == "ns/binding" {
-			task := taskNamed(t, job, "b-0")
-			task.NodeName = "n1"
-			job.UpdateTaskStatus(task, api.Binding)
+		// Placed in a session: bound (binds pending) or kept as a pipelined job's (no bind).
+		for name, status := range map[string]api.TaskStatus{"b-0": api.Binding, "p-0": api.Allocated} {
+			if task, ok := job.Tasks[api.TaskID("uid-"+name)]; ok {
+				task.NodeName = "n1"
+				job.UpdateTaskStatus(task, status)
+			}
 		}
 		gotDelay, gotWrite := statusWriteDelay(job, job.Arriving(now), delay)
 		if gotDelay != tc.wantDelay || gotWrite != tc.wantWrite {
