@@ -26,20 +26,21 @@ if has fuzz; then
   # One run of FUZZTIME per fuzz target (make fuzz: minutes), so the corpus keeps being
   # exercised on every change. A failure shows go test's report (the failure, and the file
   # under testdata/fuzz/ it wrote the input to) and that input.
+  # fuzz_once TARGET FUZZTIME DIR: one fuzzing run, its report on stdout.
+  fuzz_once() { go test -run='^$' -fuzz="^$1\$" -fuzztime="$2" -fuzzminimizetime=5s "./$3" 2>&1; }
   while read -r file target; do
     dir=$(dirname "$file")
     # FuzzParseRegion's inputs are whole 2 MB regions: its first pass over the corpus alone can
     # outlast 10 s on 2 cores, which go test reports as "context deadline exceeded".
     ft=$FUZZTIME; [[ $target == FuzzParseRegion && $FUZZTIME == 10s ]] && ft=60s
-    fuzz_once() { go test -run='^$' -fuzz="^${target}\$" -fuzztime="$ft" -fuzzminimizetime=5s "./$dir" 2>&1; }
-    ok=true; out=$(fuzz_once) || ok=false
+    ok=true; out=$(fuzz_once "$target" "$ft" "$dir") || ok=false
     # Go's fuzz coordinator can fail a run with a bare "context deadline exceeded" just as the
     # fuzztime ends, no input at fault (go.dev/issue/75804, fixed in Go 1.27; CI hit it on a
     # loaded machine). That outcome, and only it, gets one more run.
     if ! $ok && grep -qE '^[[:space:]]+context deadline exceeded$' <<<"$out" \
       && ! grep -qE 'Failing input written|seed corpus entry|panic:|_test\.go:[0-9]+:' <<<"$out"; then
       log "fuzz target $target: Go's fuzztime race (go.dev/issue/75804), no input at fault; once more"
-      ok=true; out=$(fuzz_once) || ok=false
+      ok=true; out=$(fuzz_once "$target" "$ft" "$dir") || ok=false
     fi
     if ! $ok; then
       log "fuzz target $target in $dir failed:"

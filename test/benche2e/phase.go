@@ -134,7 +134,7 @@ func runPhase(ctx context.Context, cs kubernetes.Interface, vc vcclient.Interfac
 		stopProfiling()
 		profiles.Wait()
 		// Profiles are extras: one that cannot be had is logged, not fatal.
-		if err := fetchContext(ctx, "http://"+schedulerListen+"/debug/pprof/heap", filepath.Join(o.out, "e2e-heap.pprof")); err != nil {
+		if err := fetch(ctx, "http://"+schedulerListen+"/debug/pprof/heap", filepath.Join(o.out, "e2e-heap.pprof")); err != nil {
 			klog.ErrorS(err, "Heap profile not saved")
 		}
 	}
@@ -477,7 +477,7 @@ func profileCPU(ctx context.Context, prefix string) {
 	}
 	for i := 1; ctx.Err() == nil; i++ {
 		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", schedulerListen, cpuProfileSeconds)
-		if err := fetchContext(ctx, url, fmt.Sprintf("%s-%d.pprof", prefix, i)); err != nil {
+		if err := fetch(ctx, url, fmt.Sprintf("%s-%d.pprof", prefix, i)); err != nil {
 			if ctx.Err() == nil {
 				klog.ErrorS(err, "CPU profile not saved", "url", url)
 			}
@@ -490,8 +490,8 @@ func profileCPU(ctx context.Context, prefix string) {
 // run's end goes unprofiled.
 const cpuProfileSeconds = 10
 
-// fetchContext saves url's body to path, and nothing when ctx ends first.
-func fetchContext(ctx context.Context, url, path string) error {
+// fetch saves url's body to path, and nothing when ctx ends first.
+func fetch(ctx context.Context, url, path string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err

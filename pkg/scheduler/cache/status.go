@@ -228,12 +228,12 @@ func statusWriteDelay(job *api.JobInfo, arriving bool, delay time.Duration) (tim
 	return delay, true
 }
 
-// startingWriteDelay is how long a status waits while the gang's bound pods have yet to
-// start (the kubelet runs them: seconds, more under load).
-// Their running count then changes the status again, and that change, due StatusWriteDelay
-// later, brings the write forward: phase Running and the running count go in one write
-// rather than two. A pod that takes longer to start costs a second write, not a stale status.
-func startingWriteDelay(statusWriteDelay time.Duration) time.Duration { return 3 * statusWriteDelay }
+// startingWriteDelay is how long a status waits, given the usual delay, while the gang's bound
+// pods have yet to start (the kubelet runs them: seconds, more under load). Their running
+// count then changes the status again, and that change, due the usual delay later, brings the
+// write forward: phase Running and the running count go in one write rather than two. A pod
+// that takes longer to start costs a second write, not a stale status.
+func startingWriteDelay(delay time.Duration) time.Duration { return 3 * delay }
 
 // createsPodsOnInqueue: the PodGroup belongs to a Volcano Job, whose controller creates the
 // pods only once the PodGroup is Inqueue. Other owners (Kubeflow's training operator, KubeRay,

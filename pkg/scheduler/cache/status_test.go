@@ -415,9 +415,8 @@ func TestStatusWriteWaits(t *testing.T) {
 
 // TestStatusWriteDelayByJob: a gang still arriving is not written (its controller's own
 // PodGroup without pods excepted, at once), nor one with binds pending (a pipelined job's
-// placements are not binds); one whose bound pods
-// are yet to start waits longer, so that their running count goes in the same write; others
-// wait the delay.
+// placements are not binds); one whose bound pods are yet to start waits longer, so that
+// their running count goes in the same write; others wait the delay.
 func TestStatusWriteDelayByJob(t *testing.T) {
 	const delay = time.Second
 	now := time.Now()
@@ -435,25 +434,27 @@ func TestStatusWriteDelayByJob(t *testing.T) {
 		newPod("s-0", "1", inGroup("starting"), onNode("n1")),
 		newPod("r-0", "1", inGroup("running"), onNode("n1"), inPhase(corev1.PodRunning)))
 	for _, tc := range []struct {
-		job       api.JobID
+		job api.JobID
+		// placed, when set, is the job's pod placed in the session with status placedAs:
+		// Binding (its bind pending) or Allocated (kept as a pipelined job's, no bind).
+		placed    string
+		placedAs  api.TaskStatus
 		wantDelay time.Duration
 		wantWrite bool
 	}{
-		{"ns/vcjob", 0, true},
-		{"ns/arriving", 0, false},
-		{"ns/late", delay, true},
-		{"ns/binding", 0, false},
-		{"ns/pipelined", delay, true},
-		{"ns/starting", startingWriteDelay(delay), true},
-		{"ns/running", delay, true},
+		{job: "ns/vcjob", wantDelay: 0, wantWrite: true},
+		{job: "ns/arriving", wantDelay: 0, wantWrite: false},
+		{job: "ns/late", wantDelay: delay, wantWrite: true},
+		{job: "ns/binding", placed: "b-0", placedAs: api.Binding, wantDelay: 0, wantWrite: false},
+		{job: "ns/pipelined", placed: "p-0", placedAs: api.Allocated, wantDelay: delay, wantWrite: true},
+		{job: "ns/starting", wantDelay: startingWriteDelay(delay), wantWrite: true},
+		{job: "ns/running", wantDelay: delay, wantWrite: true},
 	} {
 		job := sessionJob(t, env.sc, tc.job)
-		// Placed in a session: bound (binds pending) or kept as a pipelined job's (no bind).
-		for name, status := range map[string]api.TaskStatus{"b-0": api.Binding, "p-0": api.Allocated} {
-			if task, ok := job.Tasks[api.TaskID("uid-"+name)]; ok {
-				task.NodeName = "n1"
-				job.UpdateTaskStatus(task, status)
-			}
+		if tc.placed != "" {
+			task := taskNamed(t, job, tc.placed)
+			task.NodeName = "n1"
+			job.UpdateTaskStatus(task, tc.placedAs)
 		}
 		gotDelay, gotWrite := statusWriteDelay(job, job.Arriving(now), delay)
 		if gotDelay != tc.wantDelay || gotWrite != tc.wantWrite {
