@@ -133,6 +133,7 @@ func run(ctx context.Context, o *options) (err error) {
 	}
 	devices.Configure(ctx, current())
 	s := scheduler.New(sc, current, registry, o.schedulePeriod)
+	s.WakeOn(sc.Arrivals())
 
 	if !o.leaderElection.LeaderElect {
 		s.Run(ctx)

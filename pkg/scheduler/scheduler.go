@@ -1,13 +1,13 @@
 // Package scheduler runs the scheduling cycles: every period it opens a session on the
 // current configuration, executes the configured actions in order and closes the session.
-// Cycles never overlap; a new one starts one period after the previous one ends.
+// Cycles never overlap; a new one starts one period after the previous one ends, or sooner
+// when the cache reports newly schedulable work (see WakeOn).
 package scheduler
 
 import (
 	"context"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
@@ -21,6 +21,8 @@ type Scheduler struct {
 	config   func() *conf.SchedulerConfiguration
 	registry *framework.Registry
 	period   time.Duration
+	// arrivals, when set, reports newly schedulable work.
+	arrivals <-chan struct{}
 }
 
 // New builds a scheduler. config is read at the start of every cycle (a hot-reloaded file
@@ -29,10 +31,56 @@ func New(cache framework.Cache, config func() *conf.SchedulerConfiguration, regi
 	return &Scheduler{cache: cache, config: config, registry: registry, period: period}
 }
 
+// WakeOn makes Run start a cycle before the period is out when arrivals reports newly
+// schedulable work, such as a gang whose last pod arrived: that gang would otherwise wait up to
+// a period although nothing stops it. The cycle still waits after the previous one for as
+// long as that one took, and at least a fifth of the period, so that the scheduler never takes
+// more than half of a core and a steady stream of single pods costs at most five cycles per
+// period.
+func (s *Scheduler) WakeOn(arrivals <-chan struct{}) { s.arrivals = arrivals }
+
 // Run schedules until ctx ends.
 func (s *Scheduler) Run(ctx context.Context) {
-	wait.UntilWithContext(ctx, func(context.Context) { s.RunOnce() }, s.period)
+	for ctx.Err() == nil {
+		start := time.Now()
+		s.RunOnce()
+		if !s.waitForNext(ctx, time.Since(start)) {
+			return
+		}
+	}
 }
+
+// waitForNext waits for the next cycle's time: a period, or the shorter gap after work
+// arrived. false when ctx ended.
+func (s *Scheduler) waitForNext(ctx context.Context, took time.Duration) bool {
+	ended := time.Now()
+	period := time.NewTimer(s.period)
+	defer period.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-period.C:
+		return true
+	case <-s.arrivals: // nil without WakeOn: never ready
+	}
+	gap := max(s.period/minGapDivisor, took) - time.Since(ended)
+	if gap <= 0 {
+		return true
+	}
+	soon := time.NewTimer(gap)
+	defer soon.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-period.C:
+	case <-soon.C:
+	}
+	return true
+}
+
+// minGapDivisor sets the least time between cycles that work arriving may bring about: a
+// fifth of the period.
+const minGapDivisor = 5
 
 // RunOnce is one scheduling cycle.
 func (s *Scheduler) RunOnce() {

@@ -18,7 +18,7 @@ import (
 
 // binderWorkers send Bindings at once: as many as vc-scheduler's bind workers (its default),
 // enough that the API server, not the binder, is the limit.
-const binderWorkers = 32
+const binderWorkers = 128
 
 // runBinder is the benchmark's baseline, the least a scheduler can do: it binds every pending
 // pod of its scheduler name to the next node with the bench label, in turn, with one Binding

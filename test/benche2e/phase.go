@@ -25,6 +25,7 @@ import (
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	"github.com/volcano-vgpu/volcano-vgpu/test/workload"
+	"golang.org/x/sync/errgroup"
 )
 
 // Addresses of the vc-scheduler under test: out of the way of the e2e suites' and the chart's.
@@ -137,6 +138,11 @@ func runPhase(ctx context.Context, cs kubernetes.Interface, vc vcclient.Interfac
 		if err := fetch(ctx, "http://"+schedulerListen+"/debug/pprof/heap", filepath.Join(o.out, "e2e-heap.pprof")); err != nil {
 			klog.ErrorS(err, "Heap profile not saved")
 		}
+		// Its own metrics (cycle and action latencies, the bind queue's waits) tell where a
+		// pod's time went.
+		if err := fetch(ctx, "http://"+schedulerListen+"/metrics", filepath.Join(o.out, "e2e-metrics.txt")); err != nil {
+			klog.ErrorS(err, "Metrics not saved")
+		}
 	}
 	if s.volcano {
 		// vc-scheduler writes a PodGroup's status some seconds after its binds (to write
@@ -241,12 +247,9 @@ func createJobs(ctx context.Context, cs kubernetes.Interface, vc vcclient.Interf
 					errs <- fmt.Errorf("create PodGroup %s: %w", job.PodGroup.Name, err)
 					return
 				}
-				for _, pod := range job.Pods {
-					watcher.created(pod.Name)
-					if _, err := cs.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-						errs <- fmt.Errorf("create pod %s: %w", pod.Name, err)
-						return
-					}
+				if err := createPods(ctx, cs, job.PodGroup.Name, job.Pods, w.Arrival.GangAtOnce, watcher); err != nil {
+					errs <- err
+					return
 				}
 			}
 		})
@@ -269,6 +272,32 @@ feed:
 		}
 	}
 	return failed
+}
+
+// createPods creates the pods of job, all at once or one after another; it returns the first
+// error.
+func createPods(ctx context.Context, cs kubernetes.Interface, job string, pods []*corev1.Pod, atOnce bool, watcher *bindWatcher) error {
+	create := func(pod *corev1.Pod) error {
+		watcher.created(pod.Name, job)
+		if _, err := cs.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create pod %s: %w", pod.Name, err)
+		}
+		watcher.stored(job)
+		return nil
+	}
+	if !atOnce {
+		for _, pod := range pods {
+			if err := create(pod); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var g errgroup.Group
+	for _, pod := range pods {
+		g.Go(func() error { return create(pod) })
+	}
+	return g.Wait()
 }
 
 // cleanNamespace deletes the run's pods and PodGroups at once (grace 0) and waits until the

@@ -57,17 +57,18 @@ func (rep *report) pairs() (sizes []int, binder, ours map[int]*result) {
 func (rep *report) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "End to end, workload %s, on %s (%s): the trivial binder, then vc-scheduler, on the same API server.\n\n", rep.Workload, rep.Host, rep.Date)
-	b.WriteString("| nodes / pods | pods/s binder → ours (ratio) | p50 / p99 s binder | p50 / p99 s ours (p99 ratio) | API writes / pod ours | API server CPU s binder → ours | scheduler CPU s, peak RSS MiB | nodes / GPUs used (optimum) | overbooked, unassigned |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| nodes / pods | pods/s binder → ours (ratio) | p50 / p99 s binder | p50 / p99 s ours (p99 ratio) | gang complete → bound p50 / p99 s binder → ours | API writes / pod ours | API server CPU s binder → ours | scheduler CPU s, peak RSS MiB | nodes / GPUs used (optimum) | overbooked, unassigned |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	sizes, binder, ours := rep.pairs()
 	for _, n := range sizes {
 		o, bi := ours[n], binder[n]
 		if bi == nil {
 			bi = &result{}
 		}
-		fmt.Fprintf(&b, "| %d / %d | %.0f → %.0f (%s) | %.2f / %.2f | %.2f / %.2f (%s) | %.2f | %.1f → %.1f | %.1f, %.0f | %d / %d (%d / %d) | %d, %d |\n",
+		fmt.Fprintf(&b, "| %d / %d | %.0f → %.0f (%s) | %.2f / %.2f | %.2f / %.2f (%s) | %.2f / %.2f → %.2f / %.2f | %.2f | %.1f → %.1f | %.1f, %.0f | %d / %d (%d / %d) | %d, %d |\n",
 			n, o.Pods, bi.PodsPerSecond, o.PodsPerSecond, ratio(o.PodsPerSecond, bi.PodsPerSecond),
 			bi.P50Seconds, bi.P99Seconds, o.P50Seconds, o.P99Seconds, ratio(o.P99Seconds, bi.P99Seconds),
+			bi.CompleteP50Seconds, bi.CompleteP99Seconds, o.CompleteP50Seconds, o.CompleteP99Seconds,
 			o.WritesPerPod, bi.APIServerCPUSeconds, o.APIServerCPUSeconds, o.SchedulerCPUSeconds, o.SchedulerPeakRSSMiB,
 			o.NodesUsed, o.GPUsUsed, o.OptimumNodes, o.OptimumGPUs, o.Overbooked, o.Unassigned)
 	}

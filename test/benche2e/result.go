@@ -24,6 +24,10 @@ type result struct {
 	PodsPerSecond float64 `json:"podsPerSecond"`
 	P50Seconds    float64 `json:"p50Seconds"`
 	P99Seconds    float64 `json:"p99Seconds"`
+	// From the job's last create (its gang complete) to bound: what a gang scheduler can
+	// shorten, the wait for siblings left out.
+	CompleteP50Seconds float64 `json:"completeP50Seconds"`
+	CompleteP99Seconds float64 `json:"completeP99Seconds"`
 	// Writes are the program's API writes by "verb resource", from the audit log.
 	Writes              map[string]int `json:"writes"`
 	WritesPerPod        float64        `json:"writesPerPod"`
@@ -42,22 +46,26 @@ type result struct {
 }
 
 func (r *result) fill(w *bindWatcher, start, lastBind time.Time) {
-	first, lat := w.latencies()
+	first, fromCreate, fromComplete := w.latencies()
 	if first.IsZero() {
 		first = start
 	}
-	r.Bound = len(lat)
+	r.Bound = len(fromCreate)
 	if d := lastBind.Sub(first).Seconds(); d > 0 {
 		r.Seconds, r.PodsPerSecond = d, float64(r.Bound)/d
 	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	q := func(f float64) float64 {
-		if len(lat) == 0 {
-			return 0
-		}
-		return lat[int(f*float64(len(lat)-1))].Seconds()
+	r.P50Seconds, r.P99Seconds = quantiles(fromCreate)
+	r.CompleteP50Seconds, r.CompleteP99Seconds = quantiles(fromComplete)
+}
+
+// quantiles is the p50 and p99 of lat, in seconds; it sorts lat.
+func quantiles(lat []time.Duration) (p50, p99 float64) {
+	if len(lat) == 0 {
+		return 0, 0
 	}
-	r.P50Seconds, r.P99Seconds = q(0.50), q(0.99)
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	q := func(f float64) float64 { return lat[int(f*float64(len(lat)-1))].Seconds() }
+	return q(0.50), q(0.99)
 }
 
 // gpuUse is what the bound pods hold on one GPU.

@@ -12,18 +12,20 @@ import (
 )
 
 // bindWatcher records when each pod was sent for creation and when a watch first showed it
-// bound.
+// bound, and when the last pod of each job was sent.
 type bindWatcher struct {
 	stopCh chan struct{}
 	mu     sync.Mutex
 	sent   map[string]time.Time
+	jobOf  map[string]string    // pod name -> its job (PodGroup) name
+	lastOf map[string]time.Time // job name -> when the last create of its pods was answered
 	bound  map[string]time.Time
 	pods   map[string]*corev1.Pod // the latest of each bound pod, for the placement check
 	last   time.Time
 }
 
 func watchBinds(ctx context.Context, cs kubernetes.Interface, ns string) (*bindWatcher, error) {
-	w := &bindWatcher{stopCh: make(chan struct{}), sent: map[string]time.Time{}, bound: map[string]time.Time{}, pods: map[string]*corev1.Pod{}}
+	w := &bindWatcher{stopCh: make(chan struct{}), sent: map[string]time.Time{}, jobOf: map[string]string{}, lastOf: map[string]time.Time{}, bound: map[string]time.Time{}, pods: map[string]*corev1.Pod{}}
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
 	seen := func(obj any) {
 		pod, ok := obj.(*corev1.Pod)
@@ -52,11 +54,21 @@ func watchBinds(ctx context.Context, cs kubernetes.Interface, ns string) (*bindW
 
 func (w *bindWatcher) stop() { close(w.stopCh) }
 
-// created notes that the pod's create request is about to be sent.
-func (w *bindWatcher) created(name string) {
+// created notes that the pod of job is about to be sent for creation.
+func (w *bindWatcher) created(name, job string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.sent[name] = time.Now()
+	w.sent[name], w.jobOf[name] = time.Now(), job
+}
+
+// stored notes that the API server answered the create of a pod of job: the gang is complete
+// once the last one is answered.
+func (w *bindWatcher) stored(job string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if now := time.Now(); now.After(w.lastOf[job]) {
+		w.lastOf[job] = now
+	}
 }
 
 // waitAll waits until pods pods are bound, or no pod was bound for stall; it returns the time
@@ -79,8 +91,9 @@ func (w *bindWatcher) waitAll(ctx context.Context, pods int, stall time.Duration
 	}
 }
 
-// latencies is every bound pod's time from create to bound, and the first create.
-func (w *bindWatcher) latencies() (first time.Time, out []time.Duration) {
+// latencies is every bound pod's time from its create to bound, and from its job's last
+// answered create (when the gang was complete) to bound; and the first create.
+func (w *bindWatcher) latencies() (first time.Time, fromCreate, fromComplete []time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for name, sent := range w.sent {
@@ -88,10 +101,11 @@ func (w *bindWatcher) latencies() (first time.Time, out []time.Duration) {
 			first = sent
 		}
 		if b, ok := w.bound[name]; ok {
-			out = append(out, b.Sub(sent))
+			fromCreate = append(fromCreate, b.Sub(sent))
+			fromComplete = append(fromComplete, b.Sub(w.lastOf[w.jobOf[name]]))
 		}
 	}
-	return first, out
+	return first, fromCreate, fromComplete
 }
 
 func (w *bindWatcher) boundPods() []*corev1.Pod {

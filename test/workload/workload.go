@@ -56,6 +56,9 @@ type Arrival struct {
 	Creators int `json:"creators"`
 	// Interleave creates the mix's kinds in turn rather than one kind after another.
 	Interleave bool `json:"interleave"`
+	// GangAtOnce sends a gang's pod creates together, one request each, as Volcano's job
+	// controller creates a job's pods; otherwise a creator sends them one after another.
+	GangAtOnce bool `json:"gangAtOnce"`
 }
 
 // Load reads and checks a workload file.

@@ -77,6 +77,9 @@ type SchedulerCache struct {
 	priorityClasses map[string]*schedulingv1.PriorityClass
 	derivers        []DeviceDeriver
 	dangling        *danglingReferences
+	// arrivals holds one signal while newly schedulable work (see noteArrival) waits for a
+	// cycle.
+	arrivals chan struct{}
 }
 
 // podRef names a pod in the work queues (comparable, unlike the pod).
@@ -137,6 +140,7 @@ func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*
 		tasks:            map[api.TaskID]*api.TaskInfo{},
 		priorityClasses:  map[string]*schedulingv1.PriorityClass{},
 		dangling:         newDanglingReferences(),
+		arrivals:         make(chan struct{}, 1),
 	}
 	if err := sc.addEventHandlers(cfg.PriorityClass); err != nil {
 		return nil, err

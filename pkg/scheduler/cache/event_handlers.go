@@ -149,7 +149,8 @@ func (sc *SchedulerCache) onPodDelete(obj any) {
 func (sc *SchedulerCache) setPod(pod *corev1.Pod) {
 	t := api.NewTaskInfo(pod)
 	var oldNode string
-	if old := sc.tasks[t.UID]; old != nil {
+	old := sc.tasks[t.UID]
+	if old != nil {
 		if old.Status == api.Binding && t.Status == api.Pending {
 			t.Status, t.NodeName, t.BindAnnotations, t.NodeLock = api.Binding, old.NodeName, old.BindAnnotations, old.NodeLock
 		}
@@ -159,6 +160,9 @@ func (sc *SchedulerCache) setPod(pod *corev1.Pod) {
 	sc.nodeChanged(newNode)
 	if oldNode != newNode {
 		sc.nodeChanged(oldNode)
+	}
+	if old == nil && t.Status == api.Pending {
+		sc.noteArrival(sc.jobs[t.Job])
 	}
 }
 
@@ -197,6 +201,22 @@ func (sc *SchedulerCache) removeTask(t *api.TaskInfo) string {
 	}
 	return n.Name
 }
+
+// noteArrival signals Arrivals when a pod or PodGroup that just arrived leaves its job with a
+// PodGroup and at least its minimum of pods: a gang whose last pod came, a single pod, a
+// PodGroup created after its pods. Called under mu.
+func (sc *SchedulerCache) noteArrival(job *api.JobInfo) {
+	if job == nil || job.PodGroup == nil || job.ValidTaskNum() < job.MinAvailable {
+		return
+	}
+	select {
+	case sc.arrivals <- struct{}{}:
+	default: // one signal already waits
+	}
+}
+
+// Arrivals reports newly schedulable work (see noteArrival), for Scheduler.WakeOn.
+func (sc *SchedulerCache) Arrivals() <-chan struct{} { return sc.arrivals }
 
 // terminated tasks no longer hold their node.
 func terminated(s api.TaskStatus) bool { return s == api.Succeeded || s == api.Failed }
@@ -276,7 +296,12 @@ func (sc *SchedulerCache) onPodGroupSet(obj any) {
 	}
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	sc.jobEntry(api.NewJobID(pg.Namespace, pg.Name)).SetPodGroup(pg, sc.defaultQueue)
+	job := sc.jobEntry(api.NewJobID(pg.Namespace, pg.Name))
+	first := job.PodGroup == nil
+	job.SetPodGroup(pg, sc.defaultQueue)
+	if first {
+		sc.noteArrival(job)
+	}
 }
 
 // onPodGroupDelete leaves the job's pods in the cache (they still count on their nodes) but

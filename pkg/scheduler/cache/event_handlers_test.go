@@ -326,3 +326,43 @@ func TestTrimForCache(t *testing.T) {
 		t.Errorf("trimmed PodGroup (-want +got):\n%s", diff)
 	}
 }
+
+// Arrivals signals once a job can be scheduled: a gang at its last pod (not before), a
+// PodGroup created after its pods, a single pod; never for updates of pods it already holds.
+func TestArrivals(t *testing.T) {
+	arrived := func(env *testEnv) bool {
+		select {
+		case <-env.sc.Arrivals():
+			return true
+		default:
+			return false
+		}
+	}
+	steps := []struct {
+		name string
+		add  []runtime.Object
+		want bool
+	}{
+		{"a gang's PodGroup before its pods", []runtime.Object{newPodGroup("gang", "default", 2)}, false},
+		{"its first pod", []runtime.Object{newPod("g1", "1", inGroup("gang"))}, false},
+		{"its last pod", []runtime.Object{newPod("g2", "1", inGroup("gang"))}, true},
+		{"a pod before its PodGroup", []runtime.Object{newPod("s1", "1", inGroup("single"))}, false},
+		{"then the PodGroup", []runtime.Object{newPodGroup("single", "default", 1)}, true},
+		{"two single pods", []runtime.Object{newPodGroup("two", "default", 1), newPod("t1", "1", inGroup("two")), newPod("t2", "1", inGroup("two"))}, true},
+	}
+	env := newTestEnv(t, Options{})
+	for _, s := range steps {
+		env.add(t, s.add...)
+		if got := arrived(env); got != s.want {
+			t.Errorf("%s: arrival signalled %v, want %v", s.name, got, s.want)
+		}
+	}
+	// One signal holds however many arrivals came: the two single pods above left none.
+	if arrived(env) {
+		t.Errorf("a second signal after one was taken")
+	}
+	env.sc.onPodUpdate(nil, newPod("t1", "1", inGroup("two"), resourceVersion("2")))
+	if arrived(env) {
+		t.Errorf("an update of a pod already held signalled an arrival")
+	}
+}
