@@ -23,6 +23,8 @@ type Scheduler struct {
 	period   time.Duration
 	// arrivals, when set, reports newly schedulable work.
 	arrivals <-chan struct{}
+	// queueStatusAt is when the last cycle that summed the queues' allocation started.
+	queueStatusAt time.Time
 }
 
 // New builds a scheduler. config is read at the start of every cycle (a hot-reloaded file
@@ -87,6 +89,12 @@ func (s *Scheduler) RunOnce() {
 	start := time.Now()
 	cfg := s.config()
 	ssn := framework.OpenSession(s.cache, cfg, s.registry)
+	// Summing every queue's allocation walks every task: once a period is enough, as
+	// upstream does, however many cycles arriving work brings about in between.
+	ssn.SkipQueueStatus = start.Sub(s.queueStatusAt) < s.period
+	if !ssn.SkipQueueStatus {
+		s.queueStatusAt = start
+	}
 	for _, name := range cfg.ActionNames() {
 		action, ok := s.registry.Action(name)
 		if !ok {

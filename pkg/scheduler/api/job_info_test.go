@@ -171,3 +171,46 @@ func TestTaskCountsFollowIndex(t *testing.T) {
 	job.DeleteTask(placed)
 	check("deleted twice")
 }
+
+// A clone holds copies of the tasks, indexed, counted and totalled as adding them one by one
+// would, and changing it leaves the original as it was.
+func TestJobCloneMatchesAddingTasks(t *testing.T) {
+	job := NewJobInfo("ns/pg")
+	job.MinAvailable = 3
+	running := NewTaskInfo(testPod("ns", "r", "n1", corev1.PodRunning, "2"))
+	pending := NewTaskInfo(testPod("ns", "p", "", corev1.PodPending, "1"))
+	for _, task := range []*TaskInfo{running, pending, NewTaskInfo(testPod("ns", "be", "", corev1.PodPending, "0")),
+		NewTaskInfo(testPod("ns", "a", "", corev1.PodPending, "3")), NewTaskInfo(testPod("ns", "done", "n1", corev1.PodSucceeded, "1"))} {
+		job.AddTask(task)
+	}
+	job.UpdateTaskStatus(job.Tasks["ns-a"], Allocated)
+
+	rebuilt := NewJobInfo(job.UID)
+	for _, task := range job.Tasks {
+		rebuilt.AddTask(task.Clone())
+	}
+	c := job.Clone()
+	describe := func(j *JobInfo) string {
+		out := fmt.Sprintf("allocated %v, total %v, best effort %d;", j.Allocated, j.TotalRequest, j.PendingBestEffortTaskNum())
+		for s := Pending; s <= Unknown; s++ {
+			if n := len(j.TaskStatusIndex[s]); n > 0 || j.TaskCount(s) > 0 {
+				out += fmt.Sprintf(" %v: %d indexed, %d counted", s, n, j.TaskCount(s))
+			}
+		}
+		return out
+	}
+	if got, want := describe(c), describe(rebuilt); got != want {
+		t.Fatalf("clone: %s\nadded one by one: %s", got, want)
+	}
+	for id, task := range c.Tasks {
+		if task == job.Tasks[id] || c.TaskStatusIndex[task.Status][id] != task {
+			t.Errorf("task %s: shared with the original, or not the one its index holds", id)
+		}
+	}
+	before := describe(job)
+	c.UpdateTaskStatus(c.Tasks[pending.UID], Allocated)
+	c.DeleteTask(c.Tasks[running.UID])
+	if after := describe(job); after != before || pending.Status != Pending {
+		t.Errorf("changing the clone changed the original: %s, was %s", after, before)
+	}
+}

@@ -56,6 +56,10 @@ type Session struct {
 	linked  *sessionChains // fns in call order; nil until used after a registration
 	// eventHandlers run inside every tentative allocate and its undo.
 	eventHandlers []*EventHandler
+
+	// SkipQueueStatus leaves the queues' status.allocated to a later session: set for cycles
+	// that follow the last one that wrote it by less than a period (see Scheduler).
+	SkipQueueStatus bool
 }
 
 // OpenSession snapshots the cache and opens every configured plugin, in tier order.
@@ -98,7 +102,7 @@ func OpenSession(cache Cache, cfg *conf.SchedulerConfiguration, registry *Regist
 }
 
 // CloseSession lets plugins report (gang writes conditions here), then writes every job's
-// status and every queue's allocation.
+// status and, unless SkipQueueStatus, every queue's allocation.
 func CloseSession(ssn *Session) {
 	for _, p := range ssn.plugins {
 		start := time.Now()
@@ -112,7 +116,9 @@ func CloseSession(ssn *Session) {
 		ssn.updateJobPhase(job)
 		ssn.cache.UpdateJobStatus(job, podGroupStatusChanged(job.PodGroup.Status, job.Status))
 	}
-	ssn.updateQueueStatus()
+	if !ssn.SkipQueueStatus {
+		ssn.updateQueueStatus()
+	}
 }
 
 // updateJobPhase derives the PodGroup phase from its tasks.

@@ -152,19 +152,13 @@ func newQueue(info *api.QueueInfo, unguaranteed *api.Resource) *Queue {
 	return q
 }
 
+// addJob counts the job in its queue: the requests of its tasks holding resources (the total
+// the job keeps) as allocated, those and its pending tasks' as requested.
 func (q *Queue) addJob(job *api.JobInfo) {
-	for status, tasks := range job.TaskStatusIndex {
-		switch {
-		case api.AllocatedStatus(status):
-			for _, t := range tasks {
-				q.Allocated.Add(t.Resreq)
-				q.Request.Add(t.Resreq)
-			}
-		case status == api.Pending:
-			for _, t := range tasks {
-				q.Request.Add(t.Resreq)
-			}
-		}
+	q.Allocated.Add(job.Allocated)
+	q.Request.Add(job.Allocated)
+	for _, t := range job.TaskStatusIndex[api.Pending] {
+		q.Request.Add(t.Resreq)
 	}
 	q.Inqueue.Add(Reserved(job))
 	q.Elastic.Add(Elastic(job))
