@@ -2,11 +2,9 @@ package cache
 
 import (
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -20,8 +18,9 @@ func (sc *SchedulerCache) addEventHandlers(priorityClasses bool) error {
 	nodes := sc.kubeInformers.Core().V1().Nodes().Informer()
 	podGroups := sc.vcInformers.Scheduling().V1beta1().PodGroups().Informer()
 	queues := sc.vcInformers.Scheduling().V1beta1().Queues().Informer()
+	trim := newTrimmer()
 	for _, inf := range []toolscache.SharedIndexInformer{pods, nodes, podGroups, queues} {
-		if err := inf.SetTransform(trimForCache); err != nil {
+		if err := inf.SetTransform(trim.trim); err != nil {
 			return fmt.Errorf("informer transform: %w", err)
 		}
 	}
@@ -65,37 +64,6 @@ type watch struct {
 	what     string
 	informer toolscache.SharedIndexInformer
 	handler  toolscache.ResourceEventHandler
-}
-
-// trimForCache drops what the scheduler never reads from an object before the informer stores
-// it, which is most of a large cluster's cache: every object's managedFields (a PodGroup's,
-// written by its controller and by us, is larger than the rest of it); a pod's
-// volumes and its containers' commands, environment, mounts and probes (pods are only ever
-// patched and bound, never written back whole), its containers' statuses, addresses and
-// conditions other than PodScheduled; a node's image list.
-func trimForCache(obj any) (any, error) {
-	if m, err := meta.Accessor(obj); err == nil {
-		m.SetManagedFields(nil)
-	}
-	switch o := obj.(type) {
-	case *corev1.Pod:
-		o.Spec.Volumes = nil
-		// Of the status, the scheduler reads the phase, the reason, the nominated node and
-		// its own PodScheduled condition, which it patches by type.
-		o.Status.ContainerStatuses, o.Status.InitContainerStatuses, o.Status.EphemeralContainerStatuses = nil, nil, nil
-		o.Status.HostIPs, o.Status.PodIPs, o.Status.HostIP, o.Status.PodIP = nil, nil, "", ""
-		o.Status.Conditions = slices.DeleteFunc(o.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type != corev1.PodScheduled })
-		for _, containers := range [][]corev1.Container{o.Spec.InitContainers, o.Spec.Containers} {
-			for i := range containers {
-				c := &containers[i]
-				c.Command, c.Args, c.Env, c.EnvFrom, c.VolumeMounts, c.VolumeDevices = nil, nil, nil, nil, nil, nil
-				c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle = nil, nil, nil, nil
-			}
-		}
-	case *corev1.Node:
-		o.Status.Images = nil
-	}
-	return obj, nil
 }
 
 // unwrap returns the object of a delete event, which may be a tombstone.

@@ -294,7 +294,8 @@ func TestTrimForCache(t *testing.T) {
 				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "main", Ready: true}}, InitContainerStatuses: []corev1.ContainerStatus{{Name: "main"}}},
 	}
-	got, err := trimForCache(pod)
+	trim := newTrimmer()
+	got, err := trim.trim(pod)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,14 +315,14 @@ func TestTrimForCache(t *testing.T) {
 	}
 
 	node := &corev1.Node{Status: corev1.NodeStatus{Allocatable: requests, Images: []corev1.ContainerImage{{Names: []string{"img"}}}}}
-	got, _ = trimForCache(node)
+	got, _ = trim.trim(node)
 	if diff := cmp.Diff(&corev1.Node{Status: corev1.NodeStatus{Allocatable: requests}}, got); diff != "" {
 		t.Errorf("trimmed node (-want +got):\n%s", diff)
 	}
 
 	pg := newPodGroup("pg", "q", 2)
 	pg.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "vc-scheduler"}}
-	got, _ = trimForCache(pg)
+	got, _ = trim.trim(pg)
 	if diff := cmp.Diff(newPodGroup("pg", "q", 2), got); diff != "" {
 		t.Errorf("trimmed PodGroup (-want +got):\n%s", diff)
 	}
