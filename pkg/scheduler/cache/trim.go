@@ -21,17 +21,25 @@ type trimmer struct {
 	// (client-go's rule; nothing here writes a pod's resources), so the pods can share one.
 	requirements map[string]corev1.ResourceRequirements
 	// strings holds one copy of each pod annotation's key, and of each value short enough
-	// to repeat (node, PodGroup, phase): the same few keys on every pod were an eighth of a
-	// pod's cached size, and a gang's pods share their PodGroup and often their node.
+	// to repeat (node, PodGroup, phase): annotations were a sixth of a cached pod, the same
+	// few keys on every pod a quarter of that, and a gang's pods share their PodGroup and
+	// often their node.
 	strings map[string]string
 }
 
 // maxSharedRequirements and maxSharedStrings bound the copies kept. A cluster with more
 // distinct ones starts over: pods keep what they share, later ones share anew.
 const (
-	maxSharedRequirements = 4096
+	maxSharedRequirements = 1024
 	maxSharedStrings      = 1 << 16
 )
+
+// maxSharedResources: requirements naming more resources (limits and requests together)
+// are the container's own. A kept copy outlives its pods until the next start-over, so a
+// pod author who creates and deletes pods with long distinct lists must not be able to
+// park them in the scheduler: with this bound all kept copies stay under about 12 MiB
+// (names of up to 317 bytes).
+const maxSharedResources = 16
 
 // maxSharedValueLen: longer annotation values (a pod's device assignment) are its own.
 const maxSharedValueLen = 64
@@ -75,7 +83,7 @@ func (t *trimmer) trim(obj any) (any, error) {
 
 // shareRequirements replaces r by the copy kept of equal requirements, or keeps r as that copy.
 func (t *trimmer) shareRequirements(r *corev1.ResourceRequirements) {
-	if len(r.Claims) > 0 || len(r.Limits)+len(r.Requests) == 0 {
+	if n := len(r.Limits) + len(r.Requests); len(r.Claims) > 0 || n == 0 || n > maxSharedResources {
 		return
 	}
 	key := requirementsKey(r)

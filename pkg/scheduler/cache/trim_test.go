@@ -34,14 +34,24 @@ func TestTrimSharesEqualRequirements(t *testing.T) {
 	c := podAsking(vgpuList("1", "4096"), vgpuList("500m", "4096"))
 	claims := podAsking(vgpuList("1", "8192"), vgpuList("500m", "8192"))
 	claims.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+	// Two pods whose lists are too long to keep: each holds its own.
+	long := func() *corev1.Pod {
+		l := corev1.ResourceList{}
+		for i := range maxSharedResources + 1 {
+			l[corev1.ResourceName(fmt.Sprintf("example.com/r%d", i))] = resource.MustParse("1")
+		}
+		return podAsking(l, nil)
+	}
+	long1, long2 := long(), long()
+	pods := map[string]*corev1.Pod{"a": a, "b": b, "c": c, "claims": claims, "long1": long1, "long2": long2}
 	want := map[string]corev1.ResourceRequirements{}
-	for name, p := range map[string]*corev1.Pod{"a": a, "b": b, "c": c, "claims": claims} {
+	for name, p := range pods {
 		want[name] = *p.Spec.Containers[0].Resources.DeepCopy()
 		if _, err := trim.trim(p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for name, p := range map[string]*corev1.Pod{"a": a, "b": b, "c": c, "claims": claims} {
+	for name, p := range pods {
 		if diff := cmp.Diff(want[name], p.Spec.Containers[0].Resources); diff != "" {
 			t.Errorf("pod %s's requirements changed (-want +got):\n%s", name, diff)
 		}
@@ -55,6 +65,9 @@ func TestTrimSharesEqualRequirements(t *testing.T) {
 	}
 	if rcl := claims.Spec.Containers[0].Resources; sameMap(ra.Limits, rcl.Limits) {
 		t.Error("a container with resource claims shares another's requirements")
+	}
+	if sameMap(long1.Spec.Containers[0].Resources.Limits, long2.Spec.Containers[0].Resources.Limits) {
+		t.Errorf("requirements naming more than %d resources were kept and shared", maxSharedResources)
 	}
 }
 
