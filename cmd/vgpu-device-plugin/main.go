@@ -171,7 +171,7 @@ func run(ctx context.Context, o *options) error {
 	vgpuAllocator, err := assignment.NewVGPU(client, assignment.Config{NodeName: o.nodeName, Names: names, MemoryFactor: factor,
 		MemoryScaling: cfg.Device.DeviceMemoryScaling, ContextReserves: cfg.Device.ContextReserves,
 		SchedulerNames: o.schedulerNames, AllowDisableControl: o.allowDisableControl,
-		Recorder: pipe.Recorder(), HookPath: o.hookPath, GPUs: inventory})
+		Recorder: pipe.Recorder(), HookPath: o.hookPath, GPUs: inventory, Advertised: inventory.LastAdvertised})
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"time"
 
 	"k8s.io/client-go/tools/record"
 
@@ -98,6 +99,10 @@ type Config struct {
 	// Recorder receives Warning Events on pods whose assignment is refused;
 	// nil records none.
 	Recorder record.EventRecorder
+	// Advertised says when the kubelet last received a device list
+	// (kubelet.Inventory.LastAdvertised); nil means never. Pods bound before
+	// then may have been rejected without an Allocate (VGPU.candidates).
+	Advertised func() time.Time
 }
 
 func (c *Config) complete() error {
@@ -112,6 +117,9 @@ func (c *Config) complete() error {
 	}
 	if c.Recorder == nil {
 		c.Recorder = &record.FakeRecorder{}
+	}
+	if c.Advertised == nil {
+		c.Advertised = func() time.Time { return time.Time{} }
 	}
 	var errs []error
 	if c.NodeName == "" {

@@ -14,6 +14,16 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
 
+// rejectionSettle is how long after the kubelet last received a device list
+// a pod bound before it may still turn out to have been rejected. The kubelet
+// writes a rejection's Failed status within milliseconds; seconds leave room
+// for a busy node.
+const rejectionSettle = 3 * time.Second
+
+// rejectionPoll is how often the node's pods are listed again while a
+// rejection may still arrive.
+const rejectionPoll = 50 * time.Millisecond
+
 // maxAttempts bounds how often one Allocate starts over because the pod
 // changed between reading and patching it (kubelet writing its status,
 // say).
@@ -31,6 +41,8 @@ type VGPU struct {
 	mu sync.Mutex
 	// releases are the node lock releases still running.
 	releases sync.WaitGroup
+	// settle is rejectionSettle, shorter in tests.
+	settle time.Duration
 }
 
 // lockReleaseTimeout bounds one background release of the node lock.
@@ -54,7 +66,7 @@ func NewVGPU(client kubernetes.Interface, cfg Config) (*VGPU, error) {
 	if err := cfg.complete(); err != nil {
 		return nil, err
 	}
-	return &VGPU{client: client, cfg: cfg, newCacheName: uuid.NewString}, nil
+	return &VGPU{client: client, cfg: cfg, newCacheName: uuid.NewString, settle: rejectionSettle}, nil
 }
 
 // Allocate serves the container kubelet admits with len(req.DevicesIds)
@@ -86,11 +98,10 @@ func (a *VGPU) Allocate(ctx context.Context, req *pluginapi.ContainerAllocateReq
 // refused and skipped, with a Warning Event on it, and the next candidate is
 // tried: a forged pod cannot make kubelet reject the pod it is admitting.
 func (a *VGPU) allocate(ctx context.Context, count int, last bool) (*pluginapi.ContainerAllocateResponse, error) {
-	pods, err := listNodePods(ctx, a.client, a.cfg.NodeName)
+	candidates, reasons, err := a.candidates(ctx, count)
 	if err != nil {
 		return nil, err
 	}
-	candidates, reasons := findCandidates(pods, a.cfg.NodeName, count, a.cfg.SchedulerNames)
 	for _, c := range candidates {
 		container, err := containerFor(c.target, a.cfg, a.cfg.GPUs.GPUs())
 		if err == nil {
@@ -111,6 +122,42 @@ func (a *VGPU) allocate(ctx context.Context, count int, last bool) (*pluginapi.C
 		return response, nil
 	}
 	return nil, noTargetError(a.cfg.NodeName, count, reasons)
+}
+
+// candidates lists the pods that can be the one kubelet is admitting, most
+// likely first (findCandidates).
+//
+// The earliest bound candidate is not the one when kubelet rejected it
+// without calling Allocate: it does so for want of healthy devices while
+// this plugin was away (kubelet or plugin restarting, re-registering) and
+// then admits the next pod. The rejected pod stays Pending here until
+// kubelet's Failed status reaches the API server, and serving its
+// assignment would hand the admitted container another pod's GPUs and
+// limits. So while another candidate waits too, a first candidate bound
+// before the kubelet last received a device list is waited on until
+// rejectionSettle after that list: kubelet's status takes it out, or it is
+// served. This costs at most rejectionSettle once per (re-)registration or
+// health change, and nothing in steady state.
+func (a *VGPU) candidates(ctx context.Context, count int) ([]candidate, []string, error) {
+	advertised := a.cfg.Advertised()
+	settled := advertised.Add(a.settle)
+	for {
+		pods, err := listNodePods(ctx, a.client, a.cfg.NodeName)
+		if err != nil {
+			return nil, nil, err
+		}
+		candidates, reasons := findCandidates(pods, a.cfg.NodeName, count, a.cfg.SchedulerNames)
+		if len(candidates) < 2 || candidates[0].bound.After(advertised) || !time.Now().Before(settled) {
+			return candidates, reasons, nil
+		}
+		klog.V(4).InfoS("Waiting for kubelet to reject the earliest bound pod or for the devices to settle",
+			"pod", klog.KObj(candidates[0].pod), "advertised", advertised, "until", settled)
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-time.After(rejectionPoll):
+		}
+	}
 }
 
 // checkControl refuses a container that turns HAMi-core off, unless the

@@ -3,6 +3,7 @@ package kubelet
 import (
 	"slices"
 	"sync"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -19,6 +20,8 @@ type Inventory struct {
 	// changed is closed and replaced on every change: a broadcast that any
 	// number of streams can wait on without registering.
 	changed chan struct{}
+	// advertised is when a device list last reached the kubelet.
+	advertised time.Time
 }
 
 // NewInventory returns an inventory of gpus, in the order given.
@@ -79,4 +82,22 @@ func (v *Inventory) snapshot() ([]nvml.GPU, <-chan struct{}) {
 func (v *Inventory) notifyLocked() {
 	close(v.changed)
 	v.changed = make(chan struct{})
+}
+
+// LastAdvertised says when a ListAndWatch stream last sent the kubelet a
+// device list; zero before the first. Until then, and for a moment after,
+// the kubelet may have rejected pods for want of healthy devices without
+// calling Allocate (assignment.Config.Advertised).
+func (v *Inventory) LastAdvertised() time.Time {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.advertised
+}
+
+func (v *Inventory) markAdvertised(at time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if at.After(v.advertised) {
+		v.advertised = at
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
@@ -128,6 +129,7 @@ func (s *server) ListAndWatch(_ *pluginapi.Empty, stream pluginapi.DevicePlugin_
 			if err := stream.Send(response); err != nil {
 				return fmt.Errorf("%s: send device list: %w", s.res.name, err)
 			}
+			s.inventory.markAdvertised(time.Now())
 			klog.V(2).InfoS("Sent device list to kubelet", "resource", s.res.name, "devices", len(devices),
 				"healthy", countHealthy(devices))
 			sent, first = devices, false

@@ -1,0 +1,140 @@
+package assignment
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
+)
+
+// boundAt marks pod bound by the API server at t, as its PodScheduled
+// condition records it (to the second).
+func boundAt(pod corev1.Pod, t time.Time) corev1.Pod {
+	return with(pod, func(p *corev1.Pod) {
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue,
+			LastTransitionTime: metav1.NewTime(t.Truncate(time.Second))}}
+	})
+}
+
+// twoWaiting are two pods bound a minute ago, each waiting for one vGPU:
+// "first" on gpuA, "second" on gpuB.
+func twoWaiting() (first, second corev1.Pod) {
+	at := time.Now().Add(-time.Minute)
+	first = boundAt(assigned("first", 100, []corev1.Container{ctr("main", 1, 500, 5)}, vgpu.PodDevices{{dev(gpuA, 500, 5)}}), at)
+	second = boundAt(assigned("second", 101, []corev1.Container{ctr("main", 1, 500, 5)}, vgpu.PodDevices{{dev(gpuB, 500, 5)}}), at)
+	return first, second
+}
+
+// countLists counts the node's pod lists, calling onList with the count
+// before each is answered.
+func countLists(env testEnv, onList func(n int)) *int {
+	n := 0
+	env.client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		n++
+		onList(n)
+		return false, nil, nil
+	})
+	return &n
+}
+
+// After a kubelet restart, kubelet rejected "first" (no healthy devices yet)
+// without calling Allocate, then admitted "second"; its Failed status reaches
+// the API server only after the Allocate began. "second" must get its own
+// GPU, not the rejected pod's.
+func TestAllocateWaitsForKubeletsRejectionAfterReregistering(t *testing.T) {
+	first, second := twoWaiting()
+	env := newTestEnv(t, 1, &first, &second)
+	env.alloc.cfg.Advertised = time.Now
+	lists := countLists(env, func(n int) {
+		if n == 3 {
+			rejected := with(first, func(p *corev1.Pod) {
+				p.Status.Phase, p.Status.Reason = corev1.PodFailed, "UnexpectedAdmissionError"
+			})
+			if err := env.client.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), &rejected, "ns"); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+
+	resp, err := env.allocate(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Envs[envVisibleDevices]; got != gpuB {
+		t.Errorf("the admitted container sees %q, want the second pod's %s (the first pod's is %s)", got, gpuB, gpuA)
+	}
+	if got := env.pod(t, "second").Annotations[vgpu.BindPhaseAnnotation]; got != vgpu.BindPhaseSuccess {
+		t.Errorf("second pod's bind phase %q, want %q", got, vgpu.BindPhaseSuccess)
+	}
+	if got := env.pod(t, "first").Annotations[vgpu.BindPhaseAnnotation]; got != vgpu.BindPhaseAllocating {
+		t.Errorf("rejected pod's bind phase %q, want it untouched (%q)", got, vgpu.BindPhaseAllocating)
+	}
+	if *lists != 3 {
+		t.Errorf("listed the node's pods %d times, want 3: until the rejection showed", *lists)
+	}
+}
+
+// When no rejection comes, the earliest bound pod is the one kubelet admits:
+// it is served once the devices have settled.
+func TestAllocateServesTheEarliestPodOnceDevicesSettled(t *testing.T) {
+	first, second := twoWaiting()
+	env := newTestEnv(t, 1, &first, &second)
+	env.alloc.settle = 300 * time.Millisecond
+	advertised := time.Now()
+	env.alloc.cfg.Advertised = func() time.Time { return advertised }
+	lists := countLists(env, func(int) {})
+
+	resp, err := env.allocate(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Envs[envVisibleDevices]; got != gpuA {
+		t.Errorf("the admitted container sees %q, want the earliest pod's %s", got, gpuA)
+	}
+	if since := time.Since(advertised); since < env.alloc.settle {
+		t.Errorf("served %s after the device list, before the %s a rejection may take", since, env.alloc.settle)
+	}
+	if *lists < 2 {
+		t.Errorf("listed the node's pods %d times, want it listed again while a rejection could arrive", *lists)
+	}
+}
+
+// Nothing waits in steady state, nor when only one pod can be the one.
+func TestAllocateDoesNotWait(t *testing.T) {
+	first, second := twoWaiting()
+	tests := []struct {
+		name       string
+		pods       []corev1.Pod
+		advertised time.Time
+	}{
+		{"devices advertised before the pods were bound", []corev1.Pod{first, second}, time.Now().Add(-2 * time.Minute)},
+		{"a single candidate", []corev1.Pod{first}, time.Now()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var objects []runtime.Object
+			for i := range tt.pods {
+				objects = append(objects, &tt.pods[i])
+			}
+			env := newTestEnv(t, 1, objects...)
+			env.alloc.settle = time.Hour
+			env.alloc.cfg.Advertised = func() time.Time { return tt.advertised }
+			lists := countLists(env, func(int) {})
+			resp, err := env.allocate(1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resp.Envs[envVisibleDevices]; got != gpuA {
+				t.Errorf("the admitted container sees %q, want the first pod's %s", got, gpuA)
+			}
+			if *lists != 1 {
+				t.Errorf("listed the node's pods %d times, want once", *lists)
+			}
+		})
+	}
+}
