@@ -12,8 +12,9 @@
 // Allocator serves the scheduler's assignment instead.
 //
 // The Manager follows kubelet restarts: kubelet deletes every socket in
-// the directory when it starts, so the Manager polls its own sockets and
-// the kubelet's, re-creates what is gone and registers again.
+// the directory when it starts, so the Manager watches the directory (and
+// polls it, should a change go unnoticed), re-creates what is gone and
+// registers again as soon as the kubelet's socket is back.
 package kubelet
 
 import (
@@ -23,15 +24,16 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
 
-// defaultPollInterval is how often the sockets are checked. Kubelet
-// restarts are noticed and answered within it plus one registration, well
-// inside the 5 s a node may go without its device plugins.
+// defaultPollInterval is how often the sockets are checked besides the
+// directory's changes: a kubelet restart the watch missed is answered
+// within it plus one registration.
 const defaultPollInterval = time.Second
 
 // registerTimeout bounds one registration call, so that a kubelet that
@@ -58,6 +60,7 @@ type Config struct {
 
 // Manager runs the device-plugin servers and keeps them registered.
 type Manager struct {
+	dir           string
 	kubeletSocket string
 	pollInterval  time.Duration
 	servers       []*server
@@ -80,6 +83,7 @@ func NewManager(cfg Config, inventory *Inventory) (*Manager, error) {
 		dir = pluginapi.DevicePluginPath
 	}
 	m := &Manager{
+		dir:           dir,
 		kubeletSocket: filepath.Join(dir, filepath.Base(pluginapi.KubeletSocket)),
 		pollInterval:  cfg.PollInterval,
 		problems:      make(map[*server]string),
@@ -103,13 +107,15 @@ func NewManager(cfg Config, inventory *Inventory) (*Manager, error) {
 
 // Run serves and registers the resources until ctx is done, then
 // stops the servers and removes their sockets. Failures (kubelet absent,
-// registration refused) are logged and retried every poll.
+// registration refused) are logged and retried at the next change in the
+// directory or the next poll.
 func (m *Manager) Run(ctx context.Context) error {
 	defer func() {
 		for _, s := range m.servers {
 			s.stop()
 		}
 	}()
+	changed := m.watchDir(ctx)
 	ticker := time.NewTicker(m.pollInterval)
 	defer ticker.Stop()
 	for {
@@ -118,8 +124,45 @@ func (m *Manager) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-ticker.C:
+		case <-changed:
 		}
 	}
+}
+
+// watchDir reports changes in the device-plugin directory until ctx is
+// done. A restarted kubelet admits the pods bound to the node within a
+// second of creating its socket, and rejects those asking a resource not
+// registered yet: registering at once, rather than at the next poll,
+// saves them. Without a watch (inotify unavailable) only the poll runs.
+func (m *Manager) watchDir(ctx context.Context) <-chan struct{} {
+	changed := make(chan struct{}, 1)
+	watcher, err := fsnotify.NewWatcher()
+	if err == nil {
+		if err = watcher.Add(m.dir); err != nil {
+			watcher.Close()
+		}
+	}
+	if err != nil {
+		klog.ErrorS(err, "Cannot watch the device-plugin directory; noticing kubelet restarts by polling only", "dir", m.dir, "every", m.pollInterval)
+		return changed
+	}
+	go func() {
+		defer watcher.Close()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-watcher.Events:
+				select {
+				case changed <- struct{}{}:
+				default: // a reconcile is already due
+				}
+			case err := <-watcher.Errors:
+				klog.ErrorS(err, "Watching the device-plugin directory; the poll still runs", "dir", m.dir)
+			}
+		}
+	}()
+	return changed
 }
 
 // reconcile brings every server to "serving on its socket and registered

@@ -142,10 +142,12 @@ func TestManagerServesRegistersAndFollowsKubelet(t *testing.T) {
 	resources.SplitCount = 2
 	resources.CoreScaling = 0.01
 	manager, err := NewManager(Config{
-		PluginDir:    dir,
-		Resources:    resources,
-		Allocators:   Allocators{Count: recordingAllocator{}},
-		PollInterval: 50 * time.Millisecond,
+		PluginDir:  dir,
+		Resources:  resources,
+		Allocators: Allocators{Count: recordingAllocator{}},
+		// Never within the test: kubelet restarts must be noticed through
+		// the directory's changes.
+		PollInterval: time.Hour,
 	}, inventory)
 	if err != nil {
 		t.Fatal(err)
