@@ -32,6 +32,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/kubelet"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/monitor"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/podresources"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/register"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/settings"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/events"
@@ -41,6 +42,7 @@ import (
 type options struct {
 	nodeName, kubeconfig, kubeletDir, nvmlMode, fakeGPUs   string
 	metricsAddress, hookPath, hookImageDir, nodeConfigPath string
+	podResourcesSocket                                     string
 	inspect                                                bool
 	flags                                                  *settings.Flags
 	schedulerNames                                         []string
@@ -55,6 +57,8 @@ func main() {
 	fs.StringVar(&o.nodeName, "node-name", os.Getenv("NODE_NAME"), "This node's name (default $NODE_NAME)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster configuration when empty")
 	fs.StringVar(&o.kubeletDir, "kubelet-dir", pluginapi.DevicePluginPath, "The kubelet's device-plugin directory")
+	fs.StringVar(&o.podResourcesSocket, "pod-resources-socket", podresources.DefaultSocket,
+		"The kubelet's PodResources socket, to tell which pod an Allocate is for; empty: the earliest bound pending pod")
 	fs.StringVar(&o.nvmlMode, "nvml", "real", "GPU discovery: real (libnvidia-ml) or fake (--fake-gpus)")
 	fs.StringVar(&o.fakeGPUs, "fake-gpus", "", `GPUs of the fake backend, e.g. "1xNVIDIA GeForce RTX 3070 Ti:8192,2xNVIDIA H200:143771"`)
 	fs.StringVar(&o.metricsAddress, "metrics-address", ":9394", "Address of the metrics endpoint")
@@ -168,10 +172,19 @@ func run(ctx context.Context, o *options) error {
 		defer cancel()
 		pipe.Shutdown(ctx)
 	}()
-	vgpuAllocator, err := assignment.NewVGPU(client, assignment.Config{NodeName: o.nodeName, Names: names, MemoryFactor: factor,
+	allocCfg := assignment.Config{NodeName: o.nodeName, Names: names, MemoryFactor: factor,
 		MemoryScaling: cfg.Device.DeviceMemoryScaling, ContextReserves: cfg.Device.ContextReserves,
 		SchedulerNames: o.schedulerNames, AllowDisableControl: o.allowDisableControl,
-		Recorder: pipe.Recorder(), HookPath: o.hookPath, GPUs: inventory, Advertised: inventory.LastAdvertised})
+		Recorder: pipe.Recorder(), HookPath: o.hookPath, GPUs: inventory, Advertised: inventory.LastAdvertised}
+	if o.podResourcesSocket != "" {
+		kubeletPods, err := podresources.New(o.podResourcesSocket)
+		if err != nil {
+			return err
+		}
+		defer kubeletPods.Close()
+		allocCfg.KubeletPods = kubeletPods
+	}
+	vgpuAllocator, err := assignment.NewVGPU(client, allocCfg)
 	if err != nil {
 		return err
 	}

@@ -131,7 +131,7 @@ start_pair() {
 	exec 3>"$W/ctl"
 	wait_file 20 "$W/kubeconfig" || { cat "$W/logs/standin.log"; return 1; }
 	"$W/bin/vgpu-device-plugin" "${NVML_FLAGS[@]}" --node-name "$NODE" --kubeconfig "$W/kubeconfig" \
-		--kubelet-dir "$W/device-plugins" --hook-path "$HOOK" --hook-image-dir "$W/hook-image" \
+		--kubelet-dir "$W/device-plugins" --pod-resources-socket "" --hook-path "$HOOK" --hook-image-dir "$W/hook-image" \
 		--node-config "$W/no-node-config.json" --metrics-address "$METRICS" -v 2 >"$W/logs/plugin.log" 2>&1 &
 	PLUGIN_PID=$!
 	for _ in $(seq 300); do grep -q "ready for commands" "$W/logs/standin.log" && break; sleep 0.2; done

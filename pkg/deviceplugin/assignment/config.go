@@ -1,7 +1,8 @@
 // Package assignment hands each container the device assignment the
 // scheduler made, answering the kubelet's Allocate calls. Kubelet names only fake device IDs, so the vgpu-number
 // allocator (VGPU) finds the pod and container being admitted from the
-// pods on this node and their assignment annotations, hands the container
+// pods on this node, their assignment annotations and the kubelet's own
+// list of the pods it admits (package podresources), hands the container
 // its GPUs and HAMi-core limits (environment and mounts), and records on
 // the pod that the container was served. The memory and cores servers use
 // CountRequired, which refuses a container that asks for vGPU memory or
@@ -10,6 +11,7 @@
 package assignment
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/hook"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/podresources"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
@@ -99,10 +102,23 @@ type Config struct {
 	// Recorder receives Warning Events on pods whose assignment is refused;
 	// nil records none.
 	Recorder record.EventRecorder
+	// KubeletPods tells which pods the kubelet holds and which of their
+	// containers hold vGPUs (podresources.Client): only a container the
+	// kubelet holds without vGPUs can be the one an Allocate is for. Nil, or
+	// when it fails (a kubelet before 1.34, the socket not mounted), the
+	// earliest bound candidate is served (VGPU.candidates).
+	KubeletPods KubeletPods
 	// Advertised says when the kubelet last received a device list
-	// (kubelet.Inventory.LastAdvertised); nil means never. Pods bound before
-	// then may have been rejected without an Allocate (VGPU.candidates).
+	// (kubelet.Inventory.LastAdvertised); nil means never. Without
+	// KubeletPods, pods bound before then may have been rejected without an
+	// Allocate (VGPU.candidates).
 	Advertised func() time.Time
+}
+
+// KubeletPods lists the kubelet's active pods and, per container, whether
+// it holds devices of resource.
+type KubeletPods interface {
+	Holdings(ctx context.Context, resource string) (podresources.Holdings, error)
 }
 
 func (c *Config) complete() error {

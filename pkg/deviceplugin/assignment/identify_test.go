@@ -1,6 +1,9 @@
 package assignment
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/podresources"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
@@ -136,5 +140,88 @@ func TestAllocateDoesNotWait(t *testing.T) {
 				t.Errorf("listed the node's pods %d times, want once", *lists)
 			}
 		})
+	}
+}
+
+// fakeKubeletPods answers as the kubelet's PodResources API would.
+type fakeKubeletPods struct {
+	holdings podresources.Holdings
+	err      error
+}
+
+func (f fakeKubeletPods) Holdings(context.Context, string) (podresources.Holdings, error) {
+	return f.holdings, f.err
+}
+
+// With the kubelet's list of its pods, the pod it admits is known at once:
+// a pod it rejected or has not reached is not on it, and a container
+// already holding vGPUs is not waiting for them.
+func TestAllocateServesThePodTheKubeletAdmits(t *testing.T) {
+	tests := []struct {
+		name     string
+		holdings podresources.Holdings
+	}{
+		{"the earlier pod rejected", podresources.Holdings{{Namespace: "ns", Name: "second"}: {"main": false}}},
+		{"the earlier pod's container holds its vGPUs", podresources.Holdings{
+			{Namespace: "ns", Name: "first"}:  {"main": true},
+			{Namespace: "ns", Name: "second"}: {"main": false},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			first, second := twoWaiting()
+			env := newTestEnv(t, 1, &first, &second)
+			env.alloc.settle = time.Hour
+			env.alloc.cfg.Advertised = time.Now
+			env.alloc.cfg.KubeletPods = fakeKubeletPods{holdings: tt.holdings}
+			lists := countLists(env, func(int) {})
+			resp, err := env.allocate(1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resp.Envs[envVisibleDevices]; got != gpuB {
+				t.Errorf("the admitted container sees %q, want the second pod's %s", got, gpuB)
+			}
+			if got := env.pod(t, "first").Annotations[vgpu.BindPhaseAnnotation]; got != vgpu.BindPhaseAllocating {
+				t.Errorf("first pod's bind phase %q, want it untouched", got)
+			}
+			if *lists != 1 {
+				t.Errorf("listed the node's pods %d times, want once: nothing to wait for", *lists)
+			}
+		})
+	}
+}
+
+func TestAllocateRefusesWhenTheKubeletAdmitsNoCandidate(t *testing.T) {
+	first, _ := twoWaiting()
+	env := newTestEnv(t, 1, &first)
+	env.alloc.cfg.KubeletPods = fakeKubeletPods{holdings: podresources.Holdings{}}
+	_, err := env.allocate(1)
+	if err == nil || !strings.Contains(err.Error(), `pod ns/first container "main" is not one the kubelet is admitting`) {
+		t.Errorf("Allocate: %v, want a refusal naming the pod the kubelet does not hold", err)
+	}
+	if got := env.pod(t, "first").Annotations[vgpu.BindPhaseAnnotation]; got != vgpu.BindPhaseAllocating {
+		t.Errorf("first pod's bind phase %q, want it left for the kubelet's own Allocate", got)
+	}
+}
+
+// When the kubelet cannot be asked, the earliest bound pod is served, after
+// waiting for a rejection as without it.
+func TestAllocateFallsBackWhenTheKubeletCannotBeAsked(t *testing.T) {
+	first, second := twoWaiting()
+	env := newTestEnv(t, 1, &first, &second)
+	env.alloc.settle = 200 * time.Millisecond
+	env.alloc.cfg.Advertised = time.Now
+	env.alloc.cfg.KubeletPods = fakeKubeletPods{err: errors.New("connection refused")}
+	lists := countLists(env, func(int) {})
+	resp, err := env.allocate(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Envs[envVisibleDevices]; got != gpuA {
+		t.Errorf("the admitted container sees %q, want the earliest pod's %s", got, gpuA)
+	}
+	if *lists < 2 {
+		t.Errorf("listed the node's pods %d times, want it waiting for a rejection", *lists)
 	}
 }

@@ -9,9 +9,12 @@ import (
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/podresources"
 )
 
 // rejectionSettle is how long after the kubelet last received a device list
@@ -43,6 +46,8 @@ type VGPU struct {
 	releases sync.WaitGroup
 	// settle is rejectionSettle, shorter in tests.
 	settle time.Duration
+	// holdingsErr is the last error asking the kubelet for its pods.
+	holdingsErr string
 }
 
 // lockReleaseTimeout bounds one background release of the node lock.
@@ -98,7 +103,8 @@ func (a *VGPU) Allocate(ctx context.Context, req *pluginapi.ContainerAllocateReq
 // refused and skipped, with a Warning Event on it, and the next candidate is
 // tried: a forged pod cannot make kubelet reject the pod it is admitting.
 func (a *VGPU) allocate(ctx context.Context, count int, last bool) (*pluginapi.ContainerAllocateResponse, error) {
-	candidates, reasons, err := a.candidates(ctx, count)
+	holdings := a.kubeletHoldings(ctx)
+	candidates, reasons, err := a.candidates(ctx, count, holdings == nil)
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +116,11 @@ func (a *VGPU) allocate(ctx context.Context, count int, last bool) (*pluginapi.C
 		if err != nil {
 			a.refuse(ctx, c.target, err)
 			reasons = append(reasons, err.Error())
+			continue
+		}
+		if holdings != nil && !holdings.Awaits(types.NamespacedName{Namespace: c.pod.Namespace, Name: c.pod.Name}, container.Name) {
+			reasons = append(reasons, fmt.Sprintf("pod %s/%s container %q is not one the kubelet is admitting (rejected, not reached yet, or holding its vGPUs)",
+				c.pod.Namespace, c.pod.Name, container.Name))
 			continue
 		}
 		response, err := a.serve(ctx, c.target, container)
@@ -124,21 +135,40 @@ func (a *VGPU) allocate(ctx context.Context, count int, last bool) (*pluginapi.C
 	return nil, noTargetError(a.cfg.NodeName, count, reasons)
 }
 
+// kubeletHoldings asks the kubelet which pods it holds; nil when it cannot
+// tell, which is logged once per change of error.
+func (a *VGPU) kubeletHoldings(ctx context.Context) podresources.Holdings {
+	if a.cfg.KubeletPods == nil {
+		return nil
+	}
+	holdings, err := a.cfg.KubeletPods.Holdings(ctx, string(a.cfg.Names.Count))
+	if err != nil {
+		if msg := err.Error(); msg != a.holdingsErr {
+			a.holdingsErr = msg
+			klog.ErrorS(err, "Cannot ask the kubelet which pods it admits; serving the earliest bound pod instead", "node", a.cfg.NodeName)
+		}
+		return nil
+	}
+	a.holdingsErr = ""
+	return holdings
+}
+
 // candidates lists the pods that can be the one kubelet is admitting, most
 // likely first (findCandidates).
 //
-// The earliest bound candidate is not the one when kubelet rejected it
-// without calling Allocate: it does so for want of healthy devices while
-// this plugin was away (kubelet or plugin restarting, re-registering) and
-// then admits the next pod. The rejected pod stays Pending here until
-// kubelet's Failed status reaches the API server, and serving its
-// assignment would hand the admitted container another pod's GPUs and
-// limits. So while another candidate waits too, a first candidate bound
-// before the kubelet last received a device list is waited on until
-// rejectionSettle after that list: kubelet's status takes it out, or it is
-// served. This costs at most rejectionSettle once per (re-)registration or
-// health change, and nothing in steady state.
-func (a *VGPU) candidates(ctx context.Context, count int) ([]candidate, []string, error) {
+// Without the kubelet's own list of pods (waitForRejections), the earliest
+// bound candidate is not the one when kubelet rejected it without calling
+// Allocate: it does so for want of healthy devices while this plugin was
+// away (kubelet or plugin restarting, re-registering) and then admits the
+// next pod. The rejected pod stays Pending here until kubelet's Failed
+// status reaches the API server, and serving its assignment would hand the
+// admitted container another pod's GPUs and limits. So while another
+// candidate waits too, a first candidate bound before the kubelet last
+// received a device list is waited on until rejectionSettle after that
+// list: kubelet's status takes it out, or it is served. This costs at most
+// rejectionSettle once per (re-)registration or health change, and nothing
+// in steady state.
+func (a *VGPU) candidates(ctx context.Context, count int, waitForRejections bool) ([]candidate, []string, error) {
 	advertised := a.cfg.Advertised()
 	settled := advertised.Add(a.settle)
 	for {
@@ -147,7 +177,7 @@ func (a *VGPU) candidates(ctx context.Context, count int) ([]candidate, []string
 			return nil, nil, err
 		}
 		candidates, reasons := findCandidates(pods, a.cfg.NodeName, count, a.cfg.SchedulerNames)
-		if len(candidates) < 2 || candidates[0].bound.After(advertised) || !time.Now().Before(settled) {
+		if !waitForRejections || len(candidates) < 2 || candidates[0].bound.After(advertised) || !time.Now().Before(settled) {
 			return candidates, reasons, nil
 		}
 		klog.V(4).InfoS("Waiting for kubelet to reject the earliest bound pod or for the devices to settle",
