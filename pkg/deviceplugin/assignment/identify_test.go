@@ -225,3 +225,50 @@ func TestAllocateFallsBackWhenTheKubeletCannotBeAsked(t *testing.T) {
 		t.Errorf("listed the node's pods %d times, want it waiting for a rejection", *lists)
 	}
 }
+
+// served is pod after its only container was served: hand-off complete.
+func served(pod corev1.Pod) corev1.Pod {
+	return with(pod, func(p *corev1.Pod) {
+		p.Annotations[vgpu.DevicesToAllocateAnnotation] = ";"
+		p.Annotations[vgpu.BindPhaseAnnotation] = vgpu.BindPhaseSuccess
+		p.Annotations[vgpu.AssignedTimeAnnotation] = vgpu.AssignedTimeReleased
+	})
+}
+
+// A kubelet that restarted after "first" was served, without its answer,
+// admits it again: it gets its own GPUs again, with nothing written, and
+// not the next pod's.
+func TestAllocateServesAgainWhatTheKubeletLacks(t *testing.T) {
+	first, second := twoWaiting()
+	first = served(first)
+	tests := []struct {
+		name     string
+		holdings podresources.Holdings
+		want     string
+	}{
+		{"kubelet lacks the served container's answer", podresources.Holdings{
+			{Namespace: "ns", Name: "first"}:  {"main": false},
+			{Namespace: "ns", Name: "second"}: {"main": false},
+		}, gpuA},
+		{"kubelet holds the served container's answer", podresources.Holdings{
+			{Namespace: "ns", Name: "first"}:  {"main": true},
+			{Namespace: "ns", Name: "second"}: {"main": false},
+		}, gpuB},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := newTestEnv(t, 1, &first, &second)
+			env.alloc.cfg.KubeletPods = fakeKubeletPods{holdings: tt.holdings}
+			resp, err := env.allocate(1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resp.Envs[envVisibleDevices]; got != tt.want {
+				t.Errorf("the admitted container sees %q, want %s", got, tt.want)
+			}
+			if tt.want == gpuA && len(env.patches()) != 0 {
+				t.Errorf("serving again wrote %v, want nothing", env.patches())
+			}
+		})
+	}
+}

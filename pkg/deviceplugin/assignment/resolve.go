@@ -47,6 +47,9 @@ type target struct {
 	toAllocate vgpu.PodDevices
 	// entry is the index of the container entry being served.
 	entry int
+	// again marks a container served before, whose answer the kubelet
+	// lacks (servedAgain): toAllocate is then the whole assignment.
+	again bool
 }
 
 func (t target) devices() vgpu.ContainerDevices {
@@ -87,6 +90,13 @@ func findCandidates(pods []corev1.Pod, node string, count int, schedulers []stri
 			candidates = append(candidates, c)
 		}
 	}
+	sortCandidates(candidates)
+	return candidates, reasons
+}
+
+// sortCandidates puts the most likely first: kubelet admits pods in the
+// order they were bound.
+func sortCandidates(candidates []candidate) {
 	slices.SortFunc(candidates, func(a, b candidate) int {
 		return cmp.Or(
 			cmp.Compare(boolRank(a.bound.IsZero()), boolRank(b.bound.IsZero())),
@@ -97,7 +107,17 @@ func findCandidates(pods []corev1.Pod, node string, count int, schedulers []stri
 			cmp.Compare(a.pod.Name, b.pod.Name),
 		)
 	})
-	return candidates, reasons
+}
+
+// boundTime is when the API server bound pod (its PodScheduled condition,
+// which a pod author cannot write); zero when unknown.
+func boundTime(pod *corev1.Pod) time.Time {
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionTrue {
+			return cond.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
 }
 
 func boolRank(b bool) int {
@@ -135,12 +155,7 @@ func checkCandidate(pod *corev1.Pod, node string, count int, schedulers []string
 	if n := len(toAllocate[entry]); n != count {
 		return candidate{}, fmt.Sprintf("waits for %d devices in container entry %d, not %d", n, entry, count), false
 	}
-	c = candidate{target: target{pod: pod, toAllocate: toAllocate, entry: entry}, assigned: math.MaxUint64}
-	for _, cond := range pod.Status.Conditions {
-		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionTrue {
-			c.bound = cond.LastTransitionTime.Time
-		}
-	}
+	c = candidate{target: target{pod: pod, toAllocate: toAllocate, entry: entry}, bound: boundTime(pod), assigned: math.MaxUint64}
 	// A pod without a readable assignment time still qualifies; it is
 	// served after the ones that have one.
 	if t, err := vgpu.ParseUnixSeconds(pod.Annotations[vgpu.AssignedTimeAnnotation]); err == nil {

@@ -104,7 +104,7 @@ func (a *VGPU) Allocate(ctx context.Context, req *pluginapi.ContainerAllocateReq
 // tried: a forged pod cannot make kubelet reject the pod it is admitting.
 func (a *VGPU) allocate(ctx context.Context, count int, last bool) (*pluginapi.ContainerAllocateResponse, error) {
 	holdings := a.kubeletHoldings(ctx)
-	candidates, reasons, err := a.candidates(ctx, count, holdings == nil)
+	candidates, reasons, err := a.candidates(ctx, count, holdings)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +156,9 @@ func (a *VGPU) kubeletHoldings(ctx context.Context) podresources.Holdings {
 // candidates lists the pods that can be the one kubelet is admitting, most
 // likely first (findCandidates).
 //
-// Without the kubelet's own list of pods (waitForRejections), the earliest
+// With the kubelet's own list of its pods (holdings), containers served
+// before that the kubelet asks for again are candidates too (servedAgain),
+// and nothing is waited for. Without it, the earliest
 // bound candidate is not the one when kubelet rejected it without calling
 // Allocate: it does so for want of healthy devices while this plugin was
 // away (kubelet or plugin restarting, re-registering) and then admits the
@@ -168,7 +170,7 @@ func (a *VGPU) kubeletHoldings(ctx context.Context) podresources.Holdings {
 // list: kubelet's status takes it out, or it is served. This costs at most
 // rejectionSettle once per (re-)registration or health change, and nothing
 // in steady state.
-func (a *VGPU) candidates(ctx context.Context, count int, waitForRejections bool) ([]candidate, []string, error) {
+func (a *VGPU) candidates(ctx context.Context, count int, holdings podresources.Holdings) ([]candidate, []string, error) {
 	advertised := a.cfg.Advertised()
 	settled := advertised.Add(a.settle)
 	for {
@@ -177,7 +179,12 @@ func (a *VGPU) candidates(ctx context.Context, count int, waitForRejections bool
 			return nil, nil, err
 		}
 		candidates, reasons := findCandidates(pods, a.cfg.NodeName, count, a.cfg.SchedulerNames)
-		if !waitForRejections || len(candidates) < 2 || candidates[0].bound.After(advertised) || !time.Now().Before(settled) {
+		if holdings != nil {
+			candidates = append(candidates, servedAgain(pods, a.cfg, count, holdings)...)
+			sortCandidates(candidates)
+			return candidates, reasons, nil
+		}
+		if len(candidates) < 2 || candidates[0].bound.After(advertised) || !time.Now().Before(settled) {
 			return candidates, reasons, nil
 		}
 		klog.V(4).InfoS("Waiting for kubelet to reject the earliest bound pod or for the devices to settle",
@@ -210,6 +217,11 @@ func (a *VGPU) serve(ctx context.Context, t target, container *corev1.Container)
 	}
 	if err := prepareHost(a.cfg, string(pod.UID), container); err != nil {
 		return nil, fmt.Errorf("pod %s/%s container %q: %w", pod.Namespace, pod.Name, container.Name, err)
+	}
+	if t.again {
+		klog.InfoS("Allocated vGPUs again: the kubelet asks for a container served before (it restarted, or lost the answer)",
+			"pod", klog.KObj(pod), "container", container.Name, "entry", t.entry, "gpus", response.Envs[envVisibleDevices])
+		return response, nil
 	}
 	annotations, complete, err := servedAnnotations(t)
 	if err != nil {
