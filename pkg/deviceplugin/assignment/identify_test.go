@@ -34,6 +34,19 @@ func twoWaiting() (first, second corev1.Pod) {
 	return first, second
 }
 
+// wantServed has the kubelet admit a container with one vGPU and checks
+// that it sees gpu.
+func wantServed(t *testing.T, env testEnv, gpu string) {
+	t.Helper()
+	resp, err := env.allocate(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Envs[envVisibleDevices]; got != gpu {
+		t.Errorf("the admitted container sees %q, want %s", got, gpu)
+	}
+}
+
 // countLists counts the node's pod lists, calling onList with the count
 // before each is answered.
 func countLists(env testEnv, onList func(n int)) *int {
@@ -65,13 +78,7 @@ func TestAllocateWaitsForKubeletsRejectionAfterReregistering(t *testing.T) {
 		}
 	})
 
-	resp, err := env.allocate(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := resp.Envs[envVisibleDevices]; got != gpuB {
-		t.Errorf("the admitted container sees %q, want the second pod's %s (the first pod's is %s)", got, gpuB, gpuA)
-	}
+	wantServed(t, env, gpuB)
 	if got := env.pod(t, "second").Annotations[vgpu.BindPhaseAnnotation]; got != vgpu.BindPhaseSuccess {
 		t.Errorf("second pod's bind phase %q, want %q", got, vgpu.BindPhaseSuccess)
 	}
@@ -93,13 +100,7 @@ func TestAllocateServesTheEarliestPodOnceDevicesSettled(t *testing.T) {
 	env.alloc.cfg.Advertised = func() time.Time { return advertised }
 	lists := countLists(env, func(int) {})
 
-	resp, err := env.allocate(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := resp.Envs[envVisibleDevices]; got != gpuA {
-		t.Errorf("the admitted container sees %q, want the earliest pod's %s", got, gpuA)
-	}
+	wantServed(t, env, gpuA)
 	if since := time.Since(advertised); since < env.alloc.settle {
 		t.Errorf("served %s after the device list, before the %s a rejection may take", since, env.alloc.settle)
 	}
@@ -129,13 +130,7 @@ func TestAllocateDoesNotWait(t *testing.T) {
 			env.alloc.settle = time.Hour
 			env.alloc.cfg.Advertised = func() time.Time { return tt.advertised }
 			lists := countLists(env, func(int) {})
-			resp, err := env.allocate(1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := resp.Envs[envVisibleDevices]; got != gpuA {
-				t.Errorf("the admitted container sees %q, want the first pod's %s", got, gpuA)
-			}
+			wantServed(t, env, gpuA)
 			if *lists != 1 {
 				t.Errorf("listed the node's pods %d times, want once", *lists)
 			}
@@ -175,13 +170,7 @@ func TestAllocateServesThePodTheKubeletAdmits(t *testing.T) {
 			env.alloc.cfg.Advertised = time.Now
 			env.alloc.cfg.KubeletPods = fakeKubeletPods{holdings: tt.holdings}
 			lists := countLists(env, func(int) {})
-			resp, err := env.allocate(1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := resp.Envs[envVisibleDevices]; got != gpuB {
-				t.Errorf("the admitted container sees %q, want the second pod's %s", got, gpuB)
-			}
+			wantServed(t, env, gpuB)
 			if got := env.pod(t, "first").Annotations[vgpu.BindPhaseAnnotation]; got != vgpu.BindPhaseAllocating {
 				t.Errorf("first pod's bind phase %q, want it untouched", got)
 			}
@@ -214,13 +203,7 @@ func TestAllocateFallsBackWhenTheKubeletCannotBeAsked(t *testing.T) {
 	env.alloc.cfg.Advertised = time.Now
 	env.alloc.cfg.KubeletPods = fakeKubeletPods{err: errors.New("connection refused")}
 	lists := countLists(env, func(int) {})
-	resp, err := env.allocate(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := resp.Envs[envVisibleDevices]; got != gpuA {
-		t.Errorf("the admitted container sees %q, want the earliest pod's %s", got, gpuA)
-	}
+	wantServed(t, env, gpuA)
 	if *lists < 2 {
 		t.Errorf("listed the node's pods %d times, want it waiting for a rejection", *lists)
 	}
@@ -259,13 +242,7 @@ func TestAllocateServesAgainWhatTheKubeletLacks(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			env := newTestEnv(t, 1, &first, &second)
 			env.alloc.cfg.KubeletPods = fakeKubeletPods{holdings: tt.holdings}
-			resp, err := env.allocate(1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := resp.Envs[envVisibleDevices]; got != tt.want {
-				t.Errorf("the admitted container sees %q, want %s", got, tt.want)
-			}
+			wantServed(t, env, tt.want)
 			if tt.want == gpuA && len(env.patches()) != 0 {
 				t.Errorf("serving again wrote %v, want nothing", env.patches())
 			}
