@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
@@ -177,12 +178,14 @@ func run(ctx context.Context, o *options) error {
 		SchedulerNames: o.schedulerNames, AllowDisableControl: o.allowDisableControl,
 		Recorder: pipe.Recorder(), HookPath: o.hookPath, GPUs: inventory, Advertised: inventory.LastAdvertised}
 	if o.podResourcesSocket != "" {
-		kubeletPods, err := podresources.New(o.podResourcesSocket)
+		kubeletPods, err := kubeletPodsClient(ctx, client, o)
 		if err != nil {
 			return err
 		}
-		defer kubeletPods.Close()
-		allocCfg.KubeletPods = kubeletPods
+		if kubeletPods != nil {
+			defer kubeletPods.Close()
+			allocCfg.KubeletPods = kubeletPods
+		}
 	}
 	vgpuAllocator, err := assignment.NewVGPU(client, allocCfg)
 	if err != nil {
@@ -215,6 +218,24 @@ func run(ctx context.Context, o *options) error {
 	g.Go(func() error { return manager.Run(ctx) })
 	g.Go(func() error { return serveMetrics(ctx, o, client, gpuBackend, registrar) })
 	return g.Wait()
+}
+
+// kubeletPodsClient returns the client of the kubelet's PodResources API,
+// or nil when the node's kubelet is older than podresources.MinKubelet: its
+// list would hold the pods it rejected, and bind order is then safer.
+func kubeletPodsClient(ctx context.Context, client kubernetes.Interface, o *options) (*podresources.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
+	defer cancel()
+	node, err := client.CoreV1().Nodes().Get(ctx, o.nodeName, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("read node %s for its kubelet version: %w", o.nodeName, err)
+	}
+	if v := node.Status.NodeInfo.KubeletVersion; !podresources.ListsOnlyActivePods(v) {
+		klog.InfoS("The kubelet's PodResources API lists the pods it rejected too before this version; telling pods apart by bind order",
+			"kubeletVersion", v, "minimum", podresources.MinKubelet.String())
+		return nil, nil
+	}
+	return podresources.New(o.podResourcesSocket)
 }
 
 // serveMetrics serves the host GPUs' usage, the per-container metrics and the plugin's own counters.

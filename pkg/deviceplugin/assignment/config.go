@@ -102,11 +102,13 @@ type Config struct {
 	// Recorder receives Warning Events on pods whose assignment is refused;
 	// nil records none.
 	Recorder record.EventRecorder
-	// KubeletPods tells which pods the kubelet holds and which of their
+	// KubeletPods tells which pods the kubelet admits and which of their
 	// containers hold vGPUs (podresources.Client): only a container the
-	// kubelet holds without vGPUs can be the one an Allocate is for. Nil, or
-	// when it fails (a kubelet before 1.34, the socket not mounted), the
-	// earliest bound candidate is served (VGPU.candidates).
+	// kubelet holds without vGPUs can be the one an Allocate is for
+	// (admittedCandidates). It must list only the pods the kubelet admits,
+	// as kubelets from podresources.MinKubelet do. Nil, or when it fails
+	// (the socket not mounted), the earliest bound candidate is served
+	// (VGPU.candidates).
 	KubeletPods KubeletPods
 	// Advertised says when the kubelet last received a device list
 	// (kubelet.Inventory.LastAdvertised); nil means never. Without

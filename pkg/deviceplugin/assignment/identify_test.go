@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/podresources"
@@ -117,7 +118,7 @@ func TestAllocateDoesNotWait(t *testing.T) {
 		pods       []corev1.Pod
 		advertised time.Time
 	}{
-		{"devices advertised before the pods were bound", []corev1.Pod{first, second}, time.Now().Add(-2 * time.Minute)},
+		{"devices advertised longer ago than a rejection takes", []corev1.Pod{first, second}, time.Now().Add(-2 * time.Hour)},
 		{"a single candidate", []corev1.Pod{first}, time.Now()},
 	}
 	for _, tt := range tests {
@@ -186,7 +187,7 @@ func TestAllocateRefusesWhenTheKubeletAdmitsNoCandidate(t *testing.T) {
 	env := newTestEnv(t, 1, &first)
 	env.alloc.cfg.KubeletPods = fakeKubeletPods{holdings: podresources.Holdings{}}
 	_, err := env.allocate(1)
-	if err == nil || !strings.Contains(err.Error(), `pod ns/first container "main" is not one the kubelet is admitting`) {
+	if err == nil || !strings.Contains(err.Error(), `pod ns/first is not one the kubelet admits`) {
 		t.Errorf("Allocate: %v, want a refusal naming the pod the kubelet does not hold", err)
 	}
 	if got := env.pod(t, "first").Annotations[vgpu.BindPhaseAnnotation]; got != vgpu.BindPhaseAllocating {
@@ -247,5 +248,35 @@ func TestAllocateServesAgainWhatTheKubeletLacks(t *testing.T) {
 				t.Errorf("serving again wrote %v, want nothing", env.patches())
 			}
 		})
+	}
+}
+
+// A kubelet restart between a pod's two vGPU containers: the first was
+// served, but the restarted kubelet lacks its answer and asks for it again
+// before the second.
+func TestAllocateServesAgainAContainerOfAPodStillAllocating(t *testing.T) {
+	pod := boundAt(assigned("p", 100, []corev1.Container{ctr("c0", 1, 500, 5), ctr("c1", 1, 700, 7)},
+		vgpu.PodDevices{{dev(gpuA, 500, 5)}, {dev(gpuB, 700, 7)}}), time.Now().Add(-time.Minute))
+	rest, err := vgpu.PodDevices{{dev(gpuA, 500, 5)}, {dev(gpuB, 700, 7)}}.EraseContainer(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	value, err := rest.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Annotations[vgpu.DevicesToAllocateAnnotation] = value
+	env := newTestEnv(t, 1, &pod)
+	key := types.NamespacedName{Namespace: "ns", Name: "p"}
+
+	env.alloc.cfg.KubeletPods = fakeKubeletPods{holdings: podresources.Holdings{key: {"c0": false, "c1": false}}}
+	wantServed(t, env, gpuA)
+	if len(env.patches()) != 0 {
+		t.Errorf("serving c0 again wrote %v, want nothing", env.patches())
+	}
+	env.alloc.cfg.KubeletPods = fakeKubeletPods{holdings: podresources.Holdings{key: {"c0": true, "c1": false}}}
+	wantServed(t, env, gpuB)
+	if got := env.pod(t, "p").Annotations[vgpu.BindPhaseAnnotation]; got != vgpu.BindPhaseSuccess {
+		t.Errorf("bind phase after c1 %q, want %q", got, vgpu.BindPhaseSuccess)
 	}
 }

@@ -74,8 +74,10 @@ const maxReasons = 5
 // does not say which pod it admits, so the pod is one that can be it:
 // scheduled by one of schedulers, bound to this node and assigned devices
 // here, Pending, bind phase "allocating", its next unserved container entry
-// holding exactly count devices. Kubelet admits pods in the order they were
-// bound, so the earliest bound comes first; the bind time the API server
+// holding exactly count devices. Kubelet admits pods as it hears of them,
+// in the order they were bound (a batch it hears of at once, as after its
+// restart, in creation order), so the earliest bound comes first; the bind
+// time the API server
 // recorded counts before the assignment time, an annotation anyone who may
 // edit the pod could write. reasons say why each other waiting pod was
 // passed over.
@@ -94,8 +96,8 @@ func findCandidates(pods []corev1.Pod, node string, count int, schedulers []stri
 	return candidates, reasons
 }
 
-// sortCandidates puts the most likely first: kubelet admits pods in the
-// order they were bound.
+// sortCandidates puts the most likely first: the earliest bound
+// (findCandidates).
 func sortCandidates(candidates []candidate) {
 	slices.SortFunc(candidates, func(a, b candidate) int {
 		return cmp.Or(

@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
@@ -118,11 +117,6 @@ func (a *VGPU) allocate(ctx context.Context, count int, last bool) (*pluginapi.C
 			reasons = append(reasons, err.Error())
 			continue
 		}
-		if holdings != nil && !holdings.Awaits(types.NamespacedName{Namespace: c.pod.Namespace, Name: c.pod.Name}, container.Name) {
-			reasons = append(reasons, fmt.Sprintf("pod %s/%s container %q is not one the kubelet is admitting (rejected, not reached yet, or holding its vGPUs)",
-				c.pod.Namespace, c.pod.Name, container.Name))
-			continue
-		}
 		response, err := a.serve(ctx, c.target, container)
 		if err != nil {
 			if last || !apierrors.IsConflict(err) {
@@ -154,20 +148,19 @@ func (a *VGPU) kubeletHoldings(ctx context.Context) podresources.Holdings {
 }
 
 // candidates lists the pods that can be the one kubelet is admitting, most
-// likely first (findCandidates).
+// likely first: from the kubelet's own list of its pods (holdings) when it
+// could be asked (admittedCandidates), else from the pods' annotations alone
+// (findCandidates).
 //
-// With the kubelet's own list of its pods (holdings), containers served
-// before that the kubelet asks for again are candidates too (servedAgain),
-// and nothing is waited for. Without it, the earliest
-// bound candidate is not the one when kubelet rejected it without calling
-// Allocate: it does so for want of healthy devices while this plugin was
-// away (kubelet or plugin restarting, re-registering) and then admits the
-// next pod. The rejected pod stays Pending here until kubelet's Failed
-// status reaches the API server, and serving its assignment would hand the
-// admitted container another pod's GPUs and limits. So while another
-// candidate waits too, a first candidate bound before the kubelet last
-// received a device list is waited on until rejectionSettle after that
-// list: kubelet's status takes it out, or it is served. This costs at most
+// Without the kubelet's list, the earliest bound candidate is not the one
+// when kubelet rejected it without calling Allocate: it does so for want of
+// healthy devices while this plugin was away (kubelet or plugin restarting,
+// re-registering) and then admits the next pod. The rejected pod stays
+// Pending here until kubelet's Failed status reaches the API server, and
+// serving its assignment would hand the admitted container another pod's
+// GPUs and limits. So while another candidate waits too, nothing is served
+// until rejectionSettle after the kubelet last received a device list:
+// kubelet's status takes a rejected pod out by then. This costs at most
 // rejectionSettle once per (re-)registration or health change, and nothing
 // in steady state.
 func (a *VGPU) candidates(ctx context.Context, count int, holdings podresources.Holdings) ([]candidate, []string, error) {
@@ -178,16 +171,17 @@ func (a *VGPU) candidates(ctx context.Context, count int, holdings podresources.
 		if err != nil {
 			return nil, nil, err
 		}
-		candidates, reasons := findCandidates(pods, a.cfg.NodeName, count, a.cfg.SchedulerNames)
 		if holdings != nil {
-			candidates = append(candidates, servedAgain(pods, a.cfg, count, holdings)...)
-			sortCandidates(candidates)
+			candidates, reasons := admittedCandidates(pods, a.cfg, count, holdings)
 			return candidates, reasons, nil
 		}
-		if len(candidates) < 2 || candidates[0].bound.After(advertised) || !time.Now().Before(settled) {
+		candidates, reasons := findCandidates(pods, a.cfg.NodeName, count, a.cfg.SchedulerNames)
+		// The bind time is the API server's clock and the advertisement the
+		// node's: they are not compared.
+		if len(candidates) < 2 || !time.Now().Before(settled) {
 			return candidates, reasons, nil
 		}
-		klog.V(4).InfoS("Waiting for kubelet to reject the earliest bound pod or for the devices to settle",
+		klog.V(4).InfoS("Waiting for a rejection by the kubelet before serving the earliest bound pod",
 			"pod", klog.KObj(candidates[0].pod), "advertised", advertised, "until", settled)
 		select {
 		case <-ctx.Done():

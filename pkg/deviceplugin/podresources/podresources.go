@@ -11,11 +11,14 @@ package podresources
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/version"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 )
 
@@ -30,11 +33,27 @@ const maxMessage = 16 << 20
 // listTimeout bounds one List; the kubelet answers from memory.
 const listTimeout = 5 * time.Second
 
+// MinKubelet is the first kubelet release whose List leaves out the pods
+// it rejected (KubeletPodResourcesListUseActivePods, on by default). An
+// older one lists them too, which would make a rejected pod look admitted.
+var MinKubelet = version.MajorMinor(1, 34)
+
+// ListsOnlyActivePods says whether a kubelet of kubeletVersion (a node's
+// status.nodeInfo.kubeletVersion) lists only the pods it admits.
+func ListsOnlyActivePods(kubeletVersion string) bool {
+	v, err := version.ParseGeneric(kubeletVersion)
+	return err == nil && v.AtLeast(MinKubelet)
+}
+
 // Client lists the kubelet's pods over its PodResources socket.
 type Client struct {
 	socket string
 	conn   *grpc.ClientConn
 	lister podresourcesv1.PodResourcesListerClient
+	// answered says the last List was answered: the next one then waits
+	// (within listTimeout) for a connection being re-established, as after
+	// a kubelet restart, rather than fail at once.
+	answered atomic.Bool
 }
 
 // New returns a client of the socket; it connects on first use and again
@@ -42,7 +61,11 @@ type Client struct {
 func New(socket string) (*Client, error) {
 	conn, err := grpc.NewClient("unix://"+socket,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage)),
+		// A restarted kubelet's socket is back within a second or two:
+		// reconnect at that pace, not gRPC's default backoff of up to 2 min.
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
+			BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}}))
 	if err != nil {
 		return nil, fmt.Errorf("kubelet PodResources socket %s: %w", socket, err)
 	}
@@ -59,7 +82,8 @@ func (c *Client) Close() error {
 func (c *Client) Holdings(ctx context.Context, resource string) (Holdings, error) {
 	ctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
-	resp, err := c.lister.List(ctx, &podresourcesv1.ListPodResourcesRequest{})
+	resp, err := c.lister.List(ctx, &podresourcesv1.ListPodResourcesRequest{}, grpc.WaitForReady(c.answered.Load()))
+	c.answered.Store(err == nil)
 	if err != nil {
 		return nil, fmt.Errorf("list the kubelet's pods at %s: %w", c.socket, err)
 	}

@@ -95,3 +95,14 @@ func TestHoldingsWithoutKubelet(t *testing.T) {
 		t.Error("Holdings without a kubelet: no error")
 	}
 }
+
+func TestListsOnlyActivePods(t *testing.T) {
+	for v, want := range map[string]bool{
+		"v1.35.4": true, "v1.34.0": true, "v1.34.1-eks-abc": true,
+		"v1.33.9": false, "v1.30.0": false, "": false, "garbage": false,
+	} {
+		if got := ListsOnlyActivePods(v); got != want {
+			t.Errorf("ListsOnlyActivePods(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
