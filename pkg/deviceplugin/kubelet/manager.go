@@ -118,16 +118,30 @@ func (m *Manager) Run(ctx context.Context) error {
 	changed := m.watchDir(ctx)
 	ticker := time.NewTicker(m.pollInterval)
 	defer ticker.Stop()
+	retryDelay := firstRetry
 	for {
-		m.reconcile(ctx)
+		var retry <-chan time.Time
+		if m.reconcile(ctx) {
+			retry = time.After(retryDelay)
+			retryDelay = min(2*retryDelay, m.pollInterval)
+		} else {
+			retryDelay = firstRetry
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-ticker.C:
 		case <-changed:
+		case <-retry:
 		}
 	}
 }
+
+// firstRetry is how soon a registration that failed although the kubelet's
+// socket is there is tried again; each further failure doubles it, up to
+// the poll interval. The kubelet creates its socket a moment before it
+// listens on it, and a watch that reacts at once may find it refusing.
+const firstRetry = 50 * time.Millisecond
 
 // watchDir reports changes in the device-plugin directory until ctx is
 // done. A restarted kubelet admits the pods bound to the node within a
@@ -167,8 +181,10 @@ func (m *Manager) watchDir(ctx context.Context) <-chan struct{} {
 
 // reconcile brings every server to "serving on its socket and registered
 // with the kubelet socket that exists now". Running it again changes
-// nothing.
-func (m *Manager) reconcile(ctx context.Context) {
+// nothing. It says whether something failed that is worth trying again
+// soon: anything but the kubelet's socket being absent, whose return the
+// directory's watch reports.
+func (m *Manager) reconcile(ctx context.Context) (retry bool) {
 	kubelet, kubeletErr := statFileID(m.kubeletSocket)
 	for _, s := range m.servers {
 		if !s.socketIntact() {
@@ -178,6 +194,7 @@ func (m *Manager) reconcile(ctx context.Context) {
 			s.stop()
 			if err := s.start(); err != nil {
 				m.problem(s, err)
+				retry = true
 				continue
 			}
 		}
@@ -190,12 +207,14 @@ func (m *Manager) reconcile(ctx context.Context) {
 		}
 		if err := register(ctx, m.kubeletSocket, s); err != nil {
 			m.problem(s, err)
+			retry = true
 			continue
 		}
 		s.registeredWith = kubelet
 		delete(m.problems, s)
 		klog.InfoS("Registered with kubelet", "resource", s.res.name, "endpoint", filepath.Base(s.socket), "kubeletSocket", m.kubeletSocket)
 	}
+	return retry
 }
 
 func (m *Manager) problem(s *server, err error) {
@@ -203,7 +222,7 @@ func (m *Manager) problem(s *server, err error) {
 		return
 	}
 	m.problems[s] = err.Error()
-	klog.ErrorS(err, "Device plugin not registered; retrying", "resource", s.res.name, "every", m.pollInterval)
+	klog.ErrorS(err, "Device plugin not registered; retrying", "resource", s.res.name, "atMostEvery", m.pollInterval)
 }
 
 func register(ctx context.Context, kubeletSocket string, s *server) error {
