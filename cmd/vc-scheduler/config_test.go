@@ -1,7 +1,9 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,7 +18,7 @@ func TestShippedConfigurationsLoad(t *testing.T) {
 	registry := newRegistry(allocate.Options{})
 	for _, name := range []string{"volcano-scheduler.conf", "lab8-scheduler.conf"} {
 		path := filepath.Join("..", "..", "config", name)
-		cfg, err := conf.Load(path, registry)
+		cfg, skipped, err := conf.Load(path, registry)
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
@@ -30,9 +32,9 @@ func TestShippedConfigurationsLoad(t *testing.T) {
 		if !found {
 			t.Errorf("%s: no deviceshare plugin, so no vGPU scheduling", name)
 		}
-		// Every argument they set is one a plugin reads.
-		for _, u := range conf.UnknownArguments(cfg, registry) {
-			t.Errorf("%s: %v", name, u)
+		// Everything they set applies.
+		for _, s := range skipped {
+			t.Errorf("%s: %v", name, s)
 		}
 	}
 }
@@ -61,7 +63,7 @@ func TestPluginsDeclareTheirArgumentKeys(t *testing.T) {
 // A misspelt deviceshare argument is named, with the key that was meant.
 func TestMisspeltArgumentNamesTheNearestKey(t *testing.T) {
 	registry := newRegistry(allocate.Options{})
-	cfg, err := conf.Parse([]byte(`actions: "enqueue, allocate"
+	_, skipped, err := conf.Parse([]byte(`actions: "enqueue, allocate"
 tiers:
 - plugins:
   - name: deviceshare
@@ -72,9 +74,67 @@ tiers:
 	if err != nil {
 		t.Fatal(err)
 	}
-	unknown := conf.UnknownArguments(cfg, registry)
-	if len(unknown) != 1 || unknown[0].Plugin != deviceshare.PluginName || unknown[0].Key != "deviceshare.SchedulePolcy" ||
-		unknown[0].Nearest != deviceshare.SchedulePolicyArg {
-		t.Errorf("warnings %v, want one for deviceshare.SchedulePolcy naming %s", unknown, deviceshare.SchedulePolicyArg)
+	want := `the plugin does not read it; did you mean "` + deviceshare.SchedulePolicyArg + `"?`
+	if len(skipped) != 1 || skipped[0].Name != deviceshare.PluginName || skipped[0].Key != "deviceshare.SchedulePolcy" ||
+		skipped[0].Reason != want {
+		t.Errorf("skipped %v, want one for deviceshare.SchedulePolcy naming %s", skipped, deviceshare.SchedulePolicyArg)
 	}
+}
+
+// upstreamConfs are the scheduler configurations of clusters that run upstream Volcano with
+// vGPU (testdata/upstream-confs, each file says what it stands for), with exactly what each
+// skips here. Every one loads, and deviceshare schedules vGPU wherever the file turns it on.
+var upstreamConfs = []struct {
+	file    string
+	skipped []string
+}{
+	{"01-chart-default.conf", nil},
+	{"02-gpu-preempt-reclaim.conf", []string{"action preempt", "action reclaim"}},
+	{"03-hierarchical-capacity.conf", []string{"action reclaim", "setting capacity/enableHierarchy"}},
+	{"04-pools-and-topology.conf", []string{"action preempt", "plugin sla",
+		"argument predicates/predicate.PodTopologySpreadEnable", "argument predicates/predicate.VolumeBindingEnable",
+		"argument nodeorder/podaffinity.weight", "argument nodeorder/podtopologyspread.weight",
+		"plugin nodegroup", "plugin task-topology", "plugin resourcequota", "plugin pdb"}},
+	{"05-newer-plugins.conf", []string{"action shuffle", "plugin network-topology-aware", "plugin usage", "plugin rescheduling"}},
+}
+
+func TestUpstreamConfsLoad(t *testing.T) {
+	registry := newRegistry(allocate.Options{})
+	for _, tt := range upstreamConfs {
+		path := filepath.Join("testdata", "upstream-confs", tt.file)
+		text, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, skipped, err := conf.Load(path, registry)
+		if err != nil {
+			t.Errorf("%s: %v", tt.file, err)
+			continue
+		}
+		if got := conf.SkippedLabels(skipped); !slices.Equal(got, tt.skipped) {
+			t.Errorf("%s: skipped\n got %q\nwant %q", tt.file, got, tt.skipped)
+		}
+		for _, s := range skipped {
+			if !strings.HasPrefix(s.Reason, "not implemented by this scheduler; in Volcano it ") && s.Kind != conf.SkippedArgument && s.Kind != conf.SkippedSetting {
+				t.Errorf("%s: %v does not say what Volcano's %s does", tt.file, s, s.Name)
+			}
+		}
+		wantVGPU := strings.Contains(string(text), "deviceshare.VGPUEnable: true")
+		if got := vgpuEnabled(cfg); got != wantVGPU {
+			t.Errorf("%s: vGPU scheduling %v, want %v", tt.file, got, wantVGPU)
+		}
+	}
+}
+
+// vgpuEnabled: cfg runs deviceshare with vGPU scheduling on.
+func vgpuEnabled(cfg *conf.SchedulerConfiguration) bool {
+	for _, tier := range cfg.Tiers {
+		for _, p := range tier.Plugins {
+			on := false
+			if p.Name == deviceshare.PluginName && p.Arguments.GetBool(&on, deviceshare.VGPUEnableArg) == nil && on {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -36,7 +36,7 @@ import (
 func BenchmarkCycle(b *testing.B) {
 	const nodeCount = 1000
 	registry := newRegistry(allocate.Options{})
-	lab8, err := conf.Parse(lab8Seed(b), registry)
+	lab8, _, err := conf.Parse(lab8Seed(b), registry)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -75,7 +75,7 @@ func BenchmarkPacking(b *testing.B) {
 	for _, sc := range packingScenarios {
 		for _, policy := range []string{deviceshare.PolicyBinpack, deviceshare.PolicySpread} {
 			text := bytes.Replace(seed, []byte(seedPolicy), []byte(deviceshare.SchedulePolicyArg+": "+policy), 1)
-			cfg, err := conf.Parse(text, registry)
+			cfg, _, err := conf.Parse(text, registry)
 			if err != nil {
 				b.Fatal(err)
 			}

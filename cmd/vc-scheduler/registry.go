@@ -4,7 +4,6 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/backfill"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/enqueue"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/binpack"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/capacity"
@@ -33,23 +32,52 @@ func newRegistryFor(allocateOpts allocate.Options, devices *deviceshare.Shared) 
 	r.RegisterAction(enqueue.New())
 	r.RegisterAction(allocate.NewWithOptions(allocateOpts))
 	r.RegisterAction(backfill.NewWithOptions(allocateOpts))
-	for name, p := range map[string]struct {
-		build framework.PluginBuilder
-		keys  conf.ArgumentKeys
-	}{
-		priority.PluginName:    {priority.New, priority.ArgumentKeys},
-		gang.PluginName:        {gang.New, gang.ArgumentKeys},
-		conformance.PluginName: {conformance.New, conformance.ArgumentKeys},
-		drf.PluginName:         {drf.New, drf.ArgumentKeys},
-		predicates.PluginName:  {predicates.New, predicates.ArgumentKeys},
-		proportion.PluginName:  {proportion.New, proportion.ArgumentKeys},
-		capacity.PluginName:    {capacity.New, capacity.ArgumentKeys},
-		overcommit.PluginName:  {overcommit.New, overcommit.ArgumentKeys},
-		nodeorder.PluginName:   {nodeorder.New, nodeorder.ArgumentKeys},
-		binpack.PluginName:     {binpack.New, binpack.ArgumentKeys},
-		deviceshare.PluginName: {deviceshare.NewBuilder(devices), deviceshare.ArgumentKeys},
+	for name, spec := range map[string]framework.PluginSpec{
+		priority.PluginName:    {Build: priority.New, Arguments: priority.ArgumentKeys},
+		gang.PluginName:        {Build: gang.New, Arguments: gang.ArgumentKeys},
+		conformance.PluginName: {Build: conformance.New, Arguments: conformance.ArgumentKeys},
+		drf.PluginName:         {Build: drf.New, Arguments: drf.ArgumentKeys},
+		predicates.PluginName:  {Build: predicates.New, Arguments: predicates.ArgumentKeys, Ignored: predicates.IgnoredArgumentKeys},
+		proportion.PluginName:  {Build: proportion.New, Arguments: proportion.ArgumentKeys},
+		capacity.PluginName:    {Build: capacity.New, Arguments: capacity.ArgumentKeys},
+		overcommit.PluginName:  {Build: overcommit.New, Arguments: overcommit.ArgumentKeys},
+		nodeorder.PluginName:   {Build: nodeorder.New, Arguments: nodeorder.ArgumentKeys, Ignored: nodeorder.IgnoredArgumentKeys},
+		binpack.PluginName:     {Build: binpack.New, Arguments: binpack.ArgumentKeys},
+		deviceshare.PluginName: {Build: deviceshare.NewBuilder(devices), Arguments: deviceshare.ArgumentKeys},
 	} {
-		r.RegisterPluginWithArguments(name, p.build, p.keys)
+		r.Register(name, spec)
+	}
+	for name, does := range upstreamActions {
+		r.DescribeUpstream(true, name, does)
+	}
+	for name, does := range upstreamPlugins {
+		r.DescribeUpstream(false, name, does)
 	}
 	return r
+}
+
+// upstreamActions are Volcano's actions this binary lacks, with what each does there: a
+// configuration naming one loads without it, and the warning says what is not enforced.
+var upstreamActions = map[string]string{
+	"preempt": "evicts lower-priority pods of a queue so that its pending higher-priority jobs fit",
+	"reclaim": "evicts pods of queues above their deserved share so that starving queues get theirs",
+	"shuffle": "evicts running pods that the rescheduling plugin picks, so that they are placed again",
+}
+
+// upstreamPlugins are Volcano's plugins this binary lacks, with what each does there.
+var upstreamPlugins = map[string]string{
+	"nodegroup":              "keeps a queue's pods on (or off) the nodes of the node groups it names by the volcano.sh/nodegroup-name label",
+	"resourcequota":          "keeps a job out of the queue while its namespace's ResourceQuota cannot hold it",
+	"pdb":                    "keeps preempt and reclaim from evicting pods that their PodDisruptionBudget protects",
+	"sla":                    "enqueues a job that has waited past its sla-waiting-time and orders it first",
+	"task-topology":          "places a job's tasks by the affinity and anti-affinity its volcano.sh/task-topology annotations name",
+	"numa-aware":             "places pods by the NUMA topology their CPU manager policy needs",
+	"numaaware":              "places pods by the NUMA topology their CPU manager policy needs",
+	"tdm":                    "runs pods on time-shared nodes only within their windows and evicts them when one ends",
+	"usage":                  "filters and scores nodes by their measured CPU and memory load",
+	"rescheduling":           "picks running pods to move (for the shuffle action) by node utilisation policies",
+	"cdp":                    "shields pods that started recently from preemption for a cooldown time",
+	"extender":               "asks an external HTTP scheduler extender to filter and score nodes",
+	"network-topology-aware": "places a gang within as few network-topology tiers (HyperNodes) as it can",
+	"resource-strategy-fit":  "scores nodes by a least- or most-allocated strategy chosen per resource",
 }

@@ -82,10 +82,6 @@ func run(ctx context.Context, o *options) (err error) {
 		PercentageNodesToFind:        int(o.pctNodesToFind),
 		MinimumPercentageNodesToFind: int(o.minPctNodesFind),
 	}, devices)
-	config, err := loadConfig(o, registry, confEvents)
-	if err != nil {
-		return err
-	}
 
 	sc, err := cache.New(ctx, cache.Options{
 		SchedulerNames: o.schedulerNames, DefaultQueue: o.defaultQueue, NodeSelector: o.nodeSelector,
@@ -96,7 +92,13 @@ func run(ctx context.Context, o *options) (err error) {
 	}
 	sc.AddDeviceDeriver(devices.Deriver(pipe.Recorder()))
 	devices.OnChange(sc.RederiveDevices)
-	serveHTTP(ctx, o, sc)
+	report := newConfigReport(confEvents, o.schedulerConf, func() int { return sc.NodesClaimedBy(deviceshare.PluginName) })
+	metrics.Registry.MustRegister(report.Collectors()...)
+	config, err := loadConfig(o, registry, report)
+	if err != nil {
+		return err
+	}
+	serveHTTP(ctx, o, sc, report)
 
 	// Every replica keeps a warm cache (and so a truthful /healthz); only the leader schedules.
 	sc.Run(ctx)
@@ -120,14 +122,13 @@ func run(ctx context.Context, o *options) (err error) {
 	if config != nil {
 		go config.Run(ctx, configPollInterval, func(c *conf.SchedulerConfiguration) {
 			klog.InfoS("Scheduler configuration reloaded", "path", config.Path(), "actions", c.Actions)
-			confEvents.warnUnknownArguments(config)
+			report.Loaded(config.Skipped())
 			devices.Configure(ctx, c)
 		}, func(err error) {
-			klog.ErrorS(err, "Scheduler configuration rejected; keeping the last good one", "path", config.Path())
-			confEvents.warn("InvalidSchedulerConfig", err.Error())
+			report.Rejected(err, "the configuration in force")
 		})
 	}
-	current := conf.DefaultConfiguration
+	current := report.Builtin
 	if config != nil {
 		current = config.Current
 	}
@@ -143,21 +144,22 @@ func run(ctx context.Context, o *options) (err error) {
 }
 
 // loadConfig reads --scheduler-conf. Without the flag the built-in configuration is used.
-// A file that is missing or invalid at start keeps the built-in one (with an error in the
-// log and an event), unless --disable-default-scheduler-config makes that fatal.
-func loadConfig(o *options, registry conf.KnownNames, confEvents *configEvents) (*conf.Watcher, error) {
+// A file that is missing or cannot be used at start keeps the built-in one (with an error in
+// the log and an event), unless --disable-default-scheduler-config makes that fatal. What a
+// loaded file skips is reported.
+func loadConfig(o *options, registry conf.KnownNames, report *configReport) (*conf.Watcher, error) {
 	if o.schedulerConf == "" {
 		return nil, nil
 	}
-	w := conf.NewWatcher(o.schedulerConf, registry, conf.DefaultConfiguration())
+	w := conf.NewWatcher(o.schedulerConf, registry, report.Builtin)
 	if _, err := w.Reload(); err != nil {
 		if o.compat.disableDefaultConfig {
 			return nil, err
 		}
-		klog.ErrorS(err, "Scheduler configuration rejected; using the built-in configuration", "path", o.schedulerConf)
-		confEvents.warn("InvalidSchedulerConfig", err.Error())
+		report.Rejected(err, "the built-in configuration")
+		return w, nil
 	}
-	confEvents.warnUnknownArguments(w)
+	report.Loaded(w.Skipped())
 	return w, nil
 }
 
@@ -198,9 +200,10 @@ func runAsLeader(ctx context.Context, o *options, kube kubernetes.Interface, lea
 	}
 }
 
-// serveHTTP starts /metrics (and pprof) on --listen-address and /healthz on
-// --healthz-address, when enabled. /healthz fails until the cache has synced.
-func serveHTTP(ctx context.Context, o *options, sc *cache.SchedulerCache) {
+// serveHTTP starts /metrics (and pprof) on --listen-address and /healthz with /status on
+// --healthz-address, when enabled. /healthz fails until the cache has synced; /status says
+// which scheduler configuration is in force and what of it is not applied.
+func serveHTTP(ctx context.Context, o *options, sc *cache.SchedulerCache, status http.Handler) {
 	if o.enableMetrics || o.enablePprof {
 		mux := http.NewServeMux()
 		if o.enableMetrics {
@@ -223,6 +226,7 @@ func serveHTTP(ctx context.Context, o *options, sc *cache.SchedulerCache) {
 			}
 			_, _ = w.Write([]byte("ok"))
 		})
+		mux.Handle("/status", status)
 		go listen(ctx, o.healthzAddress, mux)
 	}
 }

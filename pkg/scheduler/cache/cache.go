@@ -76,7 +76,9 @@ type SchedulerCache struct {
 	tasks           map[api.TaskID]*api.TaskInfo
 	priorityClasses map[string]*schedulingv1.PriorityClass
 	derivers        []DeviceDeriver
-	dangling        *danglingReferences
+	// claimed holds, per deriver name, the nodes whose object announces its devices.
+	claimed  map[string]map[string]struct{}
+	dangling *danglingReferences
 	// arrivals holds one signal while newly schedulable work (see noteArrival) waits for a
 	// cycle.
 	arrivals chan struct{}
@@ -136,6 +138,7 @@ func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*
 		jobs:             map[api.JobID]*api.JobInfo{},
 		nodes:            map[string]*api.NodeInfo{},
 		underived:        map[string]struct{}{},
+		claimed:          map[string]map[string]struct{}{},
 		queues:           map[api.QueueID]*api.QueueInfo{},
 		tasks:            map[api.TaskID]*api.TaskInfo{},
 		priorityClasses:  map[string]*schedulingv1.PriorityClass{},

@@ -1,6 +1,10 @@
 package cache
 
-import "github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+)
 
 // DeviceDeriver derives device state (the deviceshare plugin's GPU ledger) from a node object
 // and the pods on it. The cache calls it for a node when either has changed since the node's
@@ -15,6 +19,9 @@ import "github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 type DeviceDeriver interface {
 	// Name is the key of the state in NodeInfo.Devices.
 	Name() string
+	// Claims reports whether the node object announces these devices (an annotation look-up,
+	// at every node event), so that NodesClaimedBy answers before any derivation.
+	Claims(node *corev1.Node) bool
 	// Derive computes the node's state. node is the cache's own object, with the node's full
 	// set of tasks (terminated pods excluded) and the previous state in Devices: read it,
 	// never change it. nil means the node has none of these devices.
@@ -29,7 +36,30 @@ func (sc *SchedulerCache) AddDeviceDeriver(d DeviceDeriver) {
 	for _, n := range sc.nodes {
 		if n.Node != nil {
 			sc.derive(n, d)
+			sc.claim(d, n.Node)
 		}
+	}
+}
+
+// NodesClaimedBy is how many nodes in the scheduler's view announce the devices of the
+// deriver named name (DeviceDeriver.Claims), as of the last node event.
+func (sc *SchedulerCache) NodesClaimedBy(name string) int {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return len(sc.claimed[name])
+}
+
+// claim records whether d claims node. Called under mu.
+func (sc *SchedulerCache) claim(d DeviceDeriver, node *corev1.Node) {
+	nodes := sc.claimed[d.Name()]
+	if nodes == nil {
+		nodes = map[string]struct{}{}
+		sc.claimed[d.Name()] = nodes
+	}
+	if d.Claims(node) {
+		nodes[node.Name] = struct{}{}
+	} else {
+		delete(nodes, node.Name)
 	}
 }
 

@@ -24,6 +24,9 @@ type deriverSpy struct{ calls []string }
 
 func (s *deriverSpy) Name() string { return "spy" }
 
+// Claims: nodes labelled spy=yes.
+func (s *deriverSpy) Claims(node *corev1.Node) bool { return node.Labels["spy"] == "yes" }
+
 func (s *deriverSpy) Derive(n *api.NodeInfo) api.Devices {
 	if len(n.Tasks) == 0 {
 		s.calls = append(s.calls, "derive "+n.Name+" (none)")
@@ -133,5 +136,35 @@ func TestSnapshotDevicesArePrivate(t *testing.T) {
 	first[0] = "changed by a session"
 	if got := snapshotDevices(env.sc)["n1"]; !reflect.DeepEqual(got, taskList{"p1=Running"}) {
 		t.Errorf("the next snapshot carries %v", got)
+	}
+}
+
+// TestNodesClaimedBy: the count of nodes announcing a deriver's devices follows node events
+// at once, with no snapshot taken: the scheduler picks its built-in configuration by it
+// before the cycle's snapshot derives anything.
+func TestNodesClaimedBy(t *testing.T) {
+	env := bindEnv(t)
+	spy := &deriverSpy{}
+	env.sc.onNodeSet(newNode("gpu-0", "8", map[string]string{"spy": "yes"}))
+	env.sc.AddDeviceDeriver(spy)
+	steps := []struct {
+		what string
+		do   func()
+		want int
+	}{
+		{"known before the deriver was added", func() {}, 1},
+		{"a second node claimed", func() { env.sc.onNodeSet(newNode("gpu-1", "8", map[string]string{"spy": "yes"})) }, 2},
+		{"a node without the devices", func() { env.sc.onNodeSet(newNode("cpu-0", "8", nil)) }, 2},
+		{"a node loses them", func() { env.sc.onNodeSet(newNode("gpu-1", "8", nil)) }, 1},
+		{"a claimed node is deleted", func() { env.sc.onNodeDelete(newNode("gpu-0", "8", map[string]string{"spy": "yes"})) }, 0},
+	}
+	for _, step := range steps {
+		step.do()
+		if got := env.sc.NodesClaimedBy(spy.Name()); got != step.want {
+			t.Errorf("%s: %d nodes claimed, want %d", step.what, got, step.want)
+		}
+	}
+	if got := env.sc.NodesClaimedBy("other"); got != 0 {
+		t.Errorf("a deriver never added claims %d nodes", got)
 	}
 }

@@ -233,6 +233,9 @@ func (sc *SchedulerCache) onNodeSet(obj any) {
 	defer sc.mu.Unlock()
 	sc.nodeEntry(node.Name).SetNode(node)
 	sc.nodeChanged(node.Name)
+	for _, d := range sc.derivers {
+		sc.claim(d, node)
+	}
 }
 
 // onNodeDelete forgets the node object. Pods still on it keep their accounting, so that
@@ -245,6 +248,9 @@ func (sc *SchedulerCache) onNodeDelete(obj any) {
 	}
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
+	for _, nodes := range sc.claimed {
+		delete(nodes, node.Name)
+	}
 	n := sc.nodes[node.Name]
 	if n == nil {
 		return

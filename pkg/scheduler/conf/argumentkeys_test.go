@@ -95,47 +95,44 @@ tiers:
       zzz: 1
 `
 
-func TestUnknownArguments(t *testing.T) {
-	cfg, err := Parse([]byte(misspelt), withKeys)
+func TestUnknownArgumentsAreSkipped(t *testing.T) {
+	cfg, skipped, err := Parse([]byte(misspelt), withKeys)
 	if err != nil {
 		t.Fatalf("unknown arguments must not reject the file: %v", err)
 	}
-	want := []*UnknownArgument{
-		{Where: "tiers[0].plugins[0]", Plugin: "gang", Key: "gang.minAvailable", None: true},
+	want := []*Skipped{
+		{Kind: SkippedArgument, Where: "tiers[0].plugins[0]", Name: "gang", Key: "gang.minAvailable", Reason: "the plugin reads no arguments"},
 		// priority declared no keys: not checked.
-		{Where: "tiers[1].plugins[0]", Plugin: "deviceshare", Key: "deviceshare.SchedulePolcy", Nearest: "deviceshare.SchedulePolicy"},
-		{Where: "tiers[1].plugins[0]", Plugin: "deviceshare", Key: "zzz"},
+		{Kind: SkippedArgument, Where: "tiers[1].plugins[0]", Name: "deviceshare", Key: "deviceshare.SchedulePolcy",
+			Reason: `the plugin does not read it; did you mean "deviceshare.SchedulePolicy"?`},
+		{Kind: SkippedArgument, Where: "tiers[1].plugins[0]", Name: "deviceshare", Key: "zzz", Reason: "the plugin does not read it"},
 	}
-	got := UnknownArguments(cfg, withKeys)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Fatalf("UnknownArguments (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, skipped); diff != "" {
+		t.Fatalf("skipped (-want +got):\n%s", diff)
 	}
-	for i, fragment := range []string{
-		`tiers[0].plugins[0]: plugin gang reads no arguments; "gang.minAvailable" is ignored`,
-		`tiers[1].plugins[0]: plugin deviceshare has no argument "deviceshare.SchedulePolcy", ignoring it; did you mean "deviceshare.SchedulePolicy"?`,
-		`plugin deviceshare has no argument "zzz", ignoring it`,
-	} {
-		if !strings.Contains(got[i].Error(), fragment) {
-			t.Errorf("warning %q does not contain %q", got[i].Error(), fragment)
-		}
+	if got, want := skipped[1].Error(), `tiers[1].plugins[0]: plugin deviceshare: argument "deviceshare.SchedulePolcy" is ignored: the plugin does not read it; did you mean "deviceshare.SchedulePolicy"?`; got != want {
+		t.Errorf("message\n got %q\nwant %q", got, want)
 	}
-	if u := UnknownArguments(cfg, testNames); u != nil {
-		t.Errorf("names without declared keys: %v, want nothing checked", u)
+	if cfg.Tiers[1].Plugins[0].Name != "deviceshare" {
+		t.Errorf("the plugin with a misspelt argument is not in force")
+	}
+	if _, skipped, _ := Parse([]byte(misspelt), testNames); skipped != nil {
+		t.Errorf("names without declared keys: %v, want nothing checked", skipped)
 	}
 }
 
-// The watcher keeps the warnings of the configuration in force, for the caller's Event.
-func TestWatcherReportsUnknownArguments(t *testing.T) {
+// The watcher keeps what the file in force skips, for the caller's Events and metrics.
+func TestWatcherReportsSkipped(t *testing.T) {
 	v := newConfigMapVolume(t, misspelt)
-	w := NewWatcher(v.path(), withKeys, DefaultConfiguration())
-	if w.UnknownArguments() != nil {
-		t.Errorf("fallback has warnings: %v", w.UnknownArguments())
+	w := NewWatcher(v.path(), withKeys, DefaultConfiguration)
+	if w.Skipped() != nil || w.FromFile() {
+		t.Errorf("fallback has warnings: %v", w.Skipped())
 	}
 	if _, err := w.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	if got := w.UnknownArguments(); len(got) != 3 || got[1].Nearest != "deviceshare.SchedulePolicy" {
-		t.Fatalf("warnings %v, want the three of the file", got)
+	if got := w.Skipped(); len(got) != 3 || got[1].Key != "deviceshare.SchedulePolcy" || !w.FromFile() {
+		t.Fatalf("skipped %v, want the three of the file", got)
 	}
 	v.update("v2", strings.NewReplacer("SchedulePolcy", "SchedulePolicy", "      zzz: 1\n", "",
 		"    arguments:\n      gang.minAvailable: 1\n", "").Replace(misspelt))
@@ -143,15 +140,15 @@ func TestWatcherReportsUnknownArguments(t *testing.T) {
 	if err != nil || cfg == nil {
 		t.Fatalf("reload of the fixed file: %v, %v", cfg, err)
 	}
-	if got := w.UnknownArguments(); len(got) != 0 {
+	if got := w.Skipped(); len(got) != 0 {
 		t.Errorf("fixed file still warns: %v", got)
 	}
-	// A rejected file leaves the configuration in force, and its warnings.
+	// A rejected file leaves the configuration in force, and what it skips.
 	v.update("v3", "actions: \"\"\n")
 	if _, err := w.Reload(); err == nil {
 		t.Fatal("file without actions accepted")
 	}
-	if got := w.UnknownArguments(); len(got) != 0 {
-		t.Errorf("warnings %v after a rejected file, want those of the configuration in force", got)
+	if got := w.Skipped(); len(got) != 0 {
+		t.Errorf("skipped %v after a rejected file, want those of the configuration in force", got)
 	}
 }

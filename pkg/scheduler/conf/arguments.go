@@ -18,14 +18,27 @@ import (
 // getters, which accept either.
 type Arguments map[string]interface{}
 
-// ArgumentError says why an argument could not be read as the wanted type.
+// ArgumentError says why an argument's value cannot be used: it does not read as the wanted
+// type, or a plugin refuses what it reads (Reason). Plugin builders return it for every
+// refused value, so that loading can drop that one key and build the plugin again with its
+// default there.
 type ArgumentError struct {
 	Key   string      // the argument's key, e.g. "binpack.weight"
 	Value interface{} // the value found in the file
 	Want  string      // the Go type asked for: "int", "float64", "bool", "string"
+	// Reason, when set, is why a value of the right type is refused ("weight -1 is negative").
+	Reason string
+}
+
+// InvalidArgument is the error of a plugin that read key's value and refuses it, for reason.
+func InvalidArgument(key string, value interface{}, reason string) *ArgumentError {
+	return &ArgumentError{Key: key, Value: value, Reason: reason}
 }
 
 func (e *ArgumentError) Error() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("argument %q: %s", e.Key, e.Reason)
+	}
 	return fmt.Sprintf("argument %q: cannot use %v (%T) as %s", e.Key, e.Value, e.Value, e.Want)
 }
 

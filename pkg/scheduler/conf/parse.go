@@ -16,12 +16,12 @@ type Stage string
 const (
 	StageRead     Stage = "read"     // the file could not be read
 	StageParse    Stage = "parse"    // the content is not a valid configuration document
-	StageValidate Stage = "validate" // the document names unknown actions/plugins or breaks a rule
+	StageValidate Stage = "validate" // the document leaves no action to run
 )
 
 // ConfigError is the error Parse, Load and the Watcher return: which file,
-// which step, and the cause. Unwrap reaches the cause, so errors.As finds an
-// *UnknownNameError or errors.Is finds ErrNoActions or fs.ErrNotExist.
+// which step, and the cause. Unwrap reaches the cause, so errors.Is finds ErrNoActions or
+// fs.ErrNotExist.
 type ConfigError struct {
 	Path  string // the configuration file; empty when the data did not come from a file
 	Stage Stage
@@ -38,32 +38,26 @@ func (e *ConfigError) Error() string {
 
 func (e *ConfigError) Unwrap() error { return e.Err }
 
-// Parse decodes and validates one volcano-scheduler.conf document.
+// Parse decodes one volcano-scheduler.conf document and resolves it against names (Resolve):
+// it returns the configuration to run and what of the file is skipped.
 //
-// Keys the format does not know are ignored, as upstream ignores them, so a
-// file written for a newer Volcano still loads; the first such key is logged
-// as a warning so a typo such as "enablePreemtable" does not pass unseen.
-// Likewise every plugin argument its plugin does not read (UnknownArguments)
-// is logged, with the known key nearest to it; call UnknownArguments for the
-// list.
-func Parse(data []byte, names KnownNames) (*SchedulerConfiguration, error) {
-	cfg, _, err := parse("", data, names)
-	return cfg, err
+// Keys the format does not know are ignored, as upstream ignores them, so a file written for
+// a newer Volcano still loads; the first such key is logged so that a typo such as
+// "enablePreemtable" does not pass unseen. Reporting what is skipped is the caller's.
+func Parse(data []byte, names KnownNames) (*SchedulerConfiguration, []*Skipped, error) {
+	return parse("", data, names)
 }
 
 // Load reads path and parses it with Parse. Errors are *ConfigError naming path.
-func Load(path string, names KnownNames) (*SchedulerConfiguration, error) {
+func Load(path string, names KnownNames) (*SchedulerConfiguration, []*Skipped, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &ConfigError{Path: path, Stage: StageRead, Err: err}
+		return nil, nil, &ConfigError{Path: path, Stage: StageRead, Err: err}
 	}
-	cfg, _, err := parse(path, data, names)
-	return cfg, err
+	return parse(path, data, names)
 }
 
-// parse returns the configuration and the plugin arguments it carries that their plugins
-// do not read, already logged.
-func parse(path string, data []byte, names KnownNames) (*SchedulerConfiguration, []*UnknownArgument, error) {
+func parse(path string, data []byte, names KnownNames) (*SchedulerConfiguration, []*Skipped, error) {
 	data = bytes.TrimSpace(data)
 	cfg := &SchedulerConfiguration{}
 	// Numbers are decoded as json.Number and then turned into int or float64,
@@ -78,15 +72,11 @@ func parse(path string, data []byte, names KnownNames) (*SchedulerConfiguration,
 			"path", path, "detail", err.Error())
 	}
 
-	if err := Validate(cfg, names); err != nil {
-		return nil, nil, &ConfigError{Path: path, Stage: StageValidate, Err: err}
+	resolved, skipped, err := Resolve(cfg, names)
+	if err != nil {
+		return nil, skipped, &ConfigError{Path: path, Stage: StageValidate, Err: err}
 	}
-	unknown := UnknownArguments(cfg, names)
-	for _, u := range unknown {
-		klog.InfoS("Scheduler configuration has a plugin argument the plugin does not read; ignoring it",
-			"path", path, "where", u.Where, "plugin", u.Plugin, "argument", u.Key, "nearest", u.Nearest)
-	}
-	return cfg, unknown, nil
+	return resolved, skipped, nil
 }
 
 func useNumber(decoder *json.Decoder) *json.Decoder {

@@ -15,7 +15,7 @@ import (
 
 func TestLoadSeedConfigUnchanged(t *testing.T) {
 	path := filepath.Join("..", "..", "..", "config", "lab8-scheduler.conf")
-	cfg, err := Load(path, testNames)
+	cfg, _, err := Load(path, testNames)
 	if err != nil {
 		t.Fatalf("Load(%s): %v", path, err)
 	}
@@ -47,7 +47,7 @@ func TestLoadSeedConfigUnchanged(t *testing.T) {
 }
 
 func TestLoadShippedDefaultFlags(t *testing.T) {
-	cfg, err := Load(filepath.Join("..", "..", "..", "config", "volcano-scheduler.conf"), testNames)
+	cfg, _, err := Load(filepath.Join("..", "..", "..", "config", "volcano-scheduler.conf"), testNames)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestLoadShippedDefaultFlags(t *testing.T) {
 
 func TestLoadMissingFileNamesIt(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "volcano-scheduler.conf")
-	_, err := Load(path, testNames)
+	_, _, err := Load(path, testNames)
 	var cfgErr *ConfigError
 	if !errors.As(err, &cfgErr) || cfgErr.Stage != StageRead || cfgErr.Path != path {
 		t.Fatalf("Load(missing) error = %v, want *ConfigError at stage read for %s", err, path)
@@ -76,10 +76,11 @@ func TestParse(t *testing.T) {
 	tests := []struct {
 		name        string
 		conf        string
-		wantStage   Stage              // "" means success
-		wantUnknown []UnknownNameError // unknown names the error must report
-		wantIs      error              // a sentinel the error must wrap
-		wantInError string             // text the message must contain
+		wantStage   Stage    // "" means success
+		wantSkipped []string // SkippedLabels of what a loaded file skips
+		wantInSkip  string   // text the first skipped entry's message must contain
+		wantIs      error    // a sentinel the error must wrap
+		wantInError string   // text the message must contain
 		check       func(*testing.T, *SchedulerConfiguration)
 	}{
 		{
@@ -102,28 +103,38 @@ func TestParse(t *testing.T) {
 			wantStage: StageParse,
 		},
 		{
-			name:        "unknown plugin",
+			name:        "unknown plugin is skipped, the rest applies",
 			conf:        "actions: enqueue\ntiers:\n- plugins:\n  - name: gang\n  - name: gnag\n",
-			wantStage:   StageValidate,
-			wantUnknown: []UnknownNameError{{Kind: "plugin", Name: "gnag", Where: "tiers[0].plugins[1]"}},
-			wantInError: `tiers[0].plugins[1]: unknown plugin "gnag"`,
+			wantSkipped: []string{"plugin gnag"},
+			wantInSkip:  `tiers[0].plugins[1]: plugin "gnag" is skipped: no plugin of this name in this scheduler or in Volcano`,
+			check: func(t *testing.T, cfg *SchedulerConfiguration) {
+				if got, want := pluginNames(cfg), [][]string{{"gang"}}; !reflect.DeepEqual(got, want) {
+					t.Errorf("plugins = %q, want %q", got, want)
+				}
+			},
 		},
 		{
-			name:        "unknown action",
+			name:        "unknown action is skipped, the rest applies",
 			conf:        "actions: \"enqueue, alocate\"\n",
-			wantStage:   StageValidate,
-			wantUnknown: []UnknownNameError{{Kind: "action", Name: "alocate", Where: "actions"}},
-			wantInError: `actions: unknown action "alocate"`,
+			wantSkipped: []string{"action alocate"},
+			wantInSkip:  `actions: action "alocate" is skipped`,
+			check: func(t *testing.T, cfg *SchedulerConfiguration) {
+				if got, want := cfg.ActionNames(), []string{"enqueue"}; !reflect.DeepEqual(got, want) {
+					t.Errorf("ActionNames() = %q, want %q", got, want)
+				}
+			},
 		},
 		{
-			name:      "every problem is reported at once",
-			conf:      "actions: \"enqueue, foo\"\ntiers:\n- plugins:\n  - name: bar\n- plugins:\n  - name: baz\nconfigurations:\n- name: qux\n",
-			wantStage: StageValidate,
-			wantUnknown: []UnknownNameError{
-				{Kind: "action", Name: "foo", Where: "actions"},
-				{Kind: "plugin", Name: "bar", Where: "tiers[0].plugins[0]"},
-				{Kind: "plugin", Name: "baz", Where: "tiers[1].plugins[0]"},
-				{Kind: "action", Name: "qux", Where: "configurations[0]"},
+			name:        "every skipped part is listed, in file order",
+			conf:        "actions: \"enqueue, foo\"\ntiers:\n- plugins:\n  - name: bar\n- plugins:\n  - name: baz\n  - name: gang\nconfigurations:\n- name: qux\n- name: foo\n- name: enqueue\n",
+			wantSkipped: []string{"action foo", "plugin bar", "plugin baz", "action qux"},
+			check: func(t *testing.T, cfg *SchedulerConfiguration) {
+				if got, want := pluginNames(cfg), [][]string{nil, {"gang"}}; !reflect.DeepEqual(got, want) {
+					t.Errorf("plugins = %q, want %q", got, want)
+				}
+				if len(cfg.Configurations) != 1 || cfg.Configurations[0].Name != "enqueue" {
+					t.Errorf("configurations = %+v, want enqueue's only", cfg.Configurations)
+				}
 			},
 		},
 		{
@@ -131,6 +142,13 @@ func TestParse(t *testing.T) {
 			conf:      "actions: \" , \"\ntiers:\n- plugins:\n  - name: gang\n",
 			wantStage: StageValidate,
 			wantIs:    ErrNoActions,
+		},
+		{
+			name:        "no action the scheduler has",
+			conf:        "actions: \"foo, bar\"\n",
+			wantStage:   StageValidate,
+			wantIs:      ErrNoActions,
+			wantInError: `actions: action "bar" is skipped`,
 		},
 		{
 			name:      "empty file",
@@ -141,14 +159,8 @@ func TestParse(t *testing.T) {
 		{
 			name:        "plugin without a name",
 			conf:        "actions: enqueue\ntiers:\n- plugins:\n  - enableJobOrder: false\n",
-			wantStage:   StageValidate,
-			wantInError: "tiers[0].plugins[0]: plugin has no name",
-		},
-		{
-			name:        "hierarchical drf with proportion",
-			conf:        "actions: enqueue\ntiers:\n- plugins:\n  - name: drf\n    enableHierarchy: true\n  - name: proportion\n",
-			wantStage:   StageValidate,
-			wantInError: "enableHierarchy",
+			wantSkipped: []string{"plugin "},
+			wantInSkip:  "tiers[0].plugins[0]: plugin without a name is skipped: a plugin entry needs a name",
 		},
 		{
 			name: "hierarchical drf with capacity is fine",
@@ -253,10 +265,16 @@ metrics:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := Parse([]byte(tt.conf), testNames)
+			cfg, skipped, err := Parse([]byte(tt.conf), testNames)
 			if tt.wantStage == "" {
 				if err != nil {
 					t.Fatalf("Parse: %v", err)
+				}
+				if got := SkippedLabels(skipped); !reflect.DeepEqual(got, tt.wantSkipped) && len(got)+len(tt.wantSkipped) > 0 {
+					t.Errorf("skipped = %q, want %q", got, tt.wantSkipped)
+				}
+				if tt.wantInSkip != "" && (len(skipped) == 0 || !strings.Contains(skipped[0].Error(), tt.wantInSkip)) {
+					t.Errorf("skipped %v: the first does not contain %q", skipped, tt.wantInSkip)
 				}
 				if tt.check != nil {
 					tt.check(t, cfg)
@@ -270,11 +288,6 @@ metrics:
 			if cfg != nil {
 				t.Errorf("Parse returned a configuration along with the error")
 			}
-			if tt.wantUnknown != nil {
-				if got := unknownNames(err); !reflect.DeepEqual(got, tt.wantUnknown) {
-					t.Errorf("unknown names = %+v, want %+v", got, tt.wantUnknown)
-				}
-			}
 			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
 				t.Errorf("error %q does not wrap %q", err, tt.wantIs)
 			}
@@ -287,8 +300,8 @@ metrics:
 
 func TestDefaultConfiguration(t *testing.T) {
 	cfg := DefaultConfiguration()
-	if err := Validate(cfg, testNames); err != nil {
-		t.Fatalf("default configuration does not validate: %v", err)
+	if _, skipped, err := Resolve(cfg, testNames); err != nil || skipped != nil {
+		t.Fatalf("default configuration does not resolve whole: %v, skipped %v", err, skipped)
 	}
 	if got, want := cfg.ActionNames(), []string{"enqueue", "allocate", "backfill"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("ActionNames() = %q, want %q", got, want)
@@ -317,27 +330,6 @@ func pluginNames(cfg *SchedulerConfiguration) [][]string {
 	return tiers
 }
 
-// unknownNames collects every *UnknownNameError inside err, in order.
-func unknownNames(err error) []UnknownNameError {
-	var found []UnknownNameError
-	var walk func(error)
-	walk = func(err error) {
-		if u, ok := err.(*UnknownNameError); ok {
-			found = append(found, *u)
-		}
-		switch e := err.(type) {
-		case interface{ Unwrap() []error }:
-			for _, inner := range e.Unwrap() {
-				walk(inner)
-			}
-		case interface{ Unwrap() error }:
-			walk(e.Unwrap())
-		}
-	}
-	walk(err)
-	return found
-}
-
 // FuzzParse: Parse never panics; a rejected document gets a *ConfigError at stage parse or
 // validate whose cause says something; an accepted one validates again, names only known
 // actions and plugins, its arguments read without panicking through every getter, and
@@ -359,7 +351,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("- enqueue\n")
 	f.Add("")
 	f.Fuzz(func(t *testing.T, text string) {
-		cfg, err := Parse([]byte(text), withKeys)
+		cfg, skipped, err := Parse([]byte(text), withKeys)
 		if err != nil {
 			var cfgErr *ConfigError
 			if !errors.As(err, &cfgErr) || (cfgErr.Stage != StageParse && cfgErr.Stage != StageValidate) {
@@ -370,8 +362,8 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if err := Validate(cfg, withKeys); err != nil {
-			t.Fatalf("Parse(%q) accepted a configuration that does not validate: %v", text, err)
+		if _, again, err := Resolve(cfg, withKeys); err != nil || len(again) > len(skipped) {
+			t.Fatalf("Parse(%q) returned a configuration that does not resolve whole: %v, skipped %v", text, err, again)
 		}
 		actions := cfg.ActionNames()
 		if len(actions) == 0 {
@@ -393,9 +385,9 @@ func FuzzParse(f *testing.F) {
 		for _, c := range cfg.Configurations {
 			readEveryArgument(t, c.Arguments)
 		}
-		for _, u := range UnknownArguments(cfg, withKeys) {
-			if u.Error() == "" {
-				t.Fatalf("empty warning for %+v", u)
+		for _, s := range skipped {
+			if s.Error() == "" || s.Reason == "" {
+				t.Fatalf("skipped %+v says nothing", s)
 			}
 		}
 
@@ -403,7 +395,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("accepted configuration %+v does not marshal: %v", cfg, err)
 		}
-		again, err := Parse(out, withKeys)
+		again, _, err := Parse(out, withKeys)
 		if err != nil {
 			t.Fatalf("accepted %q, but not its re-encoding %q: %v", text, out, err)
 		}

@@ -25,9 +25,10 @@ const DefaultPollInterval = 2 * time.Second
 // reload (touching or re-writing the same bytes does nothing). It also needs
 // no dependency beyond the standard library.
 type Watcher struct {
-	path    string
-	names   KnownNames
-	current atomic.Pointer[loaded]
+	path     string
+	names    KnownNames
+	fallback func() *SchedulerConfiguration
+	current  atomic.Pointer[loaded]
 
 	mu          sync.Mutex        // guards the fields below: Reload may race with Run
 	seen        [sha256.Size]byte // digest of the last content examined, good or bad
@@ -35,20 +36,20 @@ type Watcher struct {
 	lastReadErr string            // last read failure reported, to report each once
 }
 
-// NewWatcher returns a Watcher for path whose current configuration is
-// fallback until a good file has been read (normally DefaultConfiguration(),
-// as upstream keeps its built-in default when the file is bad at start).
-// names validates each version of the file.
-func NewWatcher(path string, names KnownNames, fallback *SchedulerConfiguration) *Watcher {
-	w := &Watcher{path: path, names: names}
-	w.current.Store(&loaded{config: fallback})
+// NewWatcher returns a Watcher for path whose current configuration is what fallback
+// returns until a usable version of the file has been read (upstream keeps its built-in
+// default when the file is bad at start). fallback is asked at every Current, so it may
+// follow the cluster; it must be cheap. names resolves each version of the file.
+func NewWatcher(path string, names KnownNames, fallback func() *SchedulerConfiguration) *Watcher {
+	w := &Watcher{path: path, names: names, fallback: fallback}
+	w.current.Store(&loaded{})
 	return w
 }
 
-// loaded is a configuration in force and the warnings its file gave.
+// loaded is a version of the file in force (nil config: none yet) and what it skips.
 type loaded struct {
 	config  *SchedulerConfiguration
-	unknown []*UnknownArgument
+	skipped []*Skipped
 }
 
 // Path is the watched file.
@@ -57,16 +58,23 @@ func (w *Watcher) Path() string { return w.path }
 // Current returns the configuration in force: the last good version of the
 // file, or the fallback. Cheap enough to call at the start of every cycle.
 // The value is shared: do not modify it.
-func (w *Watcher) Current() *SchedulerConfiguration { return w.current.Load().config }
+func (w *Watcher) Current() *SchedulerConfiguration {
+	if cfg := w.current.Load().config; cfg != nil {
+		return cfg
+	}
+	return w.fallback()
+}
 
-// UnknownArguments are the plugin arguments of the configuration in force that their
-// plugins do not read (see the package function): warnings, already logged when the file
-// was loaded, for a caller that also reports them elsewhere (an Event).
-func (w *Watcher) UnknownArguments() []*UnknownArgument { return w.current.Load().unknown }
+// FromFile reports whether a version of the file is in force (not the fallback).
+func (w *Watcher) FromFile() bool { return w.current.Load().config != nil }
+
+// Skipped is what the version of the file in force does not apply (Resolve), for the
+// caller to report; nil while the fallback is in force.
+func (w *Watcher) Skipped() []*Skipped { return w.current.Load().skipped }
 
 // Reload reads the file now. It returns the new configuration when a new good
 // version of the file came into force, and nil when nothing changed. When the file cannot be read, or
-// its content fails to parse or validate, it returns a *ConfigError and
+// its content does not parse or leaves no action to run, it returns a *ConfigError and
 // keeps the current configuration. Each distinct failure is returned once:
 // asking again about the same bad content, or the same read error, returns
 // (nil, nil), so a caller polling in a loop reports it once.
@@ -97,12 +105,12 @@ func (w *Watcher) Reload() (*SchedulerConfiguration, error) {
 		return nil, nil
 	}
 
-	cfg, unknown, err := parse(w.path, data, w.names)
+	cfg, skipped, err := parse(w.path, data, w.names)
 	if err != nil {
 		return nil, err
 	}
 	w.good = digest
-	w.current.Store(&loaded{config: cfg, unknown: unknown})
+	w.current.Store(&loaded{config: cfg, skipped: skipped})
 	return cfg, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -62,7 +63,7 @@ func (v *configMapVolume) update(version, content string) {
 const (
 	goodV1 = "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
 	goodV2 = "actions: \"enqueue, allocate, backfill\"\ntiers:\n- plugins:\n  - name: gang\n  - name: deviceshare\n"
-	badV   = "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: not-a-plugin\n"
+	badV   = "actions: \"teleport\"\ntiers:\n- plugins:\n  - name: gang\n"
 )
 
 // runWatcher starts w.Run with a short interval and returns channels that
@@ -111,7 +112,7 @@ func waitFailure(t *testing.T, changes <-chan *SchedulerConfiguration, failures 
 
 func TestWatcherReloadsOnConfigMapSwap(t *testing.T) {
 	volume := newConfigMapVolume(t, goodV1)
-	w := NewWatcher(volume.path(), testNames, DefaultConfiguration())
+	w := NewWatcher(volume.path(), testNames, DefaultConfiguration)
 	changes, failures := runWatcher(t, w)
 
 	waitChange(t, changes, failures, "enqueue, allocate")
@@ -124,7 +125,7 @@ func TestWatcherReloadsOnConfigMapSwap(t *testing.T) {
 
 func TestWatcherBadEditKeepsLastGood(t *testing.T) {
 	volume := newConfigMapVolume(t, goodV1)
-	w := NewWatcher(volume.path(), testNames, DefaultConfiguration())
+	w := NewWatcher(volume.path(), testNames, DefaultConfiguration)
 	changes, failures := runWatcher(t, w)
 	waitChange(t, changes, failures, "enqueue, allocate")
 	good := w.Current()
@@ -132,10 +133,9 @@ func TestWatcherBadEditKeepsLastGood(t *testing.T) {
 	volume.update("bad", badV)
 	err := waitFailure(t, changes, failures)
 	var cfgErr *ConfigError
-	var unknown *UnknownNameError
 	if !errors.As(err, &cfgErr) || cfgErr.Path != volume.path() || cfgErr.Stage != StageValidate ||
-		!errors.As(err, &unknown) || unknown.Name != "not-a-plugin" {
-		t.Fatalf("error = %v, want a validate *ConfigError for %s naming not-a-plugin", err, volume.path())
+		!errors.Is(err, ErrNoActions) || !strings.Contains(err.Error(), `action "teleport" is skipped`) {
+		t.Fatalf("error = %v, want a validate *ConfigError for %s naming action teleport", err, volume.path())
 	}
 	if w.Current() != good {
 		t.Fatalf("a bad edit replaced the configuration in force")
@@ -148,8 +148,7 @@ func TestWatcherBadEditKeepsLastGood(t *testing.T) {
 
 func TestReloadReportsEachProblemOnce(t *testing.T) {
 	volume := newConfigMapVolume(t, goodV1)
-	fallback := DefaultConfiguration()
-	w := NewWatcher(volume.path(), testNames, fallback)
+	w := NewWatcher(volume.path(), testNames, DefaultConfiguration)
 
 	steps := []struct {
 		name        string
@@ -162,7 +161,7 @@ func TestReloadReportsEachProblemOnce(t *testing.T) {
 		{name: "same bytes rewritten", edit: func() { volume.update("v1-again", goodV1) }},
 		{name: "bad YAML", edit: func() { volume.update("bad1", "actions: [") }, wantStage: StageParse},
 		{name: "bad YAML still there", edit: func() {}},
-		{name: "unknown plugin", edit: func() { volume.update("bad2", badV) }, wantStage: StageValidate},
+		{name: "no action it has", edit: func() { volume.update("bad2", badV) }, wantStage: StageValidate},
 		{name: "reverted to the good content", edit: func() { volume.update("v1-revert", goodV1) }},
 		{name: "file removed", edit: func() { os.Remove(volume.path()) }, wantStage: StageRead},
 		{name: "still removed", edit: func() {}},
@@ -194,16 +193,15 @@ func TestReloadReportsEachProblemOnce(t *testing.T) {
 }
 
 func TestWatcherBadFileAtStartKeepsFallback(t *testing.T) {
-	volume := newConfigMapVolume(t, "actions: \"enqueue, teleport\"\n")
+	volume := newConfigMapVolume(t, "actions: \"teleport\"\n")
 	fallback := DefaultConfiguration()
-	w := NewWatcher(volume.path(), testNames, fallback)
+	w := NewWatcher(volume.path(), testNames, func() *SchedulerConfiguration { return fallback })
 	changes, failures := runWatcher(t, w)
 
-	var unknown *UnknownNameError
-	if err := waitFailure(t, changes, failures); !errors.As(err, &unknown) || unknown.Name != "teleport" {
+	if err := waitFailure(t, changes, failures); !strings.Contains(err.Error(), `action "teleport" is skipped`) {
 		t.Fatalf("error = %v, want one naming action teleport", err)
 	}
-	if w.Current() != fallback {
+	if w.Current() != fallback || w.FromFile() {
 		t.Fatalf("Current() is not the fallback after a bad file at start")
 	}
 	volume.update("v2", goodV1)

@@ -2,46 +2,93 @@ package framework
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 )
 
-// Registry holds the actions and plugins the scheduler binary provides.
+// Registry holds the actions and plugins the scheduler binary provides, and what it knows of
+// upstream Volcano's that it lacks. It answers every question conf asks of a configuration
+// (conf.KnownNames and its optional interfaces).
 type Registry struct {
-	plugins map[string]PluginBuilder
-	// argumentKeys are the argument keys of the plugins that declared them.
-	argumentKeys map[string]conf.ArgumentKeys
-	actions      map[string]Action
+	plugins map[string]PluginSpec
+	actions map[string]Action
+	// upstreamActions and upstreamPlugins say what Volcano's actions and plugins that this
+	// binary lacks would have done.
+	upstreamActions, upstreamPlugins map[string]string
+}
+
+// PluginSpec is one plugin as the registry knows it.
+type PluginSpec struct {
+	Build PluginBuilder
+	// Arguments are the argument keys the plugin reads, declared by the plugin package beside
+	// the code that reads them; loading reports any other key. nil: not declared, not checked.
+	Arguments conf.ArgumentKeys
+	// Ignored are upstream argument keys among Arguments that the plugin reads (so that a
+	// malformed value is still reported) without acting on them; loading reports them.
+	Ignored conf.ArgumentKeys
+	// Hierarchy: the plugin implements enableHierarchy; loading reports it otherwise.
+	Hierarchy bool
 }
 
 // NewRegistry is an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{plugins: map[string]PluginBuilder{}, argumentKeys: map[string]conf.ArgumentKeys{}, actions: map[string]Action{}}
+	return &Registry{plugins: map[string]PluginSpec{}, actions: map[string]Action{},
+		upstreamActions: map[string]string{}, upstreamPlugins: map[string]string{}}
 }
 
-// RegisterPlugin adds a plugin builder under its configuration name. Its arguments are
-// not checked by key: use RegisterPluginWithArguments for a plugin that declares its keys.
+// RegisterPlugin adds a plugin builder under its configuration name, with no arguments
+// declared (for tests; the binary registers a PluginSpec).
 func (r *Registry) RegisterPlugin(name string, b PluginBuilder) {
-	r.plugins[name] = b
-	delete(r.argumentKeys, name)
+	r.plugins[name] = PluginSpec{Build: b}
 }
 
-// RegisterPluginWithArguments adds a plugin builder with the argument keys it reads
-// (the plugin package declares them beside the code that reads them; an empty list means
-// it reads none). Loading a configuration warns about any other key (conf.UnknownArguments).
-func (r *Registry) RegisterPluginWithArguments(name string, b PluginBuilder, keys conf.ArgumentKeys) {
-	r.plugins[name] = b
-	if keys == nil {
-		keys = conf.ArgumentKeys{}
+// Register adds a plugin under its configuration name.
+func (r *Registry) Register(name string, spec PluginSpec) {
+	if spec.Arguments == nil {
+		spec.Arguments = conf.ArgumentKeys{}
 	}
-	r.argumentKeys[name] = keys
+	r.plugins[name] = spec
+}
+
+// DescribeUpstream records what an action or plugin of upstream Volcano that this binary
+// lacks does there, for the warning of a configuration that names it.
+func (r *Registry) DescribeUpstream(action bool, name, does string) {
+	if action {
+		r.upstreamActions[name] = does
+	} else {
+		r.upstreamPlugins[name] = does
+	}
 }
 
 // PluginArgumentKeys implements conf.ArgumentKeyLister.
 func (r *Registry) PluginArgumentKeys(plugin string) (conf.ArgumentKeys, bool) {
-	keys, ok := r.argumentKeys[plugin]
-	return keys, ok
+	spec, ok := r.plugins[plugin]
+	return spec.Arguments, ok && spec.Arguments != nil
+}
+
+// IgnoredArgument implements conf.PluginModes.
+func (r *Registry) IgnoredArgument(plugin, key string) (string, bool) {
+	if !r.plugins[plugin].Ignored.Has(key) {
+		return "", false
+	}
+	return "Volcano's " + plugin + " acts on it; this scheduler's does not implement it yet", true
+}
+
+// HonoursHierarchy implements conf.PluginModes.
+func (r *Registry) HonoursHierarchy(plugin string) bool { return r.plugins[plugin].Hierarchy }
+
+// UpstreamAction implements conf.UpstreamNames.
+func (r *Registry) UpstreamAction(name string) (string, bool) {
+	d, ok := r.upstreamActions[name]
+	return d, ok
+}
+
+// UpstreamPlugin implements conf.UpstreamNames.
+func (r *Registry) UpstreamPlugin(name string) (string, bool) {
+	d, ok := r.upstreamPlugins[name]
+	return d, ok
 }
 
 // RegisterAction adds an action under its name.
@@ -56,27 +103,23 @@ func (r *Registry) IsPlugin(name string) bool { _, ok := r.plugins[name]; return
 // Action returns a registered action.
 func (r *Registry) Action(name string) (Action, bool) { a, ok := r.actions[name]; return a, ok }
 
-// PluginNames lists the registered plugins, sorted.
-func (r *Registry) PluginNames() []string {
-	names := make([]string, 0, len(r.plugins))
-	for n := range r.plugins {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+// PluginNames lists the registered plugins, sorted (conf.NameLister).
+func (r *Registry) PluginNames() []string { return slices.Sorted(maps.Keys(r.plugins)) }
+
+// ActionNames lists the registered actions, sorted (conf.NameLister).
+func (r *Registry) ActionNames() []string { return slices.Sorted(maps.Keys(r.actions)) }
 
 // CheckPluginArguments implements conf.ArgumentChecker by building the plugin once.
 func (r *Registry) CheckPluginArguments(plugin string, args conf.Arguments) error {
-	_, err := r.plugins[plugin](args)
+	_, err := r.plugins[plugin].Build(args)
 	return err
 }
 
 // Plugin builds a registered plugin for a session.
 func (r *Registry) Plugin(name string, args conf.Arguments) (Plugin, error) {
-	b, ok := r.plugins[name]
+	spec, ok := r.plugins[name]
 	if !ok {
 		return nil, fmt.Errorf("unknown plugin %q", name)
 	}
-	return b(args)
+	return spec.Build(args)
 }

@@ -102,7 +102,7 @@ func readWeight(args conf.Arguments, key string) (int, error) {
 		return 0, err
 	}
 	if w < 0 {
-		return 0, fmt.Errorf("argument %q: weight %d is negative", key, w)
+		return 0, conf.InvalidArgument(key, w, fmt.Sprintf("weight %d is negative", w))
 	}
 	return w, nil
 }

@@ -6,14 +6,13 @@
 //
 // Only flat queues are implemented. With enableHierarchy upstream also checks every ancestor
 // of a queue, lets only leaf queues allocate and writes the root queue's totals; here that
-// flag is ignored (with a warning) and every queue stands alone. Reclaim and preempt are not
+// flag is skipped when the configuration loads (the registry says the plugin does not honour
+// it) and every queue stands alone. Reclaim and preempt are not
 // implemented: the framework has no such extension points yet. There is no Overused function,
 // as upstream.
 package capacity
 
 import (
-	"sync"
-
 	"k8s.io/klog/v2"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
@@ -41,11 +40,6 @@ func New(conf.Arguments) (framework.Plugin, error) {
 func (*capacityPlugin) Name() string { return PluginName }
 
 func (cp *capacityPlugin) OnSessionOpen(ssn *framework.Session) {
-	if hierarchyRequested(ssn) {
-		warnHierarchyIgnored.Do(func() {
-			klog.Warning("Plugin capacity: enableHierarchy is not supported yet; every queue is treated as flat and parent queues are not checked")
-		})
-	}
 	ledger := quota.NewLedger(ssn)
 	cp.ledger = ledger
 	// A queue declares its deserved share whether or not it has jobs; the idle ones' is
@@ -78,20 +72,4 @@ func declaredDeserved(q *quota.Queue) *api.Resource {
 	deserved := api.NewResource(q.Info.Queue.Spec.Deserved)
 	deserved.MinDimension(q.RealCapability, api.MissingAsInfinity)
 	return quota.Max(deserved, q.Guarantee)
-}
-
-// warnHierarchyIgnored says once per process, not once per cycle, that enableHierarchy has no
-// effect: plugins are rebuilt every session.
-var warnHierarchyIgnored sync.Once
-
-// hierarchyRequested: some tier enables hierarchy for this plugin.
-func hierarchyRequested(ssn *framework.Session) bool {
-	for _, tier := range ssn.Tiers {
-		for i := range tier.Plugins {
-			if opt := &tier.Plugins[i]; opt.Name == PluginName && opt.HierarchyEnabled() {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -21,8 +21,8 @@ func TestUpstreamDefaultTierLoads(t *testing.T) {
 	reg.RegisterAction(noAction{})
 	for _, args := range []conf.Arguments{nil, {"unknown": "ignored"}} {
 		cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName, Arguments: args}}}}}
-		if err := conf.Validate(cfg, reg); err != nil {
-			t.Errorf("arguments %v: %v", args, err)
+		if resolved, skipped, err := conf.Resolve(cfg, reg); err != nil || len(resolved.Tiers[0].Plugins) != 1 || skipped != nil {
+			t.Errorf("arguments %v: %v, skipped %v", args, err, skipped)
 		}
 	}
 }

@@ -89,14 +89,15 @@ func parseArguments(args conf.Arguments) (arguments, error) {
 	case PolicySpread:
 		a.policy = policySpread
 	default:
-		return arguments{}, fmt.Errorf("argument %q: policy %q: want %q, %q or nothing", SchedulePolicyArg, policyName, PolicyBinpack, PolicySpread)
+		return arguments{}, conf.InvalidArgument(SchedulePolicyArg, policyName,
+			fmt.Sprintf("policy %q: want %q, %q or nothing", policyName, PolicyBinpack, PolicySpread))
 	}
 	weight := defaultScheduleWeight
 	if err := args.GetInt(&weight, ScheduleWeightArg); err != nil {
 		return arguments{}, err
 	}
 	if weight < 0 {
-		return arguments{}, fmt.Errorf("argument %q: weight %d is negative", ScheduleWeightArg, weight)
+		return arguments{}, conf.InvalidArgument(ScheduleWeightArg, weight, fmt.Sprintf("weight %d is negative", weight))
 	}
 	if a.policy != policyNone {
 		a.weight = float64(weight)
@@ -117,11 +118,11 @@ func parseArguments(args conf.Arguments) (arguments, error) {
 			return arguments{}, err
 		}
 		if *arg.value == "" {
-			return arguments{}, fmt.Errorf("argument %q: empty", arg.key)
+			return arguments{}, conf.InvalidArgument(arg.key, "", "empty")
 		}
 		// A name no ConfigMap can have would silently leave the defaults in force.
 		if errs := arg.check(*arg.value); len(errs) > 0 {
-			return arguments{}, fmt.Errorf("argument %q: %q: %s", arg.key, *arg.value, errs[0])
+			return arguments{}, conf.InvalidArgument(arg.key, *arg.value, fmt.Sprintf("%q: %s", *arg.value, errs[0]))
 		}
 	}
 	return a, nil

@@ -57,6 +57,12 @@ func NewDeriver() *Deriver { return NewDeriverFor(devicewatch.Static(vgpu.Defaul
 // Name is the key of the ledger in api.NodeInfo.Devices.
 func (*Deriver) Name() string { return PluginName }
 
+// Claims: a device plugin has registered vGPU on the node (its register annotation).
+func (*Deriver) Claims(node *corev1.Node) bool {
+	_, registered := node.Annotations[vgpu.NodeDevicesAnnotation]
+	return registered
+}
+
 // Derive builds the node's ledger; nil when the node has no register annotation.
 func (d *Deriver) Derive(node *api.NodeInfo) api.Devices {
 	value, registered := node.Node.Annotations[vgpu.NodeDevicesAnnotation]

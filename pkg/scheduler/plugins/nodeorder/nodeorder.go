@@ -44,13 +44,13 @@ const (
 	TaintTolerationWeight  = "tainttoleration.weight"
 )
 
-// unimplementedWeights are upstream's weights for scores this plugin does not compute,
+// IgnoredArgumentKeys are upstream's weights for scores this plugin does not compute,
 // read only so that a malformed value is still reported.
-var unimplementedWeights = []string{"podaffinity.weight", "imagelocality.weight", "podtopologyspread.weight"}
+var IgnoredArgumentKeys = conf.ArgumentKeys{"podaffinity.weight", "imagelocality.weight", "podtopologyspread.weight"}
 
 // ArgumentKeys are the arguments New reads, upstream's unimplemented weights included.
 var ArgumentKeys = append(conf.ArgumentKeys{LeastRequestedWeight, MostRequestedWeight, BalancedResourceWeight,
-	NodeAffinityWeight, TaintTolerationWeight}, unimplementedWeights...)
+	NodeAffinityWeight, TaintTolerationWeight}, IgnoredArgumentKeys...)
 
 // MaxNodeScore is the best score of one scorer, before its weight.
 const MaxNodeScore = 100
@@ -95,7 +95,7 @@ func New(args conf.Arguments) (framework.Plugin, error) {
 		}
 		*w.to = float64(v)
 	}
-	for _, key := range unimplementedWeights {
+	for _, key := range IgnoredArgumentKeys {
 		if _, err := readWeight(args, key, 0); err != nil {
 			return nil, err
 		}
@@ -109,7 +109,7 @@ func readWeight(args conf.Arguments, key string, def int) (int, error) {
 		return 0, err
 	}
 	if w < 0 {
-		return 0, fmt.Errorf("argument %q: weight %d is negative", key, w)
+		return 0, conf.InvalidArgument(key, w, fmt.Sprintf("weight %d is negative", w))
 	}
 	return w, nil
 }

@@ -5,8 +5,6 @@
 package overcommit
 
 import (
-	"fmt"
-
 	"k8s.io/klog/v2"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
@@ -44,7 +42,7 @@ type overcommitPlugin struct {
 func New(args conf.Arguments) (framework.Plugin, error) {
 	factor := DefaultFactor
 	if err := args.GetFloat64(&factor, FactorArgument); err != nil {
-		return nil, fmt.Errorf("plugin %s: %w", PluginName, err)
+		return nil, err
 	}
 	if !(factor >= 1) { // also catches NaN
 		klog.V(4).InfoS("overcommit-factor below 1; using the default", "value", factor, "default", DefaultFactor)

@@ -37,10 +37,10 @@ const (
 	NodePortsEnable         = "predicate.NodePortsEnable"
 )
 
-// unimplementedSwitches are upstream's switches for checks this plugin does not make. A
-// file written for upstream may set them; they are read only so that a malformed value is
-// still reported.
-var unimplementedSwitches = []string{
+// IgnoredArgumentKeys are upstream's switches for checks this plugin does not make. A file
+// written for upstream may set them; they are read only so that a malformed value is still
+// reported, and loading says they are not acted on.
+var IgnoredArgumentKeys = conf.ArgumentKeys{
 	"predicate.PodAffinityEnable",
 	"predicate.NodeVolumeLimitsEnable",
 	"predicate.VolumeZoneEnable",
@@ -54,7 +54,7 @@ var unimplementedSwitches = []string{
 // ArgumentKeys are the arguments New reads: the switches, upstream's unimplemented ones
 // included.
 var ArgumentKeys = append(conf.ArgumentKeys{PodNumberEnable, NodeUnschedulableEnable, NodeAffinityEnable,
-	TaintTolerationEnable, NodePortsEnable}, unimplementedSwitches...)
+	TaintTolerationEnable, NodePortsEnable}, IgnoredArgumentKeys...)
 
 // Reasons users see in "0/N nodes are unavailable: ...". All but the pod-number one are
 // kube-scheduler's own words.
@@ -142,7 +142,7 @@ func New(args conf.Arguments) (framework.Plugin, error) {
 			return nil, err
 		}
 	}
-	for _, key := range unimplementedSwitches {
+	for _, key := range IgnoredArgumentKeys {
 		var ignored bool
 		if err := args.GetBool(&ignored, key); err != nil {
 			return nil, err
