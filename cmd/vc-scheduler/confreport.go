@@ -141,7 +141,7 @@ func (r *configReport) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	case fromFile:
 		fmt.Fprintf(&b, "configuration: %s, in force since %s\n", r.path, loadedAt.UTC().Format(time.RFC3339))
 	case r.vgpuNodes() > 0:
-		fmt.Fprintf(&b, "configuration: built-in, with deviceshare (vGPU registered on %d nodes)\n", r.vgpuNodes())
+		fmt.Fprintf(&b, "configuration: built-in, with deviceshare (nodes with vGPU registered: %d)\n", r.vgpuNodes())
 	default:
 		fmt.Fprintln(&b, "configuration: built-in (no node has registered vGPU: deviceshare off)")
 	}

@@ -127,7 +127,7 @@ func TestUnusableFileKeepsTheBuiltinWithVGPU(t *testing.T) {
 		report.ServeHTTP(status, httptest.NewRequest("GET", "/status", nil))
 		want := "configuration: built-in (no node has registered vGPU: deviceshare off)\n"
 		if tt.wantVGPU {
-			want = "configuration: built-in, with deviceshare (vGPU registered on 3 nodes)\n"
+			want = "configuration: built-in, with deviceshare (nodes with vGPU registered: 3)\n"
 		}
 		if body := status.Body.String(); !strings.HasPrefix(body, want) || !strings.Contains(body, "rejected: scheduler configuration ") {
 			t.Errorf("/status\n%s\nwant it to start %q and say why the file is not in force", body, want)
