@@ -2,6 +2,9 @@
 SHELL := /bin/bash
 GO ?= /usr/local/go/bin/go
 export PATH := /usr/local/go/bin:$(PATH)
+# go-nvml's header marks NVML calls deprecated that it still wraps: without this every cgo
+# build prints some 300 lines of warnings (hack/lib.sh sets the same for the scripts).
+export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
 .PHONY: all build images test unit fuzz e2e chaos lint demo bench bench-e2e tools deps cluster-up cluster-down clean
 

@@ -50,9 +50,10 @@ type TaskInfo struct {
 	// assignments). They travel inside the Binding object, so that a pod is never bound without
 	// them nor annotated without being bound.
 	BindAnnotations map[string]string
-	// NodeLock, when set, is the node annotation the binder takes as a lock before it sends
-	// the Binding (deviceshare.NodeLockEnable); whoever serves the pod on the node removes it.
-	NodeLock string
+	// PreBind are the steps the binder runs, in order, before it sends the Binding: the
+	// plugins' work against the API server that this placement needs (PreBindStep). Shared
+	// between clones: use AddPreBind and RemovePreBind, which never change a slice in place.
+	PreBind []PreBindStep
 
 	Pod *corev1.Pod
 }

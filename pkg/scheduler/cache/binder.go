@@ -40,7 +40,7 @@ func (sc *SchedulerCache) Bind(task *api.TaskInfo) error {
 	sc.setTaskStatus(cur, api.Binding)
 	cur.NodeName = node.Name
 	cur.BindAnnotations = maps.Clone(task.BindAnnotations)
-	cur.NodeLock = task.NodeLock
+	cur.PreBind = task.PreBind
 	node.AddTask(cur)
 	sc.nodeChanged(node.Name)
 	sc.binds.Add(refOf(cur))
@@ -71,13 +71,14 @@ func (sc *SchedulerCache) processNextBind(ctx context.Context) bool {
 		sc.mu.Unlock()
 		return true
 	}
-	pod, node, lock := t.Pod, t.NodeName, t.NodeLock
+	pod, node, steps := t.Pod, t.NodeName, t.PreBind
 	binding := newBinding(t)
 	sc.mu.Unlock()
 
-	if lock != "" {
-		if err := sc.lockNode(ctx, node, lock); err != nil {
-			sc.bindFailed(ref, pod, node, fmt.Errorf("node %s locked for %s/%s %s lockname %w", node, pod.Namespace, pod.Name, lock, err))
+	for _, step := range steps {
+		if err := step.PreBind(ctx, &api.PreBindRequest{Client: sc.kube, Clock: sc.clock, Pod: pod, Node: node}); err != nil {
+			klog.V(3).InfoS("Pre-bind step failed", "pod", klog.KObj(pod), "node", node, "step", step.Name())
+			sc.bindFailed(ref, pod, node, err)
 			return true
 		}
 	}
@@ -117,7 +118,7 @@ func (sc *SchedulerCache) bindFailed(ref podRef, pod *corev1.Pod, node string, e
 	if t := sc.tasks[ref.UID]; t != nil && t.Status == api.Binding && t.NodeName == node {
 		sc.nodes[node].RemoveTask(t)
 		sc.setTaskStatus(t, api.Pending)
-		t.NodeName, t.BindAnnotations, t.NodeLock = "", nil, ""
+		t.NodeName, t.BindAnnotations, t.PreBind = "", nil, nil
 		sc.nodeChanged(node)
 	}
 	sc.mu.Unlock()

@@ -120,7 +120,7 @@ func (sc *SchedulerCache) setPod(pod *corev1.Pod) {
 	old := sc.tasks[t.UID]
 	if old != nil {
 		if old.Status == api.Binding && t.Status == api.Pending {
-			t.Status, t.NodeName, t.BindAnnotations, t.NodeLock = api.Binding, old.NodeName, old.BindAnnotations, old.NodeLock
+			t.Status, t.NodeName, t.BindAnnotations, t.PreBind = api.Binding, old.NodeName, old.BindAnnotations, old.PreBind
 		}
 		oldNode = sc.removeTask(old)
 	}

@@ -22,8 +22,8 @@
 // scoring a node after its check, and checking it for the next pod of the same shape (the
 // rest of a gang), do not fit again.
 //
-// With deviceshare.NodeLockEnable a placed vGPU task carries the node lock (api.TaskInfo
-// NodeLock), which the cache's binder takes before it sends the Binding.
+// With deviceshare.NodeLockEnable a placed vGPU task carries the node lock as a pre-bind step
+// (api.PreBindStep, nodelock.go), which the cache's binder runs before it sends the Binding.
 //
 // What the ledgers book is reported too: each session close sets upstream's vGPU gauges
 // (Shared's, metrics.go) from them, and a task holding vGPUs counts what its devices book in its
@@ -325,7 +325,7 @@ func (p *plugin) allocate(e *framework.Event) {
 	a[vgpu.BindPhaseAnnotation] = vgpu.BindPhaseAllocating
 	a[vgpu.BindTimeAnnotation] = now
 	if p.args.nodeLock {
-		task.NodeLock = vgpu.NodeLockAnnotation
+		task.AddPreBind(nodeLockStep)
 	}
 }
 
@@ -344,7 +344,7 @@ func (p *plugin) deallocate(e *framework.Event) {
 	for _, key := range assignmentKeys {
 		delete(task.BindAnnotations, key)
 	}
-	task.NodeLock = ""
+	task.RemovePreBind(nodeLockStep)
 	if len(task.BindAnnotations) == 0 {
 		task.BindAnnotations = nil
 	}

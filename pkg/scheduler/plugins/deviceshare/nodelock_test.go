@@ -1,7 +1,15 @@
 package deviceshare
 
 import (
+	"context"
+	"slices"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
@@ -19,9 +27,9 @@ func TestNodeLockRequest(t *testing.T) {
 			Name: PluginName, Arguments: conf.Arguments{VGPUEnableArg: true, NodeLockEnableArg: enabled},
 		}}}}}
 		ssn := framework.OpenSession(cache, cfg, registry(nil))
-		want := ""
+		var want []api.PreBindStep
 		if enabled {
-			want = vgpu.NodeLockAnnotation
+			want = []api.PreBindStep{nodeLockStep}
 		}
 		stmt := ssn.NewStatement()
 		for _, name := range []string{"gpu", "plain"} {
@@ -29,15 +37,62 @@ func TestNodeLockRequest(t *testing.T) {
 				t.Fatalf("Allocate %s: %v", name, err)
 			}
 		}
-		if got := taskOf(t, ssn, "gpu").NodeLock; got != want {
-			t.Errorf("lock enabled %v: vGPU task's NodeLock %q, want %q", enabled, got, want)
+		if got := taskOf(t, ssn, "gpu").PreBind; !slices.Equal(got, want) {
+			t.Errorf("lock enabled %v: vGPU task's pre-bind steps %v, want %v", enabled, got, want)
 		}
-		if got := taskOf(t, ssn, "plain").NodeLock; got != "" {
-			t.Errorf("lock enabled %v: a task without vGPUs asks for lock %q", enabled, got)
+		if got := taskOf(t, ssn, "plain").PreBind; got != nil {
+			t.Errorf("lock enabled %v: a task without vGPUs has pre-bind steps %v", enabled, got)
 		}
 		stmt.Discard()
-		if got := taskOf(t, ssn, "gpu").NodeLock; got != "" {
-			t.Errorf("lock enabled %v: NodeLock %q left after Discard", enabled, got)
+		if got := taskOf(t, ssn, "gpu").PreBind; got != nil {
+			t.Errorf("lock enabled %v: pre-bind steps %v left after Discard", enabled, got)
 		}
+	}
+}
+
+// The node lock step takes a free or expired lock (its value the bind time) and refuses the
+// bind, with upstream's message, while a fresh one is held.
+func TestNodeLockStep(t *testing.T) {
+	const lock = vgpu.NodeLockAnnotation
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct {
+		name    string
+		held    string // the lock's value on the node before the bind; "" for none
+		wantErr string
+	}{
+		{name: "free"},
+		{name: "expired: left by a pod that never reached its device plugin", held: "2026-01-02T02:59:05Z"},
+		{name: "taken a minute ago", held: "2026-01-02T03:03:05Z",
+			wantErr: "node n1 locked for ns/p1 hamivgpu lockname node n1 has been locked within 5 minutes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: "1"}}
+			if tt.held != "" {
+				node.Annotations = map[string]string{lock: tt.held}
+			}
+			client := fake.NewClientset(node)
+			err := nodeLockStep.PreBind(context.Background(), &api.PreBindRequest{Client: client,
+				Clock: clocktesting.NewFakePassiveClock(now), Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p1"}}, Node: "n1"})
+			got, getErr := client.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
+			if getErr != nil {
+				t.Fatal(getErr)
+			}
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Errorf("error %v, want %q", err, tt.wantErr)
+				}
+				if got.Annotations[lock] != tt.held {
+					t.Errorf("lock %q, want it left at %q", got.Annotations[lock], tt.held)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := now.Format(time.RFC3339); got.Annotations[lock] != want {
+				t.Errorf("lock %q, want %q (the bind time)", got.Annotations[lock], want)
+			}
+		})
 	}
 }

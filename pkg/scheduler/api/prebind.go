@@ -1,0 +1,51 @@
+package api
+
+import (
+	"context"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+)
+
+// PreBindStep is work against the API server that a plugin's placement of a task needs done
+// before the task's Binding is sent, as kube-scheduler's PreBind: upstream's node lock taken,
+// a claim's volume bound or its selected-node written. A plugin adds its steps to the task
+// (AddPreBind) when the placement is made in a session and takes them back if it is undone;
+// the cache's bind worker runs them in order, outside any session. The first error fails the
+// bind: nothing more is sent, the placement is undone in the cache and the error is reported
+// on the pod. A step is a value the plugin builds, with whatever long-lived state it needs;
+// the cache knows none of them.
+type PreBindStep interface {
+	// Name says whose step it is (the plugin), for logs.
+	Name() string
+	// PreBind does the work for one bind.
+	PreBind(ctx context.Context, r *PreBindRequest) error
+}
+
+// PreBindRequest is what a PreBindStep works with: the binder's API client and clock, the
+// pod as the cache holds it and the node it is being bound to.
+type PreBindRequest struct {
+	Client kubernetes.Interface
+	Clock  clock.PassiveClock
+	Pod    *corev1.Pod
+	Node   string
+}
+
+// AddPreBind adds step to the task's steps, once.
+func (t *TaskInfo) AddPreBind(step PreBindStep) {
+	if !slices.Contains(t.PreBind, step) {
+		t.PreBind = append(slices.Clip(t.PreBind), step)
+	}
+}
+
+// RemovePreBind takes step back from the task's steps.
+func (t *TaskInfo) RemovePreBind(step PreBindStep) {
+	if i := slices.Index(t.PreBind, step); i >= 0 {
+		t.PreBind = slices.Delete(slices.Clone(t.PreBind), i, i+1)
+	}
+	if len(t.PreBind) == 0 {
+		t.PreBind = nil
+	}
+}
