@@ -61,6 +61,9 @@ type sessionFns struct {
 	jobEnqueued                  map[string]JobFn
 	jobValid                     map[string]JobValidFn
 	queueUsage                   map[string]QueueUsageFn
+	preemptable, reclaimable     map[string]EvictableFn
+	preemptive                   map[string]AllocatableFn
+	jobStarving                  map[string]JobBoolFn
 }
 
 func newSessionFns() sessionFns {
@@ -71,7 +74,9 @@ func newSessionFns() sessionFns {
 		allocatable: map[string]AllocatableFn{}, jobReady: map[string]JobBoolFn{},
 		jobPipelined: map[string]VoteFn{}, jobEnqueueable: map[string]VoteFn{},
 		jobEnqueued: map[string]JobFn{}, jobValid: map[string]JobValidFn{},
-		queueUsage: map[string]QueueUsageFn{},
+		queueUsage:  map[string]QueueUsageFn{},
+		preemptable: map[string]EvictableFn{}, reclaimable: map[string]EvictableFn{},
+		preemptive: map[string]AllocatableFn{}, jobStarving: map[string]JobBoolFn{},
 	}
 }
 
@@ -122,6 +127,9 @@ type sessionChains struct {
 	jobEnqueued                  chain[JobFn]
 	jobValid                     chain[JobValidFn]
 	queueUsage                   chain[QueueUsageFn]
+	preemptable, reclaimable     chain[EvictableFn]
+	preemptive                   chain[AllocatableFn]
+	jobStarving                  chain[JobBoolFn]
 }
 
 // chains returns the session's chains, laying them out again after a registration. The
@@ -146,6 +154,10 @@ func (ssn *Session) chains() *sessionChains {
 		jobEnqueued:    newChain(tiers, f.jobEnqueued, jobEnqueuedFlag),
 		jobValid:       newChain(tiers, f.jobValid, nil),
 		queueUsage:     newChain(tiers, f.queueUsage, nil),
+		preemptable:    newChain(tiers, f.preemptable, preemptableFlag),
+		reclaimable:    newChain(tiers, f.reclaimable, reclaimableFlag),
+		preemptive:     newChain(tiers, f.preemptive, preemptiveFlag),
+		jobStarving:    newChain(tiers, f.jobStarving, jobStarvingFlag),
 	}
 	return ssn.linked
 }

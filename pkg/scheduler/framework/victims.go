@@ -1,0 +1,118 @@
+package framework
+
+import (
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+)
+
+// EvictableFn answers, for a preemptor (or reclaimer) task, which of the candidate tasks its
+// plugin lets it evict. abstain true: the plugin has no say on this preemptor, and victims
+// is not read. A plugin that has a say and allows none returns no victims.
+type EvictableFn func(preemptor *api.TaskInfo, candidates []*api.TaskInfo) (victims []*api.TaskInfo, abstain bool)
+
+// AddPreemptableFn registers the plugin's answer for preemption within a queue.
+func (ssn *Session) AddPreemptableFn(plugin string, fn EvictableFn) {
+	register(ssn, ssn.fns.preemptable, plugin, fn)
+}
+
+// AddReclaimableFn registers the plugin's answer for reclaim across queues.
+func (ssn *Session) AddReclaimableFn(plugin string, fn EvictableFn) {
+	register(ssn, ssn.fns.reclaimable, plugin, fn)
+}
+
+// AddPreemptiveFn registers whether a queue may take resources back for a task (reclaim);
+// nil means it may, an error says why not.
+func (ssn *Session) AddPreemptiveFn(plugin string, fn AllocatableFn) {
+	register(ssn, ssn.fns.preemptive, plugin, fn)
+}
+
+// AddJobStarvingFn registers whether a job still wants resources it has not got.
+func (ssn *Session) AddJobStarvingFn(plugin string, fn JobBoolFn) {
+	register(ssn, ssn.fns.jobStarving, plugin, fn)
+}
+
+func preemptableFlag(o *conf.PluginOption) *bool { return o.EnabledPreemptable }
+func reclaimableFlag(o *conf.PluginOption) *bool { return o.EnabledReclaimable }
+func preemptiveFlag(o *conf.PluginOption) *bool  { return o.EnablePreemptive }
+func jobStarvingFlag(o *conf.PluginOption) *bool { return o.EnabledJobStarving }
+
+// Preemptable is the victims preemptor may evict among candidates, by the plugins whose
+// enablePreemptable is on (see victims).
+func (ssn *Session) Preemptable(preemptor *api.TaskInfo, candidates []*api.TaskInfo) []*api.TaskInfo {
+	return victims(ssn.chains().preemptable, preemptor, candidates)
+}
+
+// Reclaimable is Preemptable for reclaim, by the plugins whose enableReclaimable is on.
+func (ssn *Session) Reclaimable(reclaimer *api.TaskInfo, candidates []*api.TaskInfo) []*api.TaskInfo {
+	return victims(ssn.chains().reclaimable, reclaimer, candidates)
+}
+
+// victims combines the chain tier by tier, as upstream: within a tier, the candidates every
+// plugin with a say allows (the intersection, in candidate order); the first tier in which a
+// plugin has a say decides. Unlike upstream, a plugin with a say that allows none ends it
+// with no victims whatever later tiers say: a plugin that protects every candidate (a gang at
+// its minimum, kube-system pods) is never overruled. No plugin with a say: no victims.
+func victims(c chain[EvictableFn], preemptor *api.TaskInfo, candidates []*api.TaskInfo) []*api.TaskInfo {
+	var allowed map[api.TaskID]bool // nil until a plugin of the deciding tier has a say
+	for i, l := range c {
+		if allowed != nil && l.tier != c[i-1].tier {
+			break // the tier before decided
+		}
+		chosen, abstain := l.fn(preemptor, candidates)
+		if abstain {
+			continue
+		}
+		if len(chosen) == 0 {
+			return nil
+		}
+		these := make(map[api.TaskID]bool, len(chosen))
+		for _, t := range chosen {
+			if allowed == nil || allowed[t.UID] {
+				these[t.UID] = true
+			}
+		}
+		if len(these) == 0 {
+			return nil
+		}
+		allowed = these
+	}
+	if allowed == nil {
+		return nil
+	}
+	var out []*api.TaskInfo
+	for _, t := range candidates {
+		if allowed[t.UID] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Preemptive: nil when every plugin whose enablePreemptive is on lets the queue take
+// resources back for the task, else the first refusal.
+func (ssn *Session) Preemptive(queue *api.QueueInfo, task *api.TaskInfo) error {
+	for _, l := range ssn.chains().preemptive {
+		if err := l.fn(queue, task); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// JobStarving: the first tier with a function decides, and all of that tier's must say the
+// job is starving; false when no plugin has a say.
+func (ssn *Session) JobStarving(job *api.JobInfo) bool {
+	c := ssn.chains().jobStarving
+	if len(c) == 0 {
+		return false
+	}
+	for _, l := range c {
+		if l.tier != c[0].tier {
+			break
+		}
+		if !l.fn(job) {
+			return false
+		}
+	}
+	return true
+}

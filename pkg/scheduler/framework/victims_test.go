@@ -1,0 +1,167 @@
+package framework
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+)
+
+// evictor allows the candidates at the given indexes, or abstains when allow is nil.
+type evictor struct {
+	name  string
+	allow []int
+}
+
+func (e *evictor) Name() string { return e.name }
+func (e *evictor) OnSessionOpen(ssn *Session) {
+	fn := func(_ *api.TaskInfo, candidates []*api.TaskInfo) ([]*api.TaskInfo, bool) {
+		if e.allow == nil {
+			return nil, true
+		}
+		var out []*api.TaskInfo
+		for _, i := range e.allow {
+			out = append(out, candidates[i])
+		}
+		return out, false
+	}
+	ssn.AddPreemptableFn(e.name, fn)
+	ssn.AddReclaimableFn(e.name, fn)
+}
+func (e *evictor) OnSessionClose(*Session) {}
+
+// Victims follow upstream's tier rule (intersection within the first tier with a say), with
+// the one documented difference: a plugin with a say that allows none is final.
+func TestVictimTierRules(t *testing.T) {
+	cases := []struct {
+		name  string
+		tiers [][]*evictor
+		want  []int
+	}{
+		{"no plugin: none", nil, nil},
+		{"all abstain: none", [][]*evictor{{{name: "a"}}, {{name: "b"}}}, nil},
+		{"intersection within a tier", [][]*evictor{{{name: "a", allow: []int{0, 1, 2}}, {name: "b", allow: []int{2, 1}}}}, []int{1, 2}},
+		{"an abstainer does not narrow", [][]*evictor{{{name: "a", allow: []int{0, 2}}, {name: "b"}}}, []int{0, 2}},
+		{"first tier with a say decides", [][]*evictor{{{name: "a", allow: []int{0}}}, {{name: "b", allow: []int{1}}}}, []int{0}},
+		{"abstaining tier passes on", [][]*evictor{{{name: "a"}}, {{name: "b", allow: []int{1}}}}, []int{1}},
+		{"empty say is final", [][]*evictor{{{name: "a", allow: []int{}}}, {{name: "b", allow: []int{0}}}}, nil},
+		{"disjoint within a tier: none", [][]*evictor{{{name: "a", allow: []int{0}}, {name: "b", allow: []int{1}}}, {{name: "c", allow: []int{2}}}}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := NewRegistry()
+			cfg := &conf.SchedulerConfiguration{Actions: "preempt"}
+			for _, tier := range tc.tiers {
+				var opts []conf.PluginOption
+				for _, p := range tier {
+					reg.RegisterPlugin(p.name, func(conf.Arguments) (Plugin, error) { return p, nil })
+					opts = append(opts, conf.PluginOption{Name: p.name})
+				}
+				cfg.Tiers = append(cfg.Tiers, conf.Tier{Plugins: opts})
+			}
+			ssn := OpenSession(&fakeCache{snap: cluster(1, 4)}, cfg, reg)
+			job := ssn.Jobs["ns/pg"]
+			var candidates []*api.TaskInfo
+			for i := 1; i < 4; i++ {
+				candidates = append(candidates, job.Tasks[api.TaskID(fmt.Sprintf("uid-%d", i))])
+			}
+			var want []string
+			for _, i := range tc.want {
+				want = append(want, candidates[i].Name)
+			}
+			for what, got := range map[string][]*api.TaskInfo{
+				"Preemptable": ssn.Preemptable(job.Tasks["uid-0"], candidates),
+				"Reclaimable": ssn.Reclaimable(job.Tasks["uid-0"], candidates),
+			} {
+				var names []string
+				for _, v := range got {
+					names = append(names, v.Name)
+				}
+				if !slices.Equal(names, want) {
+					t.Errorf("%s = %v, want %v", what, names, want)
+				}
+			}
+		})
+	}
+}
+
+// A plugin whose enablePreemptable is off has no say, whatever it registers.
+func TestVictimsFollowFlags(t *testing.T) {
+	off := false
+	reg := NewRegistry()
+	a, b := &evictor{name: "a", allow: []int{}}, &evictor{name: "b", allow: []int{0}}
+	for _, p := range []*evictor{a, b} {
+		reg.RegisterPlugin(p.name, func(conf.Arguments) (Plugin, error) { return p, nil })
+	}
+	cfg := &conf.SchedulerConfiguration{Actions: "preempt", Tiers: []conf.Tier{
+		{Plugins: []conf.PluginOption{{Name: "a", EnabledPreemptable: &off}}},
+		{Plugins: []conf.PluginOption{{Name: "b", EnabledReclaimable: &off}}},
+	}}
+	ssn := OpenSession(&fakeCache{snap: cluster(1, 2)}, cfg, reg)
+	job := ssn.Jobs["ns/pg"]
+	candidates := []*api.TaskInfo{job.Tasks["uid-1"]}
+	if got := ssn.Preemptable(job.Tasks["uid-0"], candidates); len(got) != 1 {
+		t.Errorf("Preemptable = %v, want b's one victim (a's veto is switched off)", got)
+	}
+	if got := ssn.Reclaimable(job.Tasks["uid-0"], candidates); len(got) != 0 {
+		t.Errorf("Reclaimable = %v, want a's veto (b is switched off)", got)
+	}
+}
+
+// starver says whether a job is starving, and refuses reclaim for its queue when refuse is set.
+type starver struct {
+	name     string
+	starving bool
+	refuse   bool
+}
+
+func (s *starver) Name() string { return s.name }
+func (s *starver) OnSessionOpen(ssn *Session) {
+	ssn.AddJobStarvingFn(s.name, func(*api.JobInfo) bool { return s.starving })
+	ssn.AddPreemptiveFn(s.name, func(*api.QueueInfo, *api.TaskInfo) error {
+		if s.refuse {
+			return fmt.Errorf("%s refuses", s.name)
+		}
+		return nil
+	})
+}
+func (s *starver) OnSessionClose(*Session) {}
+
+func TestJobStarvingAndPreemptive(t *testing.T) {
+	cases := []struct {
+		name         string
+		tiers        [][]*starver
+		wantStarving bool
+		wantRefusal  string
+	}{
+		{"no plugin", nil, false, ""},
+		{"first tier, all of it", [][]*starver{{{name: "a", starving: true}, {name: "b"}}, {{name: "c", starving: true}}}, false, ""},
+		{"first tier decides", [][]*starver{{{name: "a", starving: true}}, {{name: "c"}}}, true, ""},
+		{"any refusal stops reclaim", [][]*starver{{{name: "a", starving: true}}, {{name: "c", refuse: true}}}, true, "c refuses"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := NewRegistry()
+			cfg := &conf.SchedulerConfiguration{Actions: "reclaim"}
+			for _, tier := range tc.tiers {
+				var opts []conf.PluginOption
+				for _, p := range tier {
+					reg.RegisterPlugin(p.name, func(conf.Arguments) (Plugin, error) { return p, nil })
+					opts = append(opts, conf.PluginOption{Name: p.name})
+				}
+				cfg.Tiers = append(cfg.Tiers, conf.Tier{Plugins: opts})
+			}
+			ssn := OpenSession(&fakeCache{snap: cluster(1, 1)}, cfg, reg)
+			job := ssn.Jobs["ns/pg"]
+			if got := ssn.JobStarving(job); got != tc.wantStarving {
+				t.Errorf("JobStarving = %v, want %v", got, tc.wantStarving)
+			}
+			err := ssn.Preemptive(ssn.Queues["default"], job.Tasks["uid-0"])
+			if got := fmt.Sprint(err); (tc.wantRefusal == "" && err != nil) || (tc.wantRefusal != "" && got != tc.wantRefusal) {
+				t.Errorf("Preemptive = %v, want %q", err, tc.wantRefusal)
+			}
+		})
+	}
+}
