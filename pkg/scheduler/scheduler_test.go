@@ -22,6 +22,7 @@ func (*countingCache) Bind(*api.TaskInfo) error                            { ret
 func (*countingCache) UpdateJobStatus(*api.JobInfo, bool)                  {}
 func (*countingCache) UpdateQueueStatus(*api.QueueInfo, *api.Resource)     {}
 func (*countingCache) RecordJobEvent(*api.JobInfo, string, string, string) {}
+func (*countingCache) Evict(*api.TaskInfo, string) error                   { return nil }
 
 // Work arriving starts a cycle before the period is out: a fifth of the period after the
 // previous one.

@@ -53,6 +53,8 @@ type SchedulerCache struct {
 
 	// binds holds pods whose placement Bind accepted, for the bind workers.
 	binds workqueue.TypedInterface[podRef]
+	// evictions holds pods whose eviction Evict accepted, for the evict workers.
+	evictions workqueue.TypedInterface[podRef]
 	// resyncs holds pods whose bind failed, to re-read from the API server with backoff.
 	resyncs workqueue.TypedRateLimitingInterface[podRef]
 	// writes coalesces status writes per object for the status workers.
@@ -73,7 +75,10 @@ type SchedulerCache struct {
 	queues    map[api.QueueID]*api.QueueInfo
 	// tasks indexes every task by pod UID; the job's and this index share the object, the node
 	// holds its own copy.
-	tasks           map[api.TaskID]*api.TaskInfo
+	tasks map[api.TaskID]*api.TaskInfo
+	// evicting holds, with its reason, every task whose eviction was accepted and whose pod
+	// the informer still shows undeleted: it stays Releasing whatever updates come.
+	evicting        map[api.TaskID]string
 	priorityClasses map[string]*schedulingv1.PriorityClass
 	derivers        []DeviceDeriver
 	// claimed holds, per deriver name, the nodes whose object announces its devices.
@@ -128,6 +133,7 @@ func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*
 		recorder:       cfg.Recorder,
 		clock:          clock.RealClock{},
 		binds:          workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[podRef]{Name: "bind"}),
+		evictions:      workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[podRef]{Name: "evict"}),
 		resyncs: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[podRef](),
 			workqueue.TypedRateLimitingQueueConfig[podRef]{Name: "bind-resync"}),
 		writes:           newStatusWriter(),
@@ -141,6 +147,7 @@ func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*
 		claimed:          map[string]map[string]struct{}{},
 		queues:           map[api.QueueID]*api.QueueInfo{},
 		tasks:            map[api.TaskID]*api.TaskInfo{},
+		evicting:         map[api.TaskID]string{},
 		priorityClasses:  map[string]*schedulingv1.PriorityClass{},
 		dangling:         newDanglingReferences(),
 		arrivals:         make(chan struct{}, 1),
@@ -151,7 +158,7 @@ func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*
 	return sc, nil
 }
 
-// Run starts the informers and the bind, resync and status workers, and returns. The
+// Run starts the informers and the bind, evict, resync and status workers, and returns. The
 // informers stop when ctx is done; the workers keep going until Stop, so that binds and status
 // writes the last scheduling cycle asked for are not cut off by the signal that ends it.
 func (sc *SchedulerCache) Run(ctx context.Context) {
@@ -161,6 +168,10 @@ func (sc *SchedulerCache) Run(ctx context.Context) {
 	for range sc.bindWorkers {
 		go func() {
 			for sc.processNextBind(ctx) {
+			}
+		}()
+		go func() {
+			for sc.processNextEvict(ctx) {
 			}
 		}()
 	}
@@ -184,6 +195,7 @@ func (sc *SchedulerCache) Stop(ctx context.Context) {
 	drained := make(chan struct{})
 	go func() {
 		sc.binds.ShutDownWithDrain()
+		sc.evictions.ShutDownWithDrain()
 		sc.writes.shutDownWithDrain()
 		close(drained)
 	}()

@@ -104,6 +104,7 @@ func (sc *SchedulerCache) onPodDelete(obj any) {
 	if t := sc.tasks[api.TaskID(pod.UID)]; t != nil {
 		sc.nodeChanged(sc.removeTask(t))
 	}
+	delete(sc.evicting, api.TaskID(pod.UID))
 	sc.mu.Unlock()
 	sc.conditions.forget(pod.UID)
 }
@@ -113,9 +114,13 @@ func (sc *SchedulerCache) onPodDelete(obj any) {
 // A pod whose bind is in flight still shows no node: its task keeps the Binding placement
 // until the informer shows the result, or a failed bind undoes it. Otherwise an unrelated
 // update (a label, a condition) would make the pod look Pending and a session would place it
-// a second time.
+// a second time. Likewise a pod being evicted stays Releasing until the informer shows it
+// deleted, so that the condition written before the delete does not make it a victim again.
 func (sc *SchedulerCache) setPod(pod *corev1.Pod) {
 	t := api.NewTaskInfo(pod)
+	if _, evicting := sc.evicting[t.UID]; evicting && api.AllocatedStatus(t.Status) {
+		t.Status = api.Releasing
+	}
 	var oldNode string
 	old := sc.tasks[t.UID]
 	if old != nil {

@@ -19,6 +19,16 @@ type fakeCache struct {
 	bound    []string
 	bindErr  error
 	statuses map[api.JobID]bool
+	evicted  []string
+	evictErr error
+}
+
+func (c *fakeCache) Evict(t *api.TaskInfo, reason string) error {
+	if c.evictErr != nil {
+		return c.evictErr
+	}
+	c.evicted = append(c.evicted, t.Name+": "+reason)
+	return nil
 }
 
 func (c *fakeCache) Snapshot() *api.ClusterInfo { return c.snap }
@@ -317,5 +327,79 @@ func TestQueueUsageFollowsTiers(t *testing.T) {
 				t.Errorf("usage = %v milli-CPU, want %v", total.MilliCPU, tc.want)
 			}
 		})
+	}
+}
+
+// running is cluster(nodes, pods) with every pod Running, round robin over the nodes.
+func running(nodes, pods int) *api.ClusterInfo {
+	ci := cluster(nodes, pods)
+	job := ci.Jobs["ns/pg"]
+	for i := 0; i < pods; i++ {
+		task := job.Tasks[api.TaskID(fmt.Sprintf("uid-%d", i))]
+		task.NodeName = ci.NodeList[i%nodes].Name
+		job.UpdateTaskStatus(task, api.Running)
+		ci.NodeList[i%nodes].AddTask(task)
+	}
+	return ci
+}
+
+// An eviction counts the victim as Releasing on its node and takes it out of the handlers'
+// accounts; Discard gives it back exactly, and nothing reaches the cache.
+func TestDiscardRestoresEvictionExactly(t *testing.T) {
+	cache := &fakeCache{snap: running(2, 3)}
+	before := running(2, 3)
+	cnt := &counter{placed: 3}
+	ssn := openTestSession(t, cache, cnt)
+	job := ssn.Jobs["ns/pg"]
+	stmt := ssn.NewStatement()
+	for _, uid := range []api.TaskID{"uid-0", "uid-2"} {
+		if err := stmt.Evict(job.Tasks[uid], "preempted"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n0 := ssn.Nodes["n0"]
+	if job.TaskCount(api.Releasing) != 2 || n0.Releasing.MilliCPU != 2000 || n0.Idle.MilliCPU != 2000 || cnt.placed != 1 {
+		t.Fatalf("after two evictions: releasing tasks %d, n0 releasing %v idle %v, handlers count %d",
+			job.TaskCount(api.Releasing), n0.Releasing.MilliCPU, n0.Idle.MilliCPU, cnt.placed)
+	}
+	if err := stmt.Evict(job.Tasks["uid-0"], "twice"); err == nil {
+		t.Errorf("a Releasing task was evicted again")
+	}
+	stmt.Discard()
+	after := &api.ClusterInfo{Jobs: ssn.Jobs, Nodes: ssn.Nodes, Queues: ssn.Queues, NodeList: ssn.NodeList}
+	if !reflect.DeepEqual(after, before) {
+		t.Errorf("Discard did not restore the session: %s", cmp.Diff(before, after))
+	}
+	if cnt.placed != 3 {
+		t.Errorf("event handlers not undone: %d", cnt.placed)
+	}
+	if len(cache.evicted) != 0 {
+		t.Errorf("a discarded statement reached the evictor: %v", cache.evicted)
+	}
+}
+
+// Commit sends evictions with their reasons; one the cache refuses is undone in the session.
+func TestCommitEvicts(t *testing.T) {
+	for _, refuse := range []bool{false, true} {
+		cache := &fakeCache{snap: running(1, 2)}
+		if refuse {
+			cache.evictErr = errors.New("the pod is gone")
+		}
+		ssn := openTestSession(t, cache, &counter{})
+		victim := ssn.Jobs["ns/pg"].Tasks["uid-1"]
+		stmt := ssn.NewStatement()
+		if err := stmt.Evict(victim, "reclaimed by queue q2"); err != nil {
+			t.Fatal(err)
+		}
+		stmt.Commit()
+		if refuse {
+			if victim.Status != api.Running || ssn.NodeList[0].Releasing.MilliCPU != 0 {
+				t.Errorf("refused eviction not undone: %v, releasing %v", victim.Status, ssn.NodeList[0].Releasing.MilliCPU)
+			}
+			continue
+		}
+		if !reflect.DeepEqual(cache.evicted, []string{"pg-w-1: reclaimed by queue q2"}) || victim.Status != api.Releasing {
+			t.Errorf("evicted %v, victim %v", cache.evicted, victim.Status)
+		}
 	}
 }

@@ -23,6 +23,10 @@ type Cache interface {
 	// Bind hands a committed placement to the binder. An error means the cache refused it
 	// (e.g. the node no longer fits the task); the placement is then undone.
 	Bind(task *api.TaskInfo) error
+	// Evict hands a committed eviction to the evictor: the pod is marked as a disruption
+	// target, told why in an Event, and deleted with its own grace period. An error means the
+	// cache refused it (the pod is no longer running there); the eviction is then undone.
+	Evict(task *api.TaskInfo, reason string) error
 	// UpdateJobStatus writes what the session decided about a job: the PodGroup (only when it
 	// differs from the informer's copy), its events, and the PodScheduled condition of its
 	// unplaced pods.

@@ -8,9 +8,10 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 )
 
-// Statement groups tentative placements of one job. Each changes the session at once (so
-// later decisions see it); Discard undoes them exactly, in reverse, and Commit sends the
-// allocations to the binder. Nothing reaches the API server before Commit.
+// Statement groups tentative placements and evictions of one job. Each changes the session
+// at once (so later decisions see it); Discard undoes them exactly, in reverse, and Commit
+// sends the evictions to the evictor and the allocations to the binder. Nothing reaches the
+// API server before Commit.
 type Statement struct {
 	ssn *Session
 	ops []operation
@@ -21,12 +22,16 @@ type opKind int
 const (
 	opAllocate opKind = iota
 	opPipeline
+	opEvict
 )
 
 type operation struct {
 	kind opKind
 	task *api.TaskInfo
 	node *api.NodeInfo
+	// For an eviction: the status the victim had (Running or Bound) and why it goes.
+	was    api.TaskStatus
+	reason string
 }
 
 // NewStatement opens a statement on the session.
@@ -50,20 +55,77 @@ func (s *Statement) Pipeline(task *api.TaskInfo, node *api.NodeInfo) error {
 	return nil
 }
 
-// Discard undoes every operation, last first. The tasks keep where they were put as their
-// LastTransaction, so that their status can say where they would fit.
+// Evict marks a running (or bound) task as releasing: it stays on its node, its resources
+// counted as Releasing there, so a task can be pipelined onto them; the event handlers see it
+// go (DeallocateFunc, task Releasing), as queue and job shares no longer count it.
+func (s *Statement) Evict(victim *api.TaskInfo, reason string) error {
+	job := s.ssn.JobFor(victim)
+	if job == nil {
+		return fmt.Errorf("evict %s: job %s is not in the session", victim.Key(), victim.Job)
+	}
+	node := s.ssn.Nodes[victim.NodeName]
+	if node == nil {
+		return fmt.Errorf("evict %s: node %q is not in the session", victim.Key(), victim.NodeName)
+	}
+	if victim.Status != api.Running && victim.Status != api.Bound {
+		return fmt.Errorf("evict %s: the pod is %s, not Running or Bound", victim.Key(), victim.Status)
+	}
+	was := victim.Status
+	job.UpdateTaskStatus(victim, api.Releasing)
+	node.AddTask(victim)
+	ev := &Event{Task: victim, Node: node}
+	for i := len(s.ssn.eventHandlers) - 1; i >= 0; i-- {
+		if h := s.ssn.eventHandlers[i]; h.DeallocateFunc != nil {
+			h.DeallocateFunc(ev)
+		}
+	}
+	s.ops = append(s.ops, operation{kind: opEvict, task: victim, node: node, was: was, reason: reason})
+	return nil
+}
+
+// unevict undoes Evict: the victim has its old status on its node again, and the event
+// handlers see it come back (AllocateFunc, in registration order; an undo cannot be refused).
+func (ssn *Session) unevict(op operation) {
+	if job := ssn.JobFor(op.task); job != nil {
+		job.UpdateTaskStatus(op.task, op.was)
+	}
+	op.node.AddTask(op.task)
+	ev := &Event{Task: op.task, Node: op.node}
+	for _, h := range ssn.eventHandlers {
+		if h.AllocateFunc != nil {
+			h.AllocateFunc(ev)
+		}
+	}
+}
+
+// Discard undoes every operation, last first. The tasks placed keep where they were put as
+// their LastTransaction, so that their status can say where they would fit.
 func (s *Statement) Discard() {
 	for i := len(s.ops) - 1; i >= 0; i-- {
 		op := s.ops[i]
+		if op.kind == opEvict {
+			s.ssn.unevict(op)
+			continue
+		}
 		op.task.LastTransaction = &api.TransactionContext{NodeName: op.node.Name, Status: op.task.Status}
 		s.ssn.unplace(op.task, op.node)
 	}
 	s.ops = nil
 }
 
-// Commit sends the allocations to the binder; pipelined tasks stay in the session only.
-// An allocation the cache refuses is undone.
+// Commit sends the evictions to the evictor, then the allocations to the binder; pipelined
+// tasks stay in the session only, to be placed in a later cycle once their node has room.
+// An eviction or allocation the cache refuses is undone.
 func (s *Statement) Commit() {
+	for _, op := range s.ops {
+		if op.kind != opEvict {
+			continue
+		}
+		if err := s.ssn.cache.Evict(op.task, op.reason); err != nil {
+			klog.ErrorS(err, "Evict refused; undoing the eviction", "pod", op.task.Key(), "node", op.node.Name)
+			s.ssn.unevict(op)
+		}
+	}
 	for _, op := range s.ops {
 		if op.kind != opAllocate {
 			continue

@@ -30,6 +30,7 @@ func (c *fakeCache) Bind(t *api.TaskInfo) error {
 func (c *fakeCache) UpdateJobStatus(*api.JobInfo, bool)                  {}
 func (c *fakeCache) UpdateQueueStatus(*api.QueueInfo, *api.Resource)     {}
 func (c *fakeCache) RecordJobEvent(*api.JobInfo, string, string, string) {}
+func (c *fakeCache) Evict(*api.TaskInfo, string) error                   { return nil }
 
 var errNoGPUNode = errors.New("no node has the selected labels")
 

@@ -11,6 +11,8 @@ type Cache struct {
 	Snap *api.ClusterInfo
 	// OnBind sees every task the session binds; its error fails the bind.
 	OnBind func(*api.TaskInfo) error
+	// OnEvict sees every task the session evicts, and why; its error fails the eviction.
+	OnEvict func(*api.TaskInfo, string) error
 }
 
 // Snapshot returns Snap, or an empty cluster.
@@ -29,6 +31,14 @@ func (*Cache) RecordJobEvent(*api.JobInfo, string, string, string) {}
 func (c *Cache) Bind(t *api.TaskInfo) error {
 	if c.OnBind != nil {
 		return c.OnBind(t)
+	}
+	return nil
+}
+
+// Evict hands the task to OnEvict, if set.
+func (c *Cache) Evict(t *api.TaskInfo, reason string) error {
+	if c.OnEvict != nil {
+		return c.OnEvict(t, reason)
 	}
 	return nil
 }

@@ -32,6 +32,7 @@ func (c *bindRecorder) Bind(t *api.TaskInfo) error {
 func (c *bindRecorder) UpdateJobStatus(*api.JobInfo, bool)                  {}
 func (c *bindRecorder) UpdateQueueStatus(*api.QueueInfo, *api.Resource)     {}
 func (c *bindRecorder) RecordJobEvent(*api.JobInfo, string, string, string) {}
+func (c *bindRecorder) Evict(*api.TaskInfo, string) error                   { return nil }
 
 // fixedClock is the time placements are stamped with in the tests.
 var fixedClock = time.Unix(1778317876, 0)

@@ -115,6 +115,7 @@ func (c *Cache) Snapshot() *api.ClusterInfo {
 }
 
 func (*Cache) Bind(*api.TaskInfo) error                        { return nil }
+func (*Cache) Evict(*api.TaskInfo, string) error               { return nil }
 func (*Cache) UpdateJobStatus(*api.JobInfo, bool)              {}
 func (*Cache) UpdateQueueStatus(*api.QueueInfo, *api.Resource) {}
 func (c *Cache) RecordJobEvent(job *api.JobInfo, eventType, reason, message string) {
