@@ -43,7 +43,7 @@ func drain(recorder *record.FakeRecorder) []string {
 	}
 }
 
-// A file naming actions this scheduler lacks is in force without them, deviceshare
+// A file naming an action this scheduler lacks (reclaim) is in force without them, deviceshare
 // included, and the operator reads which were skipped and what they would have done in
 // Events, the gauge and /status.
 func TestSkippedNamesAreReportedEverywhere(t *testing.T) {
@@ -56,7 +56,6 @@ func TestSkippedNamesAreReportedEverywhere(t *testing.T) {
 		t.Fatal("the file's deviceshare is not in force")
 	}
 	want := []string{
-		"Warning SkippedSchedulerAction actions: action \"preempt\" is skipped: not implemented by this scheduler; in Volcano it " + upstreamActions["preempt"],
 		"Warning SkippedSchedulerAction actions: action \"reclaim\" is skipped: not implemented by this scheduler; in Volcano it " + upstreamActions["reclaim"],
 	}
 	if got := drain(recorder); strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -71,7 +70,6 @@ func TestSkippedNamesAreReportedEverywhere(t *testing.T) {
 volcano_scheduler_conf_builtin 0
 # HELP volcano_scheduler_conf_skipped 1 for each part of the scheduler configuration in force that is not applied, by kind (action, plugin, argument, argument-value, setting) and name (plugin/argument for arguments and settings)
 # TYPE volcano_scheduler_conf_skipped gauge
-volcano_scheduler_conf_skipped{kind="action",name="preempt"} 1
 volcano_scheduler_conf_skipped{kind="action",name="reclaim"} 1
 `)); err != nil {
 		t.Error(err)
@@ -79,8 +77,8 @@ volcano_scheduler_conf_skipped{kind="action",name="reclaim"} 1
 
 	status := httptest.NewRecorder()
 	report.ServeHTTP(status, httptest.NewRequest("GET", "/status", nil))
-	for _, line := range []string{"configuration: " + w.Path() + ", in force since ", "skipped: 2\n",
-		"  action preempt: actions: action \"preempt\" is skipped: "} {
+	for _, line := range []string{"configuration: " + w.Path() + ", in force since ", "skipped: 1\n",
+		"  action reclaim: actions: action \"reclaim\" is skipped: "} {
 		if !strings.Contains(status.Body.String(), line) {
 			t.Errorf("/status\n%s\nlacks %q", status.Body.String(), line)
 		}

@@ -4,6 +4,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/backfill"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/enqueue"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/preempt"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/binpack"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/capacity"
@@ -32,6 +33,7 @@ func newRegistryFor(allocateOpts allocate.Options, devices *deviceshare.Shared) 
 	r.RegisterAction(enqueue.New())
 	r.RegisterAction(allocate.NewWithOptions(allocateOpts))
 	r.RegisterAction(backfill.NewWithOptions(allocateOpts))
+	r.RegisterAction(preempt.New())
 	for name, spec := range map[string]framework.PluginSpec{
 		priority.PluginName:    {Build: priority.New, Arguments: priority.ArgumentKeys},
 		gang.PluginName:        {Build: gang.New, Arguments: gang.ArgumentKeys},
@@ -59,7 +61,6 @@ func newRegistryFor(allocateOpts allocate.Options, devices *deviceshare.Shared) 
 // upstreamActions are Volcano's actions this binary lacks, with what each does there: a
 // configuration naming one loads without it, and the warning says what is not enforced.
 var upstreamActions = map[string]string{
-	"preempt": "evicts lower-priority pods of a queue so that its pending higher-priority jobs fit",
 	"reclaim": "evicts pods of queues above their deserved share so that starving queues get theirs",
 	"shuffle": "evicts running pods that the rescheduling plugin picks, so that they are placed again",
 }

@@ -37,8 +37,8 @@ func (e *schedulerEnv) vgpuPlaced(name string, gpus map[string][]vgpu.NodeDevice
 	}
 }
 
-// A cluster's conf that names actions this scheduler lacks (preempt, reclaim) runs without
-// them and with its deviceshare: vGPU pods get their assignment. The operator reads what was
+// A cluster's conf that names an action this scheduler lacks (reclaim) runs without it and
+// with its deviceshare (and preempt): vGPU pods get their assignment. The operator reads what was
 // skipped, and what it would have done, in the Warning Events, the real binary's /metrics and
 // its /status page.
 func TestUpstreamConfWithMissingActionsKeepsVGPU(t *testing.T) {
@@ -50,7 +50,7 @@ func TestUpstreamConfWithMissingActionsKeepsVGPU(t *testing.T) {
 		"--enable-healthz", "--healthz-address", healthzAddr)
 	e.vgpuPlaced("sliced", gpus)
 
-	for _, action := range []string{"preempt", "reclaim"} {
+	for _, action := range []string{"reclaim"} {
 		want := `actions: action "` + action + `" is skipped: not implemented by this scheduler; in Volcano it `
 		waitEvent(t, e.cs, 20*time.Second, "volcano-system", "involvedObject.name="+e.name, "SkippedSchedulerAction "+action,
 			func(ev corev1.Event) bool {
@@ -70,15 +70,15 @@ func TestUpstreamConfWithMissingActionsKeepsVGPU(t *testing.T) {
 		}
 		got[labels["kind"]+" "+labels["name"]] = m.GetGauge().GetValue()
 	}
-	if len(got) != 2 || got["action preempt"] != 1 || got["action reclaim"] != 1 {
-		t.Errorf("volcano_scheduler_conf_skipped = %v, want action preempt and action reclaim at 1", got)
+	if len(got) != 1 || got["action reclaim"] != 1 {
+		t.Errorf("volcano_scheduler_conf_skipped = %v, want action reclaim at 1", got)
 	}
 	if builtin := families["volcano_scheduler_conf_builtin"]; builtin == nil || sum(builtin) != 0 {
 		t.Errorf("volcano_scheduler_conf_builtin = %v, want 0: the file is in force", builtin)
 	}
 
 	status := scrape(t, "http://"+healthzAddr+"/status")
-	for _, line := range []string{"configuration: " + path + ", in force since ", "skipped: 2\n", "  action preempt: ", "  action reclaim: "} {
+	for _, line := range []string{"configuration: " + path + ", in force since ", "skipped: 1\n", "  action reclaim: "} {
 		if !strings.Contains(status, line) {
 			t.Errorf("/status\n%s\nlacks %q", status, line)
 		}

@@ -83,6 +83,13 @@ func (s *Statement) Evict(victim *api.TaskInfo, reason string) error {
 	return nil
 }
 
+// Merge moves other's operations to the end of s, as if they had been made through s: an
+// action tries evictions in a statement of their own and keeps them only if they serve.
+func (s *Statement) Merge(other *Statement) {
+	s.ops = append(s.ops, other.ops...)
+	other.ops = nil
+}
+
 // unevict undoes Evict: the victim has its old status on its node again, and the event
 // handlers see it come back (AllocateFunc, in registration order; an undo cannot be refused).
 func (ssn *Session) unevict(op operation) {

@@ -77,6 +77,16 @@ var (
 		Subsystem: subsystem, Name: "scheduled_pods_total",
 		Help: "Number of pods this scheduler bound to a node",
 	})
+	// PreemptionVictims is how many victims the last preemption or reclaim attempt chose.
+	PreemptionVictims = prometheus.NewGauge(prometheus.GaugeOpts{
+		Subsystem: subsystem, Name: "pod_preemption_victims",
+		Help: "Number of victims chosen by the last preemption or reclaim attempt",
+	})
+	// PreemptionAttempts counts preemption and reclaim attempts, one per preemptor and node.
+	PreemptionAttempts = prometheus.NewCounter(prometheus.CounterOpts{
+		Subsystem: subsystem, Name: "total_preemption_attempts",
+		Help: "Number of preemption and reclaim attempts since the scheduler started",
+	})
 	// BindFailures counts failed binds (each is rolled back and retried).
 	BindFailures = prometheus.NewCounter(prometheus.CounterOpts{
 		Subsystem: subsystem, Name: "bind_failures_total",
@@ -93,7 +103,7 @@ var Registry = prometheus.NewRegistry()
 func init() {
 	Registry.MustRegister(E2ESchedulingLatency, E2EJobSchedulingLatency, PluginLatency, ActionLatency,
 		TaskSchedulingLatency, UnscheduleTaskCount, UnscheduleJobCount, JobRetryCounts, ScheduleAttempts,
-		ScheduledPods, BindFailures)
+		ScheduledPods, BindFailures, PreemptionVictims, PreemptionAttempts)
 }
 
 // Since is the time from start in milliseconds, the unit of every latency metric.

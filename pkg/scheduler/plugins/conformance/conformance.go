@@ -1,21 +1,23 @@
-// Package conformance protects pods the cluster cannot run without: upstream's plugin keeps
-// pods of priority class system-cluster-critical or system-node-critical, and every pod in
-// kube-system, out of the victims preempt and reclaim choose.
-//
-// That filter is all the plugin does, and it plugs into the preemptable and reclaimable
-// extension points, which this framework does not have yet (there is no preempt or reclaim
-// action). Until then the plugin registers nothing: it exists so that configurations written
-// for upstream, whose default tier 1 names it, load unchanged. Nothing is lost meanwhile,
-// because without those actions nothing is ever evicted.
+// Package conformance protects pods the cluster cannot run without: as upstream's plugin, it
+// keeps pods of priority class system-cluster-critical or system-node-critical, and every pod
+// in kube-system, out of the victims preempt and reclaim choose.
 package conformance
 
 import (
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 )
 
 // PluginName is the plugin's name in volcano-scheduler.conf.
 const PluginName = "conformance"
+
+// Kubernetes' critical priority classes and system namespace.
+const (
+	systemClusterCritical = "system-cluster-critical"
+	systemNodeCritical    = "system-node-critical"
+	systemNamespace       = "kube-system"
+)
 
 type conformancePlugin struct{}
 
@@ -27,7 +29,21 @@ func New(conf.Arguments) (framework.Plugin, error) { return conformancePlugin{},
 
 func (conformancePlugin) Name() string { return PluginName }
 
-// OnSessionOpen registers nothing yet: see the package comment.
-func (conformancePlugin) OnSessionOpen(*framework.Session) {}
+func (conformancePlugin) OnSessionOpen(ssn *framework.Session) {
+	ssn.AddPreemptableFn(PluginName, notCritical)
+	ssn.AddReclaimableFn(PluginName, notCritical)
+}
 
 func (conformancePlugin) OnSessionClose(*framework.Session) {}
+
+// notCritical are the candidates that are neither critical nor in kube-system.
+func notCritical(_ *api.TaskInfo, candidates []*api.TaskInfo) ([]*api.TaskInfo, bool) {
+	victims := make([]*api.TaskInfo, 0, len(candidates))
+	for _, c := range candidates {
+		if class := c.Pod.Spec.PriorityClassName; class == systemClusterCritical || class == systemNodeCritical || c.Namespace == systemNamespace {
+			continue
+		}
+		victims = append(victims, c)
+	}
+	return victims, false
+}

@@ -5,9 +5,11 @@
 // The counting rules (ready, pipelined, valid, per-role checks) live on api.JobInfo; this
 // plugin turns them into session votes and PodGroup conditions.
 //
-// Not done yet, for want of framework support: upstream's starving vote and its
-// preemptable/reclaimable victim filter (no preempt or reclaim action exists), and its
-// metrics volcano_job_retry_counts, volcano_unschedule_task_count and
+// For preempt and reclaim, a job is starving while fewer than minMember of its pods have a
+// place, and a running job gives up victims only down to its minMember: a gang is never cut
+// below its minimum.
+//
+// Not done yet: upstream's metrics volcano_job_retry_counts, volcano_unschedule_task_count and
 // volcano_unschedule_job_count (there is no scheduler metrics package).
 package gang
 
@@ -58,6 +60,36 @@ func (gangPlugin) OnSessionOpen(ssn *framework.Session) {
 	ssn.AddJobReadyFn(PluginName, func(job *api.JobInfo) bool { return job.CheckTaskReady() && job.IsReady() })
 	ssn.AddJobPipelinedFn(PluginName, pipelined)
 	ssn.AddJobOrderFn(PluginName, notReadyFirst)
+	ssn.AddPreemptableFn(PluginName, func(_ *api.TaskInfo, candidates []*api.TaskInfo) ([]*api.TaskInfo, bool) {
+		return aboveMinimum(ssn, candidates), false
+	})
+	ssn.AddReclaimableFn(PluginName, func(_ *api.TaskInfo, candidates []*api.TaskInfo) ([]*api.TaskInfo, bool) {
+		return aboveMinimum(ssn, candidates), false
+	})
+	ssn.AddJobStarvingFn(PluginName, func(job *api.JobInfo) bool { return job.IsStarving() })
+}
+
+// aboveMinimum are the candidates whose jobs keep minMember ready pods without them, taken in
+// candidate order: each victim lowers what its job has left.
+func aboveMinimum(ssn *framework.Session, candidates []*api.TaskInfo) []*api.TaskInfo {
+	left := map[api.JobID]int32{}
+	victims := make([]*api.TaskInfo, 0, len(candidates))
+	for _, c := range candidates {
+		job := ssn.JobFor(c)
+		if job == nil {
+			continue
+		}
+		n, seen := left[job.UID]
+		if !seen {
+			n = job.ReadyTaskNum()
+		}
+		if n <= job.MinAvailable {
+			continue
+		}
+		left[job.UID] = n - 1
+		victims = append(victims, c)
+	}
+	return victims
 }
 
 // validate rejects a job that cannot reach its gang minimum even if every task that may

@@ -3,8 +3,9 @@
 // pod's spec.priority (or the volcano.sh/task-priority annotation) into TaskInfo.Priority,
 // so this plugin only compares numbers.
 //
-// Upstream's priority plugin also votes on preemption victims and job starvation; the
-// framework has neither extension point yet, so only the two orderings are registered.
+// For preempt it allows as victims only what ranks lower: a task of another job whose job
+// has a lower priority, or a lower-priority task of the preemptor's own job; and it calls a
+// job starving while some of its tasks have no place (ready or pipelined).
 package priority
 
 import (
@@ -31,6 +32,30 @@ func (priorityPlugin) Name() string { return PluginName }
 func (priorityPlugin) OnSessionOpen(ssn *framework.Session) {
 	ssn.AddJobOrderFn(PluginName, func(l, r *api.JobInfo) int { return higherFirst(l.Priority, r.Priority) })
 	ssn.AddTaskOrderFn(PluginName, func(l, r *api.TaskInfo) int { return higherFirst(l.Priority, r.Priority) })
+	ssn.AddPreemptableFn(PluginName, func(preemptor *api.TaskInfo, candidates []*api.TaskInfo) ([]*api.TaskInfo, bool) {
+		return lowerPriority(ssn, preemptor, candidates), false
+	})
+	ssn.AddJobStarvingFn(PluginName, func(job *api.JobInfo) bool {
+		return job.ReadyTaskNum()+job.WaitingTaskNum() < int32(len(job.Tasks))
+	})
+}
+
+// lowerPriority are the candidates that rank below the preemptor: by job priority between
+// jobs, by task priority within its job.
+func lowerPriority(ssn *framework.Session, preemptor *api.TaskInfo, candidates []*api.TaskInfo) []*api.TaskInfo {
+	job := ssn.JobFor(preemptor)
+	victims := make([]*api.TaskInfo, 0, len(candidates))
+	for _, c := range candidates {
+		if c.Job != preemptor.Job {
+			if other := ssn.JobFor(c); job == nil || other == nil || other.Priority >= job.Priority {
+				continue
+			}
+		} else if c.Priority >= preemptor.Priority {
+			continue
+		}
+		victims = append(victims, c)
+	}
+	return victims
 }
 
 func (priorityPlugin) OnSessionClose(*framework.Session) {}

@@ -1,0 +1,150 @@
+// Package victims is what preempt and reclaim share: for one pending task, a node where
+// evicting some of the pods the plugins allow makes room, and those evictions with the task
+// pipelined onto the node's releasing resources, in one statement.
+//
+// Unlike upstream, evictions are tried in a statement of their own per node and kept only
+// when the task then fits there (resources and every predicate): a task that would still not
+// fit evicts nothing.
+package victims
+
+import (
+	"cmp"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
+)
+
+// Chooser is the plugins' say on which candidates may go: Session.Preemptable or
+// Session.Reclaimable.
+type Chooser func(preemptor *api.TaskInfo, candidates []*api.TaskInfo) []*api.TaskInfo
+
+// Search makes room for preemptor on one node, by evicting candidates that filter accepts
+// and choose allows, fewest first in victim order; reason is what the victims' Evict events
+// say. It returns whether the task was pipelined (its evictions then stand in stmt).
+func Search(ssn *framework.Session, stmt *framework.Statement, preemptor *api.TaskInfo,
+	filter func(*api.TaskInfo) bool, choose Chooser, reason string) bool {
+	if p := preemptor.Pod.Spec.PreemptionPolicy; p != nil && *p == corev1.PreemptNever {
+		return false
+	}
+	if err := ssn.PrePredicate(preemptor); err != nil {
+		return false
+	}
+	for _, node := range candidateNodes(ssn, preemptor) {
+		candidates := evictable(ssn, node, filter)
+		if len(candidates) == 0 {
+			continue
+		}
+		chosen := choose(preemptor, candidates)
+		metrics.PreemptionVictims.Set(float64(len(chosen)))
+		if len(chosen) == 0 || !enough(preemptor, node, chosen) {
+			continue
+		}
+		metrics.PreemptionAttempts.Inc()
+		order(ssn, chosen)
+		try := ssn.NewStatement()
+		for _, v := range chosen {
+			if fits(ssn, preemptor, node) {
+				break
+			}
+			if err := try.Evict(v, reason); err != nil {
+				klog.V(3).InfoS("Victim cannot be evicted", "pod", klog.KRef(v.Namespace, v.Name), "err", err)
+			}
+		}
+		if !fits(ssn, preemptor, node) {
+			try.Discard()
+			continue
+		}
+		if err := try.Pipeline(preemptor, node); err != nil {
+			klog.V(3).InfoS("Pipelining the preemptor failed", "pod", klog.KRef(preemptor.Namespace, preemptor.Name), "node", node.Name, "err", err)
+			try.Discard()
+			continue
+		}
+		stmt.Merge(try)
+		return true
+	}
+	return false
+}
+
+// candidateNodes are the nodes the task could use once pods leave them: those whose only
+// objection is a resolvable one (too little room now), best scored first.
+func candidateNodes(ssn *framework.Session, task *api.TaskInfo) []*api.NodeInfo {
+	type scored struct {
+		node  *api.NodeInfo
+		score float64
+	}
+	var nodes []scored
+	for _, n := range ssn.NodeList {
+		if s := ssn.Predicate(task, n); s != nil && s.Code != api.Unschedulable {
+			continue
+		}
+		nodes = append(nodes, scored{n, ssn.NodeOrder(task, n)})
+	}
+	slices.SortStableFunc(nodes, func(a, b scored) int {
+		return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(a.node.Name, b.node.Name))
+	})
+	out := make([]*api.NodeInfo, len(nodes))
+	for i, s := range nodes {
+		out[i] = s.node
+	}
+	return out
+}
+
+// evictable are the session's tasks on node that may be victims at all: running or bound,
+// asking for something, not marked volcano.sh/preemptable: "false", and accepted by filter.
+func evictable(ssn *framework.Session, node *api.NodeInfo, filter func(*api.TaskInfo) bool) []*api.TaskInfo {
+	var out []*api.TaskInfo
+	for uid, nt := range node.Tasks {
+		job := ssn.Jobs[nt.Job]
+		if job == nil {
+			continue
+		}
+		t := job.Tasks[uid]
+		if t == nil || (t.Status != api.Running && t.Status != api.Bound) || !t.Preemptable || t.Resreq.IsEmpty() || !filter(t) {
+			continue
+		}
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b *api.TaskInfo) int { return cmp.Compare(a.UID, b.UID) })
+	return out
+}
+
+// enough: the node's future idle and every chosen victim together cover the task.
+func enough(task *api.TaskInfo, node *api.NodeInfo, chosen []*api.TaskInfo) bool {
+	room := node.FutureIdle()
+	for _, v := range chosen {
+		room.Add(v.Resreq)
+	}
+	return task.InitResreq.LessEqual(room, api.MissingAsZero)
+}
+
+// fits: the task can be pipelined onto the node now, its resources released or free and
+// every predicate passing.
+func fits(ssn *framework.Session, task *api.TaskInfo, node *api.NodeInfo) bool {
+	return task.InitResreq.LessEqual(node.FutureIdle(), api.MissingAsZero) && ssn.Predicate(task, node) == nil
+}
+
+// order sorts victims lowest first: of different jobs, the job that goes last in job order
+// first; of one job, the task that goes last in task order first.
+func order(ssn *framework.Session, victims []*api.TaskInfo) {
+	slices.SortStableFunc(victims, func(l, r *api.TaskInfo) int {
+		var lFirst, rFirst bool
+		if l.Job == r.Job {
+			lFirst, rFirst = ssn.TaskOrderFn(l, r), ssn.TaskOrderFn(r, l)
+		} else {
+			lj, rj := ssn.Jobs[l.Job], ssn.Jobs[r.Job]
+			lFirst, rFirst = ssn.JobOrderFn(lj, rj), ssn.JobOrderFn(rj, lj)
+		}
+		switch {
+		case rFirst && !lFirst:
+			return -1 // r is scheduled first, so l goes first
+		case lFirst && !rFirst:
+			return 1
+		}
+		return 0
+	})
+}
