@@ -136,9 +136,15 @@ func (e *schedulerEnv) queue(name string, capability corev1.ResourceList) string
 // gang creates a PodGroup and its pods (cpu each), all for this env's scheduler.
 func (e *schedulerEnv) gang(name, queue string, min, pods int, cpu string, minResources corev1.ResourceList) {
 	e.t.Helper()
+	e.gangOfClass(name, queue, "", min, pods, cpu, minResources)
+}
+
+// gangOfClass is gang with a priority class for the PodGroup and its pods ("" for none).
+func (e *schedulerEnv) gangOfClass(name, queue, class string, min, pods int, cpu string, minResources corev1.ResourceList) {
+	e.t.Helper()
 	ctx := context.Background()
 	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
-		Spec: schedulingv1beta1.PodGroupSpec{MinMember: int32(min), Queue: queue}}
+		Spec: schedulingv1beta1.PodGroupSpec{MinMember: int32(min), Queue: queue, PriorityClassName: class}}
 	if minResources != nil {
 		pg.Spec.MinResources = &minResources
 	}
@@ -151,6 +157,7 @@ func (e *schedulerEnv) gang(name, queue string, min, pods int, cpu string, minRe
 		pod.Annotations = map[string]string{schedulingv1beta1.KubeGroupNameAnnotationKey: name}
 		pod.Spec.Tolerations = []corev1.Toleration{{Key: kwokAnnotation, Operator: corev1.TolerationOpExists}}
 		pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+		pod.Spec.PriorityClassName = class
 		if _, err := e.cs.CoreV1().Pods(e.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			e.t.Fatalf("create pod %s: %v", pod.Name, err)
 		}
