@@ -24,7 +24,9 @@ func (e *schedulerEnv) priorityClass(suffix string, value int32) string {
 	if _, err := e.cs.SchedulingV1().PriorityClasses().Create(context.Background(), pc, metav1.CreateOptions{}); err != nil {
 		e.t.Fatalf("create priority class %s: %v", pc.Name, err)
 	}
-	e.t.Cleanup(func() { _ = e.cs.SchedulingV1().PriorityClasses().Delete(context.Background(), pc.Name, metav1.DeleteOptions{}) })
+	e.t.Cleanup(func() {
+		_ = e.cs.SchedulingV1().PriorityClasses().Delete(context.Background(), pc.Name, metav1.DeleteOptions{})
+	})
 	return pc.Name
 }
 
