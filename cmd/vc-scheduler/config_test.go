@@ -89,8 +89,8 @@ var upstreamConfs = []struct {
 	skipped []string
 }{
 	{"01-chart-default.conf", nil},
-	{"02-gpu-preempt-reclaim.conf", []string{"action reclaim"}},
-	{"03-hierarchical-capacity.conf", []string{"action reclaim", "setting capacity/enableHierarchy"}},
+	{"02-gpu-preempt-reclaim.conf", nil},
+	{"03-hierarchical-capacity.conf", []string{"setting capacity/enableHierarchy"}},
 	{"04-pools-and-topology.conf", []string{"plugin sla",
 		"argument predicates/predicate.PodTopologySpreadEnable", "argument predicates/predicate.VolumeBindingEnable",
 		"argument nodeorder/podaffinity.weight", "argument nodeorder/podtopologyspread.weight",

@@ -43,20 +43,23 @@ func drain(recorder *record.FakeRecorder) []string {
 	}
 }
 
-// A file naming an action this scheduler lacks (reclaim) is in force without them, deviceshare
+// A file naming an action this scheduler lacks (shuffle) is in force without them, deviceshare
 // included, and the operator reads which were skipped and what they would have done in
 // Events, the gauge and /status.
 func TestSkippedNamesAreReportedEverywhere(t *testing.T) {
-	text, err := os.ReadFile(filepath.Join("testdata", "upstream-confs", "02-gpu-preempt-reclaim.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, report, recorder := loadFile(t, string(text), 0)
+	text := `actions: "enqueue, allocate, shuffle, backfill"
+tiers:
+- plugins:
+  - name: deviceshare
+    arguments:
+      deviceshare.VGPUEnable: true
+`
+	w, report, recorder := loadFile(t, text, 0)
 	if !vgpuEnabled(w.Current()) || !w.FromFile() {
 		t.Fatal("the file's deviceshare is not in force")
 	}
 	want := []string{
-		"Warning SkippedSchedulerAction actions: action \"reclaim\" is skipped: not implemented by this scheduler; in Volcano it " + upstreamActions["reclaim"],
+		"Warning SkippedSchedulerAction actions: action \"shuffle\" is skipped: not implemented by this scheduler; in Volcano it " + upstreamActions["shuffle"],
 	}
 	if got := drain(recorder); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("events\n got %q\nwant %q", got, want)
@@ -70,7 +73,7 @@ func TestSkippedNamesAreReportedEverywhere(t *testing.T) {
 volcano_scheduler_conf_builtin 0
 # HELP volcano_scheduler_conf_skipped 1 for each part of the scheduler configuration in force that is not applied, by kind (action, plugin, argument, argument-value, setting) and name (plugin/argument for arguments and settings)
 # TYPE volcano_scheduler_conf_skipped gauge
-volcano_scheduler_conf_skipped{kind="action",name="reclaim"} 1
+volcano_scheduler_conf_skipped{kind="action",name="shuffle"} 1
 `)); err != nil {
 		t.Error(err)
 	}
@@ -78,7 +81,7 @@ volcano_scheduler_conf_skipped{kind="action",name="reclaim"} 1
 	status := httptest.NewRecorder()
 	report.ServeHTTP(status, httptest.NewRequest("GET", "/status", nil))
 	for _, line := range []string{"configuration: " + w.Path() + ", in force since ", "skipped: 1\n",
-		"  action reclaim: actions: action \"reclaim\" is skipped: "} {
+		"  action shuffle: actions: action \"shuffle\" is skipped: "} {
 		if !strings.Contains(status.Body.String(), line) {
 			t.Errorf("/status\n%s\nlacks %q", status.Body.String(), line)
 		}

@@ -5,6 +5,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/backfill"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/enqueue"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/preempt"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/reclaim"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/binpack"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/capacity"
@@ -34,6 +35,7 @@ func newRegistryFor(allocateOpts allocate.Options, devices *deviceshare.Shared) 
 	r.RegisterAction(allocate.NewWithOptions(allocateOpts))
 	r.RegisterAction(backfill.NewWithOptions(allocateOpts))
 	r.RegisterAction(preempt.New())
+	r.RegisterAction(reclaim.New())
 	for name, spec := range map[string]framework.PluginSpec{
 		priority.PluginName:    {Build: priority.New, Arguments: priority.ArgumentKeys},
 		gang.PluginName:        {Build: gang.New, Arguments: gang.ArgumentKeys},
@@ -61,7 +63,6 @@ func newRegistryFor(allocateOpts allocate.Options, devices *deviceshare.Shared) 
 // upstreamActions are Volcano's actions this binary lacks, with what each does there: a
 // configuration naming one loads without it, and the warning says what is not enforced.
 var upstreamActions = map[string]string{
-	"reclaim": "evicts pods of queues above their deserved share so that starving queues get theirs",
 	"shuffle": "evicts running pods that the rescheduling plugin picks, so that they are placed again",
 }
 

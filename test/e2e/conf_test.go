@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,20 +38,20 @@ func (e *schedulerEnv) vgpuPlaced(name string, gpus map[string][]vgpu.NodeDevice
 	}
 }
 
-// A cluster's conf that names an action this scheduler lacks (reclaim) runs without it and
-// with its deviceshare (and preempt): vGPU pods get their assignment. The operator reads what was
-// skipped, and what it would have done, in the Warning Events, the real binary's /metrics and
-// its /status page.
+// A cluster's conf that names an action and plugins this scheduler lacks (shuffle; usage,
+// rescheduling, network-topology-aware) runs without them and with its deviceshare: vGPU pods
+// get their assignment. The operator reads what was skipped, and what it would have done, in
+// the Warning Events, the real binary's /metrics and its /status page.
 func TestUpstreamConfWithMissingActionsKeepsVGPU(t *testing.T) {
 	e := newSchedulerEnv(t)
 	node := e.name + "-gpu"
 	gpus := map[string][]vgpu.NodeDevice{node: e.gpuNode("gpu", 2, 10, 8192, 0)}
 	metricsAddr, healthzAddr := freeAddress(t), freeAddress(t)
-	sched, path := e.scheduler(upstreamConf(t, "02-gpu-preempt-reclaim.conf"), "--enable-metrics", "--listen-address", metricsAddr,
+	sched, path := e.scheduler(upstreamConf(t, "05-newer-plugins.conf"), "--enable-metrics", "--listen-address", metricsAddr,
 		"--enable-healthz", "--healthz-address", healthzAddr)
 	e.vgpuPlaced("sliced", gpus)
 
-	for _, action := range []string{"reclaim"} {
+	for _, action := range []string{"shuffle"} {
 		want := `actions: action "` + action + `" is skipped: not implemented by this scheduler; in Volcano it `
 		waitEvent(t, e.cs, 20*time.Second, "volcano-system", "involvedObject.name="+e.name, "SkippedSchedulerAction "+action,
 			func(ev corev1.Event) bool {
@@ -70,15 +71,16 @@ func TestUpstreamConfWithMissingActionsKeepsVGPU(t *testing.T) {
 		}
 		got[labels["kind"]+" "+labels["name"]] = m.GetGauge().GetValue()
 	}
-	if len(got) != 1 || got["action reclaim"] != 1 {
-		t.Errorf("volcano_scheduler_conf_skipped = %v, want action reclaim at 1", got)
+	want := map[string]float64{"action shuffle": 1, "plugin network-topology-aware": 1, "plugin usage": 1, "plugin rescheduling": 1}
+	if !maps.Equal(got, want) {
+		t.Errorf("volcano_scheduler_conf_skipped = %v, want %v", got, want)
 	}
 	if builtin := families["volcano_scheduler_conf_builtin"]; builtin == nil || sum(builtin) != 0 {
 		t.Errorf("volcano_scheduler_conf_builtin = %v, want 0: the file is in force", builtin)
 	}
 
 	status := scrape(t, "http://"+healthzAddr+"/status")
-	for _, line := range []string{"configuration: " + path + ", in force since ", "skipped: 1\n", "  action reclaim: "} {
+	for _, line := range []string{"configuration: " + path + ", in force since ", "skipped: 4\n", "  action shuffle: ", "  plugin usage: "} {
 		if !strings.Contains(status, line) {
 			t.Errorf("/status\n%s\nlacks %q", status, line)
 		}

@@ -12,11 +12,8 @@
 package preempt
 
 import (
-	"slices"
-
 	"k8s.io/klog/v2"
 
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/priorityqueue"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/victims"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
@@ -36,7 +33,7 @@ func New() framework.Action { return action{} }
 func (action) Name() string { return Name }
 
 func (action) Execute(ssn *framework.Session) {
-	queues, starving := starvingJobs(ssn)
+	queues, starving := victims.StarvingJobs(ssn)
 	for _, queue := range queues {
 		for _, job := range starving[queue.UID] {
 			betweenJobs(ssn, queue, job)
@@ -51,66 +48,6 @@ func (action) Execute(ssn *framework.Session) {
 	}
 }
 
-// starvingJobs are the admitted, valid, starving jobs with pending tasks, by queue; queues
-// in queue order, each queue's jobs in job order.
-func starvingJobs(ssn *framework.Session) ([]*api.QueueInfo, map[api.QueueID][]*api.JobInfo) {
-	byQueue := map[api.QueueID][]*api.JobInfo{}
-	order := priorityqueue.New(ssn.QueueOrderFn)
-	for _, job := range ssn.Jobs {
-		if job.IsPending() || len(job.TaskStatusIndex[api.Pending]) == 0 {
-			continue
-		}
-		if res := ssn.JobValid(job); res != nil {
-			continue
-		}
-		queue := ssn.Queues[job.Queue]
-		if queue == nil || !ssn.JobStarving(job) {
-			continue
-		}
-		if _, ok := byQueue[queue.UID]; !ok {
-			order.Push(queue)
-		}
-		byQueue[queue.UID] = append(byQueue[queue.UID], job)
-	}
-	var queues []*api.QueueInfo
-	for order.Len() > 0 {
-		q := order.Pop()
-		queues = append(queues, q)
-		jobs := byQueue[q.UID]
-		slices.SortStableFunc(jobs, func(l, r *api.JobInfo) int {
-			switch {
-			case ssn.JobOrderFn(l, r):
-				return -1
-			case ssn.JobOrderFn(r, l):
-				return 1
-			}
-			return 0
-		})
-	}
-	return queues, byQueue
-}
-
-// pendingTasks are the job's tasks waiting for a node, in task order; gated and best-effort
-// ones are not preemptors.
-func pendingTasks(ssn *framework.Session, job *api.JobInfo) []*api.TaskInfo {
-	var tasks []*api.TaskInfo
-	for _, t := range job.TaskStatusIndex[api.Pending] {
-		if !t.SchGated && !t.BestEffort {
-			tasks = append(tasks, t)
-		}
-	}
-	slices.SortStableFunc(tasks, func(l, r *api.TaskInfo) int {
-		switch {
-		case ssn.TaskOrderFn(l, r):
-			return -1
-		case ssn.TaskOrderFn(r, l):
-			return 1
-		}
-		return 0
-	})
-	return tasks
-}
-
 // betweenJobs lets the job's pending tasks evict pods of other jobs of its queue; the
 // statement stands only if the job is then pipelined.
 func betweenJobs(ssn *framework.Session, queue *api.QueueInfo, job *api.JobInfo) {
@@ -119,7 +56,7 @@ func betweenJobs(ssn *framework.Session, queue *api.QueueInfo, job *api.JobInfo)
 		j := ssn.Jobs[t.Job]
 		return t.Job != job.UID && j != nil && j.Queue == queue.UID
 	}
-	for _, task := range pendingTasks(ssn, job) {
+	for _, task := range victims.PendingTasks(ssn, job) {
 		if !ssn.JobStarving(job) {
 			break
 		}
@@ -137,7 +74,7 @@ func betweenJobs(ssn *framework.Session, queue *api.QueueInfo, job *api.JobInfo)
 // eviction committed at once, as upstream's.
 func withinJob(ssn *framework.Session, job *api.JobInfo) {
 	sameJob := func(t *api.TaskInfo) bool { return t.Job == job.UID }
-	for _, task := range pendingTasks(ssn, job) {
+	for _, task := range victims.PendingTasks(ssn, job) {
 		stmt := ssn.NewStatement()
 		placed := victims.Search(ssn, stmt, task, sameJob, ssn.Preemptable, EvictReason)
 		stmt.Commit()

@@ -7,9 +7,9 @@
 // Only flat queues are implemented. With enableHierarchy upstream also checks every ancestor
 // of a queue, lets only leaf queues allocate and writes the root queue's totals; here that
 // flag is skipped when the configuration loads (the registry says the plugin does not honour
-// it) and every queue stands alone. Reclaim and preempt are not
-// implemented: the framework has no such extension points yet. There is no Overused function,
-// as upstream.
+// it) and every queue stands alone. For reclaim, a queue takes back only up to its deserved
+// share, from queues above theirs and never below their guarantee. There is no Overused
+// function, as upstream.
 package capacity
 
 import (
@@ -58,6 +58,9 @@ func (cp *capacityPlugin) OnSessionOpen(ssn *framework.Session) {
 	ssn.AddJobEnqueueableFn(PluginName, ledger.JobEnqueueable)
 	ssn.AddJobEnqueuedFn(PluginName, ledger.JobEnqueued)
 	ssn.AddAllocatableFn(PluginName, ledger.FitsRealCapability)
+	// Reclaim: a queue takes back only up to its deserved share, from queues above theirs.
+	ssn.AddPreemptiveFn(PluginName, ledger.FitsDeserved)
+	ssn.AddReclaimableFn(PluginName, ledger.Reclaimable)
 	ssn.AddEventHandler(ledger.EventHandler())
 }
 

@@ -4,8 +4,8 @@
 // queues' real capabilities, lets a queue allocate up to its deserved share, orders queues by
 // priority then share, and reports queues that hold their share as overused.
 //
-// Reclaim and preempt (Reclaimable, Preemptive) are not implemented: the framework has no
-// such extension points yet.
+// For reclaim, a queue may take back resources only up to its deserved share (Preemptive), and
+// only from queues above theirs, never below their guarantee (Reclaimable).
 package proportion
 
 import (
@@ -49,6 +49,9 @@ func (pp *proportionPlugin) OnSessionOpen(ssn *framework.Session) {
 	ssn.AddJobEnqueueableFn(PluginName, ledger.JobEnqueueable)
 	ssn.AddJobEnqueuedFn(PluginName, ledger.JobEnqueued)
 	ssn.AddAllocatableFn(PluginName, ledger.FitsDeserved)
+	// Reclaim: a queue takes back only up to its deserved share, from queues above theirs.
+	ssn.AddPreemptiveFn(PluginName, ledger.FitsDeserved)
+	ssn.AddReclaimableFn(PluginName, ledger.Reclaimable)
 	ssn.AddOverusedFn(PluginName, func(queue *api.QueueInfo) bool { return overused(ledger, queue) })
 	ssn.AddEventHandler(ledger.EventHandler())
 }

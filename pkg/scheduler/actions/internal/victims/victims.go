@@ -1,4 +1,5 @@
-// Package victims is what preempt and reclaim share: for one pending task, a node where
+// Package victims is what preempt and reclaim share: the starving jobs that may evict, and
+// for one pending task, a node where
 // evicting some of the pods the plugins allow makes room, and those evictions with the task
 // pipelined onto the node's releasing resources, in one statement.
 //
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/priorityqueue"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
@@ -147,4 +149,64 @@ func order(ssn *framework.Session, victims []*api.TaskInfo) {
 		}
 		return 0
 	})
+}
+
+// StarvingJobs are the admitted, valid, starving jobs with pending tasks, by queue; queues
+// in queue order, each queue's jobs in job order.
+func StarvingJobs(ssn *framework.Session) ([]*api.QueueInfo, map[api.QueueID][]*api.JobInfo) {
+	byQueue := map[api.QueueID][]*api.JobInfo{}
+	order := priorityqueue.New(ssn.QueueOrderFn)
+	for _, job := range ssn.Jobs {
+		if job.IsPending() || len(job.TaskStatusIndex[api.Pending]) == 0 {
+			continue
+		}
+		if res := ssn.JobValid(job); res != nil {
+			continue
+		}
+		queue := ssn.Queues[job.Queue]
+		if queue == nil || !ssn.JobStarving(job) {
+			continue
+		}
+		if _, ok := byQueue[queue.UID]; !ok {
+			order.Push(queue)
+		}
+		byQueue[queue.UID] = append(byQueue[queue.UID], job)
+	}
+	var queues []*api.QueueInfo
+	for order.Len() > 0 {
+		q := order.Pop()
+		queues = append(queues, q)
+		jobs := byQueue[q.UID]
+		slices.SortStableFunc(jobs, func(l, r *api.JobInfo) int {
+			switch {
+			case ssn.JobOrderFn(l, r):
+				return -1
+			case ssn.JobOrderFn(r, l):
+				return 1
+			}
+			return 0
+		})
+	}
+	return queues, byQueue
+}
+
+// PendingTasks are the job's tasks waiting for a node, in task order; gated and best-effort
+// ones are not preemptors.
+func PendingTasks(ssn *framework.Session, job *api.JobInfo) []*api.TaskInfo {
+	var tasks []*api.TaskInfo
+	for _, t := range job.TaskStatusIndex[api.Pending] {
+		if !t.SchGated && !t.BestEffort {
+			tasks = append(tasks, t)
+		}
+	}
+	slices.SortStableFunc(tasks, func(l, r *api.TaskInfo) int {
+		switch {
+		case ssn.TaskOrderFn(l, r):
+			return -1
+		case ssn.TaskOrderFn(r, l):
+			return 1
+		}
+		return 0
+	})
+	return tasks
 }

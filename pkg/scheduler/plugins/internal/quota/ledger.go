@@ -309,6 +309,36 @@ func (l *Ledger) fits(queue *api.QueueInfo, task *api.TaskInfo, limitOf func(*Qu
 	return fmt.Errorf("queue %s has no room for the pod within its %s: %s", q.Info.Name, limitName, strings.Join(names, ", "))
 }
 
+// Reclaimable are the candidates reclaim may take: each from a queue that, without the victims
+// taken before it, still holds more than its deserved share (in some dimension of it, cpu and
+// memory always), and keeps its guarantee without this one too. So a queue gives back down to
+// about its deserved share, never below its guarantee.
+func (l *Ledger) Reclaimable(_ *api.TaskInfo, candidates []*api.TaskInfo) ([]*api.TaskInfo, bool) {
+	left := map[api.QueueID]*api.Resource{}
+	victims := make([]*api.TaskInfo, 0, len(candidates))
+	for _, c := range candidates {
+		q := l.queueOf(c)
+		if q == nil {
+			continue
+		}
+		allocated, ok := left[q.Info.UID]
+		if !ok {
+			allocated = q.Allocated.Clone()
+			left[q.Info.UID] = allocated
+		}
+		if allocated.LessEqual(q.Deserved, api.MissingAsZero) {
+			continue
+		}
+		after := allocated.Clone().SubTotal(c.Resreq)
+		if !q.Guarantee.LessEqual(after, api.MissingAsZero) {
+			continue
+		}
+		left[q.Info.UID] = after
+		victims = append(victims, c)
+	}
+	return victims, false
+}
+
 // EventHandler keeps Allocated and Share current as the session places and takes back tasks.
 func (l *Ledger) EventHandler() *framework.EventHandler {
 	return &framework.EventHandler{
