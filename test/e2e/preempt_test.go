@@ -88,3 +88,29 @@ func TestPreemptorThatCannotFitEvictsNothing(t *testing.T) {
 		t.Errorf("low pods bound %d (%v), want all 4", b, err)
 	}
 }
+
+// reclaimConf is upstream's default configuration with reclaim after allocate.
+var reclaimConf = strings.Replace(defaultConf, `"enqueue, allocate, backfill"`, `"enqueue, allocate, reclaim, backfill"`, 1)
+
+// Two queues of weight 1: queue a has taken the whole node; queue b's 2-pod gang takes back
+// its deserved half, two of a's pods evicted with upstream's Warning Evict event, and no
+// more: a keeps the other two.
+func TestReclaimGivesBackTheDeservedShare(t *testing.T) {
+	e := newSchedulerEnv(t)
+	e.node("a", "4")
+	qa, qb := e.queue("a", nil), e.queue("b", nil)
+	e.scheduler(reclaimConf)
+	e.gang("ajob", qa, 1, 4, "1", nil)
+	e.waitBound("ajob-", 4, 30*time.Second)
+
+	e.gang("bjob", qb, 2, 2, "1", nil)
+	e.waitBound("bjob-", 2, 60*time.Second)
+	e.waitBound("ajob-", 2, 30*time.Second)
+	waitEvent(t, e.cs, 20*time.Second, e.ns, "reason=Evict", "Evict events on queue a's pods", func(ev corev1.Event) bool {
+		return ev.Type == corev1.EventTypeWarning && ev.Message == "Pod is evicted, because of reclaim" && strings.HasPrefix(ev.InvolvedObject.Name, "ajob-")
+	})
+	events, err := e.cs.CoreV1().Events(e.ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=Evict"})
+	if err != nil || len(events.Items) != 2 {
+		t.Errorf("Evict events %d (%v), want 2", len(events.Items), err)
+	}
+}
