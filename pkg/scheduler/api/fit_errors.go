@@ -40,9 +40,6 @@ func (s *Status) Failed() bool {
 // FitErrors records why each node failed one task.
 type FitErrors struct {
 	nodes map[string][]string // node -> reasons
-	// err replaces the default head "0/N nodes are unavailable" (e.g. a pre-predicate error
-	// that applies to every node).
-	err string
 }
 
 // NewFitErrors is an empty record.
@@ -53,19 +50,13 @@ func (f *FitErrors) SetNodeError(node string, s *Status) {
 	f.nodes[node] = append(f.nodes[node], s.Reasons...)
 }
 
-// SetError sets a message that stands for all nodes.
-func (f *FitErrors) SetError(msg string) { f.err = msg }
-
 // Nodes is the number of nodes that recorded a failure.
 func (f *FitErrors) Nodes() int { return len(f.nodes) }
 
 // Error renders upstream's message: "0/<N> nodes are unavailable: <count> <reason>, ... ."
 // N counts the nodes that recorded a failure; reasons are counted over nodes and sorted.
 func (f *FitErrors) Error() string {
-	head := f.err
-	if head == "" {
-		head = fmt.Sprintf("0/%d nodes are unavailable", len(f.nodes))
-	}
+	head := fmt.Sprintf("0/%d nodes are unavailable", len(f.nodes))
 	if len(f.nodes) == 0 {
 		return head
 	}

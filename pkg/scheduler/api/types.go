@@ -49,8 +49,3 @@ func (s TaskStatus) String() string {
 func AllocatedStatus(s TaskStatus) bool {
 	return s == Bound || s == Binding || s == Running || s == Allocated
 }
-
-// ScheduledStatus: the pod has been placed for good (Running, Bound, Failed, Succeeded).
-func ScheduledStatus(s TaskStatus) bool {
-	return s == Running || s == Bound || s == Failed || s == Succeeded
-}
