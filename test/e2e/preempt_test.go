@@ -30,15 +30,22 @@ func (e *schedulerEnv) priorityClass(suffix string, value int32) string {
 	return pc.Name
 }
 
-// A high-priority 2-pod gang on a full node evicts exactly two low-priority pods, each told
-// why in upstream's Warning Evict event, and then runs whole; the other low pods keep running.
-func TestPreemptEvictsOnlyWhatTheGangNeeds(t *testing.T) {
+// fullOfLowPriority is a 4-CPU node that four 1-CPU pods of a low priority class (gang "low",
+// minMember 1) fill, under a scheduler with preempt; it returns the env and a high class.
+func fullOfLowPriority(t *testing.T) (*schedulerEnv, string) {
 	e := newSchedulerEnv(t)
 	e.node("a", "4")
 	low, high := e.priorityClass("low", 10), e.priorityClass("high", 1000)
 	e.scheduler(preemptConf)
 	e.gangOfClass("low", "", low, 1, 4, "1", nil)
 	e.waitBound("low-", 4, 30*time.Second)
+	return e, high
+}
+
+// A high-priority 2-pod gang on a full node evicts exactly two low-priority pods, each told
+// why in upstream's Warning Evict event, and then runs whole; the other low pods keep running.
+func TestPreemptEvictsOnlyWhatTheGangNeeds(t *testing.T) {
+	e, high := fullOfLowPriority(t)
 
 	e.gangOfClass("high", "", high, 2, 2, "1", nil)
 	e.waitBound("high-", 2, 60*time.Second)
@@ -68,12 +75,7 @@ func TestPreemptEvictsOnlyWhatTheGangNeeds(t *testing.T) {
 
 // A preemptor that would not fit even with every lower-priority pod gone evicts nothing.
 func TestPreemptorThatCannotFitEvictsNothing(t *testing.T) {
-	e := newSchedulerEnv(t)
-	e.node("a", "4")
-	low, high := e.priorityClass("low", 10), e.priorityClass("high", 1000)
-	e.scheduler(preemptConf)
-	e.gangOfClass("low", "", low, 1, 4, "1", nil)
-	e.waitBound("low-", 4, 30*time.Second)
+	e, high := fullOfLowPriority(t)
 
 	e.gangOfClass("high", "", high, 1, 1, "5", nil)
 	e.podGroup("high", 30*time.Second, "Unschedulable", func(pg *schedulingv1beta1.PodGroup) bool {

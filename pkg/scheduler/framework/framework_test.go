@@ -89,6 +89,22 @@ func openTestSession(t *testing.T, cache *fakeCache, plugin Plugin) *Session {
 	return OpenSession(cache, cfg, reg)
 }
 
+// tiersSession opens a session over snap whose configuration has the plugins in tiers, each
+// built as itself.
+func tiersSession[P Plugin](snap *api.ClusterInfo, tiers [][]P) *Session {
+	reg := NewRegistry()
+	cfg := &conf.SchedulerConfiguration{Actions: "allocate"}
+	for _, tier := range tiers {
+		var opts []conf.PluginOption
+		for _, p := range tier {
+			reg.RegisterPlugin(p.Name(), func(conf.Arguments) (Plugin, error) { return p, nil })
+			opts = append(opts, conf.PluginOption{Name: p.Name()})
+		}
+		cfg.Tiers = append(cfg.Tiers, conf.Tier{Plugins: opts})
+	}
+	return OpenSession(&fakeCache{snap: snap}, cfg, reg)
+}
+
 // withoutLastTransaction strips the one field Discard changes on purpose.
 func withoutLastTransaction(ci *api.ClusterInfo) *api.ClusterInfo {
 	for _, j := range ci.Jobs {
@@ -310,17 +326,7 @@ func TestQueueUsageFollowsTiers(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			reg := NewRegistry()
-			cfg := &conf.SchedulerConfiguration{Actions: "allocate"}
-			for _, tier := range tc.tiers {
-				var opts []conf.PluginOption
-				for _, p := range tier {
-					reg.RegisterPlugin(p.name, func(conf.Arguments) (Plugin, error) { return p, nil })
-					opts = append(opts, conf.PluginOption{Name: p.name})
-				}
-				cfg.Tiers = append(cfg.Tiers, conf.Tier{Plugins: opts})
-			}
-			ssn := OpenSession(&fakeCache{snap: cluster(1, 1)}, cfg, reg)
+			ssn := tiersSession(cluster(1, 1), tc.tiers)
 			total := api.EmptyResource()
 			ssn.AddQueueUsage(total, ssn.Jobs["ns/pg"].Tasks["uid-0"])
 			if total.MilliCPU != tc.want {

@@ -51,17 +51,7 @@ func TestVictimTierRules(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			reg := NewRegistry()
-			cfg := &conf.SchedulerConfiguration{Actions: "preempt"}
-			for _, tier := range tc.tiers {
-				var opts []conf.PluginOption
-				for _, p := range tier {
-					reg.RegisterPlugin(p.name, func(conf.Arguments) (Plugin, error) { return p, nil })
-					opts = append(opts, conf.PluginOption{Name: p.name})
-				}
-				cfg.Tiers = append(cfg.Tiers, conf.Tier{Plugins: opts})
-			}
-			ssn := OpenSession(&fakeCache{snap: cluster(1, 4)}, cfg, reg)
+			ssn := tiersSession(cluster(1, 4), tc.tiers)
 			job := ssn.Jobs["ns/pg"]
 			var candidates []*api.TaskInfo
 			for i := 1; i < 4; i++ {
@@ -143,17 +133,7 @@ func TestJobStarvingAndPreemptive(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			reg := NewRegistry()
-			cfg := &conf.SchedulerConfiguration{Actions: "reclaim"}
-			for _, tier := range tc.tiers {
-				var opts []conf.PluginOption
-				for _, p := range tier {
-					reg.RegisterPlugin(p.name, func(conf.Arguments) (Plugin, error) { return p, nil })
-					opts = append(opts, conf.PluginOption{Name: p.name})
-				}
-				cfg.Tiers = append(cfg.Tiers, conf.Tier{Plugins: opts})
-			}
-			ssn := OpenSession(&fakeCache{snap: cluster(1, 1)}, cfg, reg)
+			ssn := tiersSession(cluster(1, 1), tc.tiers)
 			job := ssn.Jobs["ns/pg"]
 			if got := ssn.JobStarving(job); got != tc.wantStarving {
 				t.Errorf("JobStarving = %v, want %v", got, tc.wantStarving)

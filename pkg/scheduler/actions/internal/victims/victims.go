@@ -133,21 +133,13 @@ func fits(ssn *framework.Session, task *api.TaskInfo, node *api.NodeInfo) bool {
 // order sorts victims lowest first: of different jobs, the job that goes last in job order
 // first; of one job, the task that goes last in task order first.
 func order(ssn *framework.Session, victims []*api.TaskInfo) {
+	byTask, byJob := compareBy(ssn.TaskOrderFn), compareBy(ssn.JobOrderFn)
 	slices.SortStableFunc(victims, func(l, r *api.TaskInfo) int {
-		var lFirst, rFirst bool
+		// Reversed: what is scheduled last is evicted first.
 		if l.Job == r.Job {
-			lFirst, rFirst = ssn.TaskOrderFn(l, r), ssn.TaskOrderFn(r, l)
-		} else {
-			lj, rj := ssn.Jobs[l.Job], ssn.Jobs[r.Job]
-			lFirst, rFirst = ssn.JobOrderFn(lj, rj), ssn.JobOrderFn(rj, lj)
+			return byTask(r, l)
 		}
-		switch {
-		case rFirst && !lFirst:
-			return -1 // r is scheduled first, so l goes first
-		case lFirst && !rFirst:
-			return 1
-		}
-		return 0
+		return byJob(ssn.Jobs[r.Job], ssn.Jobs[l.Job])
 	})
 }
 
@@ -177,15 +169,7 @@ func StarvingJobs(ssn *framework.Session) ([]*api.QueueInfo, map[api.QueueID][]*
 		q := order.Pop()
 		queues = append(queues, q)
 		jobs := byQueue[q.UID]
-		slices.SortStableFunc(jobs, func(l, r *api.JobInfo) int {
-			switch {
-			case ssn.JobOrderFn(l, r):
-				return -1
-			case ssn.JobOrderFn(r, l):
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(jobs, compareBy(ssn.JobOrderFn))
 	}
 	return queues, byQueue
 }
@@ -199,14 +183,19 @@ func PendingTasks(ssn *framework.Session, job *api.JobInfo) []*api.TaskInfo {
 			tasks = append(tasks, t)
 		}
 	}
-	slices.SortStableFunc(tasks, func(l, r *api.TaskInfo) int {
+	slices.SortStableFunc(tasks, compareBy(ssn.TaskOrderFn))
+	return tasks
+}
+
+// compareBy turns a session order ("l goes first") into a comparison for sorting.
+func compareBy[T any](first func(l, r T) bool) func(l, r T) int {
+	return func(l, r T) int {
 		switch {
-		case ssn.TaskOrderFn(l, r):
+		case first(l, r):
 			return -1
-		case ssn.TaskOrderFn(r, l):
+		case first(r, l):
 			return 1
 		}
 		return 0
-	})
-	return tasks
+	}
 }
