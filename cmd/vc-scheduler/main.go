@@ -34,6 +34,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "vc-scheduler:", err)
 		os.Exit(2)
 	}
+	klog.StartFlushDaemon(opts.logFlushFrequency)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, opts); err != nil {

@@ -33,11 +33,13 @@ type options struct {
 	minNodesToFind  int32
 	minPctNodesFind int32
 	pctNodesToFind  int32
+	// logFlushFrequency is component-base's --log-flush-frequency: how often klog flushes.
+	logFlushFrequency time.Duration
 
 	// Upstream's flags kept so existing manifests keep working. resyncPeriod, priorityClass,
-	// resourceSyncTimeout and disableDefaultConfig are honoured; the others tune upstream
-	// machinery this scheduler does not have (storage plugins, .so plugins, cache dumps,
-	// TLS) and are accepted and ignored.
+	// resourceSyncTimeout, disableDefaultConfig and shardingMode are honoured; the others tune
+	// upstream machinery this scheduler does not have (storage plugins, .so plugins, cache
+	// dumps, TLS, sharding, gate removal) and are accepted and ignored.
 	compat compatFlags
 }
 
@@ -56,6 +58,9 @@ type compatFlags struct {
 	featureGates         string
 	resourceSyncTimeout  time.Duration
 	disableDefaultConfig bool
+	// Upstream v1.14's node sharding between schedulers: only "none" is implemented here.
+	shardingMode, shardingName string
+	gateRemovalWorkers         int
 }
 
 func newOptions() *options {
@@ -117,7 +122,15 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.featureGates, "feature-gates", "", "Accepted for compatibility; no effect")
 	fs.DurationVar(&c.resourceSyncTimeout, "resource-sync-timeout", time.Minute, "How long to wait for the informers to sync")
 	fs.BoolVar(&c.disableDefaultConfig, "disable-default-scheduler-config", false, "Exit instead of using the built-in configuration when the file is missing or invalid")
+	fs.StringVar(&c.shardingMode, "scheduler-sharding-mode", shardingNone, `How nodes are shared between schedulers: only "none" is implemented (split nodes with --node-selector)`)
+	fs.StringVar(&c.shardingName, "scheduler-sharding-name", "", "Accepted for compatibility; used only by a sharding mode other than none")
+	fs.IntVar(&c.gateRemovalWorkers, "gate-removal-worker-num", 5, "Accepted for compatibility; no effect")
+	fs.DurationVar(&o.logFlushFrequency, "log-flush-frequency", 5*time.Second, "Maximum time between log flushes")
 }
+
+// shardingNone is the one --scheduler-sharding-mode this scheduler has: every scheduler sees
+// every node its --node-selector lets it see.
+const shardingNone = "none"
 
 // validate checks the flag values and fills in derived defaults.
 func (o *options) validate() error {
@@ -134,6 +147,12 @@ func (o *options) validate() error {
 	}
 	if o.pctNodesToFind < 0 || o.pctNodesToFind > 100 {
 		return fmt.Errorf("--percentage-nodes-to-find %d: want 0..100", o.pctNodesToFind)
+	}
+	if m := o.compat.shardingMode; m != shardingNone {
+		return fmt.Errorf("--scheduler-sharding-mode %q: not implemented by this scheduler; the mode it has is %q (split nodes between schedulers with --node-selector)", m, shardingNone)
+	}
+	if o.logFlushFrequency <= 0 {
+		return fmt.Errorf("--log-flush-frequency %s: must be positive", o.logFlushFrequency)
 	}
 	if o.leaderElection.ResourceName == "" {
 		// Upstream: the scheduler's name when it has exactly one, else "volcano".

@@ -19,7 +19,12 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--node-selector", ":on"}, `--node-selector ":on": want key:value`},
 		{[]string{"--percentage-nodes-to-find", "101"}, "--percentage-nodes-to-find 101: want 0..100"},
 		{[]string{"--percentage-nodes-to-find", "-1"}, "--percentage-nodes-to-find -1: want 0..100"},
+		{[]string{"--scheduler-sharding-mode", "hard", "--scheduler-sharding-name", "shard-a"},
+			`--scheduler-sharding-mode "hard": not implemented by this scheduler; the mode it has is "none" (split nodes between schedulers with --node-selector)`},
+		{[]string{"--log-flush-frequency", "0s"}, "--log-flush-frequency 0s: must be positive"},
 		{[]string{"--node-selector", "gpu:on", "--schedule-period", "200ms", "--percentage-nodes-to-find", "50"}, ""},
+		// Upstream v1.14's flags, as its chart passes them.
+		{[]string{"--scheduler-sharding-mode", "none", "--gate-removal-worker-num", "5", "--log-flush-frequency", "10s"}, ""},
 	} {
 		opts := newOptions()
 		fs := pflag.NewFlagSet("vc-scheduler", pflag.ContinueOnError)
