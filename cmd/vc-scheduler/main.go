@@ -18,14 +18,19 @@ import (
 // version is set at build time (-ldflags "-X main.version=...").
 var version = "dev"
 
-func main() {
-	opts := newOptions()
-	fs := pflag.NewFlagSet("vc-scheduler", pflag.ExitOnError)
+// commandLine is every flag the binary takes: its own, upstream's and klog's.
+func commandLine(opts *options, onError pflag.ErrorHandling) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("vc-scheduler", onError)
 	opts.addFlags(fs)
-	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	fs.AddGoFlagSet(klogFlags)
-	_ = fs.Parse(os.Args[1:])
+	return fs
+}
+
+func main() {
+	opts := newOptions()
+	_ = commandLine(opts, pflag.ExitOnError).Parse(os.Args[1:])
 	if opts.printVersion {
 		fmt.Printf("vc-scheduler %s\n", version)
 		return

@@ -48,3 +48,22 @@ func TestBadFlags(t *testing.T) {
 		t.Errorf("no scheduler name: got %v", err)
 	}
 }
+
+// The arguments upstream's Helm chart (v1.14) gives its scheduler Deployment parse and pass
+// here, so that a Deployment made from it with only the image changed starts this scheduler.
+func TestUpstreamChartArgs(t *testing.T) {
+	args := []string{"--logtostderr", "--scheduler-conf=/volcano.scheduler/volcano-scheduler.conf",
+		"--enable-healthz=true", "--enable-metrics=true", "--leader-elect=false", "--leader-elect-resource-namespace=volcano-system",
+		"--kube-api-qps=2000", "--kube-api-burst=2000", "--schedule-period=1s", "--node-worker-threads=20",
+		"--plugins-dir=plugins", "--scheduler-sharding-mode=none", "--gate-removal-worker-num=5", "-v=3", "2>&1"}
+	opts := newOptions()
+	if err := commandLine(opts, pflag.ContinueOnError).Parse(args); err != nil {
+		t.Fatalf("upstream chart args: %v", err)
+	}
+	if err := opts.validate(); err != nil {
+		t.Fatalf("upstream chart args refused: %v", err)
+	}
+	if opts.schedulerConf != "/volcano.scheduler/volcano-scheduler.conf" || !opts.enableMetrics || opts.leaderElection.ResourceNamespace != "volcano-system" {
+		t.Errorf("parsed %+v", opts)
+	}
+}
