@@ -31,6 +31,13 @@ func (q *QueueInfo) IsOpen() bool {
 	return q.Queue.Status.State == schedulingv1beta1.QueueStateOpen
 }
 
+// IsClosed: the queue is Closed or Closing, so it takes no new job whatever plugins run; the
+// jobs it has are left alone.
+func (q *QueueInfo) IsClosed() bool {
+	s := q.Queue.Status.State
+	return s == schedulingv1beta1.QueueStateClosed || s == schedulingv1beta1.QueueStateClosing
+}
+
 // Clone shares the Queue object (read-only) and copies the rest.
 func (q *QueueInfo) Clone() *QueueInfo {
 	c := *q

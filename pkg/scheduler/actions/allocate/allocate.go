@@ -131,6 +131,11 @@ func (c *cycle) pickJobs() (*priorityqueue.Queue[*api.QueueInfo], map[api.QueueI
 			if enqueueConfigured {
 				continue
 			}
+			// enqueue's rule, here when allocate admits jobs itself: a Closed or Closing
+			// queue takes no new job.
+			if q := ssn.Queues[job.Queue]; q != nil && q.IsClosed() {
+				continue
+			}
 			job.Status.Phase = schedulingv1beta1.PodGroupInqueue
 		}
 		// A job with nothing pending has nothing to do here; skipping it before the

@@ -63,6 +63,13 @@ func runAllocate(t *testing.T, tc allocateCase) (*framework.Session, *fakeCache)
 	return ssn, cache
 }
 
+// closingQueue is a queue that its controller is closing.
+func closingQueue(name string) *schedulingv1beta1.Queue {
+	q := buildQueue(name, 0, 0)
+	q.Status.State = schedulingv1beta1.QueueStateClosing
+	return q
+}
+
 func taskByName(ssn *framework.Session, name string) (*api.JobInfo, *api.TaskInfo) {
 	for _, job := range ssn.Jobs {
 		for _, task := range job.Tasks {
@@ -270,6 +277,15 @@ func TestAllocate(t *testing.T) {
 			// A PodGroup whose pods do not exist yet is admitted too: the job controller
 			// creates them only then.
 			wantPhases: map[string]schedulingv1beta1.PodGroupPhase{"pg1": inqueue, "empty": inqueue},
+		},
+		{
+			name:       "without enqueue, a Closing queue's Pending job is not admitted",
+			actions:    "allocate, backfill",
+			queues:     []*schedulingv1beta1.Queue{closingQueue("q1")},
+			podGroups:  []*schedulingv1beta1.PodGroup{buildPodGroup("pg1", "q1", 1, pending, 0)},
+			pods:       []*corev1.Pod{buildPod("p1", "pg1", cpu1)},
+			nodes:      []*corev1.Node{buildNode("n1", node2, nil)},
+			wantPhases: map[string]schedulingv1beta1.PodGroupPhase{"pg1": pending},
 		},
 		{
 			name:        "an invalid job is skipped",

@@ -32,7 +32,8 @@ func (action) Name() string { return Name }
 // QueueOrderFn. The queue goes back after every job and is ranked again, so a plugin whose
 // queue order reacts to what it has admitted interleaves queues; with a fixed order (the
 // default plugins) the first queue is served until it has no Pending job left, as upstream.
-// A job without spec.minResources asks for nothing up front and is always admitted.
+// A job without spec.minResources asks for nothing up front and is always admitted, unless
+// its queue is Closed or Closing: such a queue takes no new job, whatever plugins run.
 func (action) Execute(ssn *framework.Session) {
 	queues := priorityqueue.New(ssn.QueueOrderFn)
 	jobsByQueue := map[api.QueueID][]*api.JobInfo{}
@@ -44,6 +45,11 @@ func (action) Execute(ssn *framework.Session) {
 		if !ok {
 			klog.V(3).InfoS("Queue of the job not found; not enqueueing it", "podGroup", klog.KRef(job.Namespace, job.Name),
 				"queue", job.Queue)
+			continue
+		}
+		if queue.IsClosed() {
+			klog.V(3).InfoS("Queue is closed; not enqueueing its job", "podGroup", klog.KRef(job.Namespace, job.Name),
+				"queue", queue.Name, "state", queue.Queue.Status.State)
 			continue
 		}
 		if _, seen := jobsByQueue[queue.UID]; !seen {

@@ -52,6 +52,13 @@ func queue(name string, priority int32) *api.QueueInfo {
 	return api.NewQueueInfo(st.MakeQueue().Name(name).Created(0).Priority(priority).Obj())
 }
 
+// stateQueue is a queue in the given state.
+func stateQueue(name string, state schedulingv1beta1.QueueState) *api.QueueInfo {
+	q := st.MakeQueue().Name(name).Created(0).Obj()
+	q.Status.State = state
+	return api.NewQueueInfo(q)
+}
+
 // minResources8 is upstream's case: 8 cpu and 8Gi up front.
 var minResources8 = &corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("8Gi")}
 
@@ -123,6 +130,13 @@ func TestEnqueue(t *testing.T) {
 			jobs:       []*api.JobInfo{job("pg1", "c2", pending, nil, 0)},
 			vote:       permit,
 			wantPhases: map[string]schedulingv1beta1.PodGroupPhase{"pg1": pending},
+		},
+		{
+			name:       "a Closed or Closing queue takes no new job, whatever the vote",
+			queues:     []*api.QueueInfo{stateQueue("closed", schedulingv1beta1.QueueStateClosed), stateQueue("closing", schedulingv1beta1.QueueStateClosing)},
+			jobs:       []*api.JobInfo{job("pg1", "closed", pending, nil, 0), job("pg2", "closing", pending, minResources8, 0)},
+			vote:       permit,
+			wantPhases: map[string]schedulingv1beta1.PodGroupPhase{"pg1": pending, "pg2": pending},
 		},
 		{
 			name:       "a rejected PodGroup stays Pending",
