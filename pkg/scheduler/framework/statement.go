@@ -73,12 +73,7 @@ func (s *Statement) Evict(victim *api.TaskInfo, reason string) error {
 	was := victim.Status
 	job.UpdateTaskStatus(victim, api.Releasing)
 	node.AddTask(victim)
-	ev := &Event{Task: victim, Node: node}
-	for i := len(s.ssn.eventHandlers) - 1; i >= 0; i-- {
-		if h := s.ssn.eventHandlers[i]; h.DeallocateFunc != nil {
-			h.DeallocateFunc(ev)
-		}
-	}
+	s.ssn.deallocated(victim, node)
 	s.ops = append(s.ops, operation{kind: opEvict, task: victim, node: node, was: was, reason: reason})
 	return nil
 }
@@ -191,6 +186,12 @@ func (ssn *Session) unplace(task *api.TaskInfo, node *api.NodeInfo) {
 		job.UpdateTaskStatus(task, api.Pending)
 	}
 	task.NodeName = ""
+	ssn.deallocated(task, node)
+}
+
+// deallocated runs the DeallocateFunc handlers for a task taken off (or released on) node,
+// last registered first.
+func (ssn *Session) deallocated(task *api.TaskInfo, node *api.NodeInfo) {
 	ev := &Event{Task: task, Node: node}
 	for i := len(ssn.eventHandlers) - 1; i >= 0; i-- {
 		if h := ssn.eventHandlers[i]; h.DeallocateFunc != nil {

@@ -12,8 +12,6 @@
 package preempt
 
 import (
-	"k8s.io/klog/v2"
-
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/victims"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
@@ -48,26 +46,13 @@ func (action) Execute(ssn *framework.Session) {
 	}
 }
 
-// betweenJobs lets the job's pending tasks evict pods of other jobs of its queue; the
-// statement stands only if the job is then pipelined.
+// betweenJobs lets the job's pending tasks evict pods of other jobs of its queue.
 func betweenJobs(ssn *framework.Session, queue *api.QueueInfo, job *api.JobInfo) {
-	stmt := ssn.NewStatement()
 	otherJobOfQueue := func(t *api.TaskInfo) bool {
 		j := ssn.Jobs[t.Job]
 		return t.Job != job.UID && j != nil && j.Queue == queue.UID
 	}
-	for _, task := range victims.PendingTasks(ssn, job) {
-		if !ssn.JobStarving(job) {
-			break
-		}
-		victims.Search(ssn, stmt, task, otherJobOfQueue, ssn.Preemptable, EvictReason)
-	}
-	if ssn.JobPipelined(job) {
-		stmt.Commit()
-		return
-	}
-	klog.V(3).InfoS("Preemption would not let the job run; nothing evicted", "podGroup", klog.KRef(job.Namespace, job.Name))
-	stmt.Discard()
+	victims.ForJob(ssn, job, nil, otherJobOfQueue, ssn.Preemptable, EvictReason)
 }
 
 // withinJob lets the job's pending tasks evict its own lower-priority running tasks, each

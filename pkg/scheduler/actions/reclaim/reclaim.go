@@ -53,22 +53,8 @@ func reclaimFor(ssn *framework.Session, queue *api.QueueInfo, job *api.JobInfo) 
 		q := ssn.Queues[j.Queue]
 		return q != nil && reclaimable(q)
 	}
-	stmt := ssn.NewStatement()
-	for _, task := range victims.PendingTasks(ssn, job) {
-		if !ssn.JobStarving(job) {
-			break
-		}
-		if err := ssn.Preemptive(queue, task); err != nil {
-			klog.V(3).InfoS("Queue may not reclaim for the pod", "queue", queue.Name, "pod", klog.KRef(task.Namespace, task.Name), "reason", err)
-			break
-		}
-		victims.Search(ssn, stmt, task, otherReclaimableQueue, ssn.Reclaimable, EvictReason)
-	}
-	if ssn.JobPipelined(job) {
-		stmt.Commit()
-		return
-	}
-	stmt.Discard()
+	mayReclaim := func(t *api.TaskInfo) error { return ssn.Preemptive(queue, t) }
+	victims.ForJob(ssn, job, mayReclaim, otherReclaimableQueue, ssn.Reclaimable, EvictReason)
 }
 
 // reclaimable: the queue's spec.reclaimable, true when unset.

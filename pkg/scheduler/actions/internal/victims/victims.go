@@ -1,7 +1,7 @@
 // Package victims is what preempt and reclaim share: the starving jobs that may evict, and
-// for one pending task, a node where
-// evicting some of the pods the plugins allow makes room, and those evictions with the task
-// pipelined onto the node's releasing resources, in one statement.
+// for each pending task of one, a node where evicting some of the pods the plugins allow
+// makes room, those evictions and the task pipelined onto the node's releasing resources
+// kept in the job's statement only when the whole job is then pipelined.
 //
 // Unlike upstream, evictions are tried in a statement of their own per node and kept only
 // when the task then fits there (resources and every predicate): a task that would still not
@@ -24,6 +24,33 @@ import (
 // Chooser is the plugins' say on which candidates may go: Session.Preemptable or
 // Session.Reclaimable.
 type Chooser func(preemptor *api.TaskInfo, candidates []*api.TaskInfo) []*api.TaskInfo
+
+// ForJob lets the job's pending tasks, in task order and while the job is starving, each make
+// room by Search (filter, choose and reason as there). mayEvict, when set, is asked first for
+// each task; its refusal ends the job's turn. The evictions stand only if the job is then
+// pipelined (its whole gang has a place): otherwise nothing is evicted.
+func ForJob(ssn *framework.Session, job *api.JobInfo, mayEvict func(*api.TaskInfo) error,
+	filter func(*api.TaskInfo) bool, choose Chooser, reason string) {
+	stmt := ssn.NewStatement()
+	for _, task := range PendingTasks(ssn, job) {
+		if !ssn.JobStarving(job) {
+			break
+		}
+		if mayEvict != nil {
+			if err := mayEvict(task); err != nil {
+				klog.V(3).InfoS("Pod may not evict", "pod", klog.KRef(task.Namespace, task.Name), "action", reason, "reason", err)
+				break
+			}
+		}
+		Search(ssn, stmt, task, filter, choose, reason)
+	}
+	if ssn.JobPipelined(job) {
+		stmt.Commit()
+		return
+	}
+	klog.V(3).InfoS("Evictions would not let the job run; nothing evicted", "podGroup", klog.KRef(job.Namespace, job.Name), "action", reason)
+	stmt.Discard()
+}
 
 // Search makes room for preemptor on one node, by evicting candidates that filter accepts
 // and choose allows, fewest first in victim order; reason is what the victims' Evict events
@@ -49,15 +76,18 @@ func Search(ssn *framework.Session, stmt *framework.Statement, preemptor *api.Ta
 		metrics.PreemptionAttempts.Inc()
 		order(ssn, chosen)
 		try := ssn.NewStatement()
+		room := fits(ssn, preemptor, node)
 		for _, v := range chosen {
-			if fits(ssn, preemptor, node) {
+			if room {
 				break
 			}
 			if err := try.Evict(v, reason); err != nil {
 				klog.V(3).InfoS("Victim cannot be evicted", "pod", klog.KRef(v.Namespace, v.Name), "err", err)
+				continue
 			}
+			room = fits(ssn, preemptor, node)
 		}
-		if !fits(ssn, preemptor, node) {
+		if !room {
 			try.Discard()
 			continue
 		}
