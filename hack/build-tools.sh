@@ -18,7 +18,7 @@ k8s_bins=(kube-apiserver kube-controller-manager kubectl kubelet)
 need=()
 for b in "${k8s_bins[@]}"; do fresh "$b" "${K8S_INPUTS[@]}" || need+=("k8s.io/kubernetes/cmd/$b"); done
 if [ ${#need[@]} -gt 0 ]; then
-  log "building ${need[*]} ($K8S_VERSION; cold: about 4 min on 2 cores)"
+  log "building ${need[*]} ($K8S_VERSION; cold: 10-13 min on 2 cores, the longest step of a first run)"
   LD="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 \
       -X k8s.io/component-base/version.gitMinor=$(echo "$K8S_VERSION" | cut -d. -f2) -X k8s.io/component-base/version.gitTreeState=clean"
   (cd "$ROOT/hack/tools" && go build -trimpath -ldflags "$LD" -o "$BIN/" "${need[@]}")

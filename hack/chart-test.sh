@@ -2,7 +2,8 @@
 # chart-test.sh: charts/volcano-vgpu linted and rendered with every values file under ci/, and
 # every rendered object accepted by the local cluster's API server (server-side dry run: schema,
 # defaulting, RBAC escalation checks), except kinds whose CRDs a bare cluster lacks
-# (ServiceMonitor). Needs the local cluster up.
+# (ServiceMonitor). Needs the local cluster up; objects of a release already installed there
+# (make demo's) do not change the verdict.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 export KUBECONFIG=$P/admin.kubeconfig
@@ -49,9 +50,14 @@ for values in "$CHART"/ci/*-values.yaml; do
     { "$HELM" lint "$CHART" --strict --namespace $NS -f "$values"; exit 1; }
   out=$(mktemp)
   "$HELM" template "vv-$name" "$CHART" --namespace $NS -f "$values" 2>/dev/null >"$out"
-  # Only a ServiceMonitor may be refused: a bare cluster has no Prometheus Operator CRDs.
-  "$BIN/kubectl" apply --dry-run=server -f "$out" >/dev/null 2>"$out.err" ||
-    if grep -v -e 'kind "ServiceMonitor"' -e '^ensure CRDs are installed first' "$out.err" | grep -q .; then cat "$out.err"; exit 1; fi
-  log "chart with ci/$name-values.yaml: lint, template and server-side dry run of $(grep -c '^kind:' "$out") objects passed"
-  rm -f "$out" "$out.err"
+  # A bare cluster has no Prometheus Operator CRDs, so a ServiceMonitor is left out of the dry
+  # run; every other object must be accepted. The verdict is kubectl's exit status: what it
+  # prints on stderr besides (a Warning about an object another release already made) is not a
+  # refusal.
+  awk 'BEGIN{RS="\n---\n"; ORS="\n---\n"} !/(^|\n)kind: ServiceMonitor(\n|$)/' "$out" >"$out.applied"
+  if ! "$BIN/kubectl" apply --dry-run=server -f "$out.applied" >/dev/null 2>"$out.err"; then
+    log "the API server refused the chart rendered with ci/$name-values.yaml:"; cat "$out.err"; exit 1
+  fi
+  log "chart with ci/$name-values.yaml: lint, template and server-side dry run of $(grep -c '^kind:' "$out.applied") objects passed ($(grep -c '^kind: ServiceMonitor' "$out") ServiceMonitor left out)"
+  rm -f "$out" "$out.applied" "$out.err"
 done

@@ -30,6 +30,7 @@ LAB=$D/lab
 
 # The stand-in plays vc-controller-manager (VolcanoJob -> PodGroup + pods, queues Open) and,
 # for the chart's own pods only, kube-scheduler, which this cluster does not run.
+stop_process demo-standin   # a demo run again starts the stand-in just built
 start demo-standin "$D/standin" --kubeconfig="$KUBECONFIG" --place-pods=volcano-system=localhost
 
 # Step 2 and 3 through the chart: vc-scheduler with the lab's scheduler.conf, unchanged, and
@@ -45,8 +46,9 @@ devicePlugin:
   nodeSelector: {gpu: null, volcano-vgpu/demo: gpu}
 EOV
 log "helm upgrade --install volcano-vgpu charts/volcano-vgpu (scheduler_config_override: lab 8's scheduler.conf)"
-"$BIN/helm" upgrade --install volcano-vgpu "$ROOT/charts/volcano-vgpu" -n volcano-system --create-namespace \
-  -f "$ROOT/hack/testbed/chart-values.yaml" -f "$D/values.yaml" --set-file custom.scheduler_config_override="$ROOT/config/lab8-scheduler.conf" --wait --timeout 3m 2>/dev/null >/dev/null
+out=$("$BIN/helm" upgrade --install volcano-vgpu "$ROOT/charts/volcano-vgpu" -n volcano-system --create-namespace \
+  -f "$ROOT/hack/testbed/chart-values.yaml" -f "$D/values.yaml" --set-file custom.scheduler_config_override="$ROOT/config/lab8-scheduler.conf" --wait --timeout 3m 2>&1) ||
+  { echo "$out" >&2; exit 1; }
 wait_for 60 sh -c "[ \"\$($K get node localhost -o jsonpath='{.status.allocatable.volcano\.sh/vgpu-memory}')\" = 8192 ]"
 $K create namespace $NS --dry-run=client -o yaml | $K apply -f - >/dev/null
 

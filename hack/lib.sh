@@ -29,6 +29,13 @@ wait_for() {                                                # wait_for SECONDS C
     sleep 0.1
   done
 }
+# cluster_started: some program cluster-up.sh or demo.sh started may still run, or the real
+# node's changes to the machine are not undone yet (cluster-down.sh would stop and undo them).
+cluster_started() {
+  local f
+  for f in "$R"/*.pid; do [ -e "$f" ] && return 0; done
+  [ -f "$R/node-before.env" ]
+}
 alive() { [ -f "$R/$1.pid" ] && kill -0 "$(cat "$R/$1.pid")" 2>/dev/null; }
 start() {                                                   # start NAME CMD...: background, logged, PID kept
   local name=$1; shift

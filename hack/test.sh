@@ -73,10 +73,18 @@ cluster_suites() {
 }
 if has e2e; then
   t=$(now)
-  if "$ROOT/hack/cluster-running.sh"; then
-    log "reusing the running cluster; it stays up"
+  if [ -n "${E2E_RUN:-}" ] && "$ROOT/hack/cluster-running.sh"; then
+    # A developer's narrow run on the cluster they keep up (make cluster-up): it stays up.
+    log "E2E_RUN=$E2E_RUN: reusing the running cluster; it stays up"
     cluster_suites
   else
+    # A whole run owns its cluster: whatever another command left up (make demo's release, its
+    # stand-in controllers, a device plugin on the real node) would share the kubelet, the
+    # scheduler name and volcano-system with the suites. So that cluster goes first.
+    if "$ROOT/hack/cluster-running.sh" || cluster_started; then
+      log "a local cluster is up (make demo or make cluster-up left it): make test runs on one of its own, so it stops that one first (make demo brings the demo back)"
+      "$ROOT/hack/cluster-down.sh"
+    fi
     before=$("$ROOT/hack/testbed/fingerprint.sh")
     trap '"$ROOT/hack/cluster-down.sh"' EXIT
     "$ROOT/hack/cluster-up.sh"

@@ -23,6 +23,10 @@ node_up() {
   if [ ! -f "$R/node-before.env" ]; then
     { for p in "${NODE_SYSTEM_PATHS[@]}"; do [ -e "$p" ] && echo "existed $p"; done
       for s in "${NODE_SYSCTLS[@]}"; do echo "sysctl $s $(sysctl -n "$s")"; done
+      # What another runtime or kubelet on this machine already has is never removed.
+      ip netns list 2>/dev/null | awk '{print "netns", $1}'
+      kubelet_chains | sed 's/^/chain /'
+      kubepods_cgroups | sed 's/^/cgroup /'
     } >"$R/node-before.env"
   fi
   cat >"$C/config.toml" <<EOC
@@ -124,54 +128,79 @@ node_down() {
     done
   fi
   stop_process containerd
-  # Leftover shims (they exit with their tasks; a killed containerd may orphan some).
-  pkill -KILL -f "containerd-shim-runc-v2 -namespace k8s.io" 2>/dev/null || true
-  # Mounts: kubelet volumes and its root bind mount, containerd rootfs and shm mounts.
+  # Leftover shims (they exit with their tasks; a killed containerd may orphan some): only those
+  # of our containerd, which name its socket; another containerd's on this machine are left.
+  local pid
+  for pid in $(pgrep -f containerd-shim 2>/dev/null); do
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "-address $C/containerd.sock " && kill -KILL "$pid" 2>/dev/null
+  done
+  # The rest undoes node_up's changes to the machine. Without its record node_up never ran (or
+  # they are undone already): nothing is touched, least of all another runtime's objects.
+  [ -f "$R/node-before.env" ] || return 0
+  # Mounts: kubelet volumes and its root bind mount, containerd rootfs and shm mounts, and the
+  # network namespaces of our pods (another runtime's, there before node_up, stay).
   local m
   for _ in 1 2 3; do
     for m in $(awk -v a="$KUBELET_ROOT" -v b="$TB" -v c=/run/containerd -v d=/run/netns -v e=/var/run/netns \
                  'index($2,a)==1||index($2,b)==1||index($2,c)==1||index($2,d)==1||index($2,e)==1{print $2}' /proc/mounts | sort -r); do
+      case "$m" in
+        */netns) before_node "existed $m" && continue ;;
+        */netns/*) before_node "netns ${m##*/}" && continue ;;
+      esac
       umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
     done
   done
   local ns
-  for ns in $(ip netns list 2>/dev/null | awk '$1 ~ /^cni-/{print $1}'); do ip netns delete "$ns" 2>/dev/null || true; done
+  for ns in $(ip netns list 2>/dev/null | awk '$1 ~ /^cni-/{print $1}'); do
+    before_node "netns $ns" || ip netns delete "$ns" 2>/dev/null || true
+  done
   ip link delete tbr0 2>/dev/null || true
   remove_kubepods_cgroups
   remove_kubelet_iptables
-  if [ -f "$R/node-before.env" ]; then
-    local p s v
-    for p in "${NODE_SYSTEM_PATHS[@]}"; do
-      grep -qx "existed $p" "$R/node-before.env" || rm -rf "$p"
-    done
-    while read -r _ s v; do sysctl -qw "$s=$v" >/dev/null; done < <(grep '^sysctl ' "$R/node-before.env")
-    rm -f "$R/node-before.env"
-  fi
+  local p s v
+  for p in "${NODE_SYSTEM_PATHS[@]}"; do
+    before_node "existed $p" || rm -rf "$p"
+  done
+  while read -r _ s v; do sysctl -qw "$s=$v" >/dev/null; done < <(grep '^sysctl ' "$R/node-before.env")
+  rm -f "$R/node-before.env"
 }
 
-# The cgroupfs driver makes kubepods hierarchies in every v1 controller; remove them deepest first.
+# before_node LINE: the machine had LINE's object before node_up (node-before.env).
+before_node() { [ -f "$R/node-before.env" ] && grep -qxF -- "$1" "$R/node-before.env"; }
+
+# The cgroupfs driver makes kubepods hierarchies in every v1 controller.
+kubepods_cgroups() { ls -d /sys/fs/cgroup/*/kubepods* /sys/fs/cgroup/kubepods* 2>/dev/null || true; }
+
+# remove_kubepods_cgroups removes those node_up did not find, deepest first.
 remove_kubepods_cgroups() {
   local d
-  for d in /sys/fs/cgroup/*/kubepods* /sys/fs/cgroup/kubepods*; do
-    [ -d "$d" ] || continue
+  for d in $(kubepods_cgroups); do
+    [ -d "$d" ] && ! before_node "cgroup $d" || continue
     find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true
   done
 }
 
-# The kubelet adds KUBE-* chains (its canary and firewall) to the filter, nat and mangle tables.
-remove_kubelet_iptables() {
-  command -v iptables >/dev/null || return 0
-  local cmd t c
+# kubelet_chains: "COMMAND TABLE CHAIN" for each KUBE-* chain (the kubelet's canary and
+# firewall, in the filter, nat and mangle tables).
+kubelet_chains() {
+  local cmd t
   for cmd in iptables ip6tables; do
     command -v $cmd >/dev/null || continue
     for t in filter nat mangle; do
-      for c in $($cmd -t $t -S 2>/dev/null | awk '$1=="-N" && $2 ~ /^KUBE-/{print $2}'); do
-        # drop the jumps into the chain, then the chain
-        $cmd -t $t -S 2>/dev/null | awk -v c="$c" '$1=="-A" && $0 ~ ("-j " c "( |$)") {sub(/^-A/,"-D"); print}' |
-          while read -r rule; do eval "$cmd -t $t $rule" 2>/dev/null || true; done
-        $cmd -t $t -F "$c" 2>/dev/null || true
-        $cmd -t $t -X "$c" 2>/dev/null || true
-      done
+      $cmd -t $t -S 2>/dev/null | awk -v p="$cmd $t" '$1=="-N" && $2 ~ /^KUBE-/{print p, $2}'
     done
   done
+}
+
+# remove_kubelet_iptables removes the chains node_up did not find, and the jumps into them.
+remove_kubelet_iptables() {
+  local cmd t c rule
+  while read -r cmd t c; do
+    before_node "chain $cmd $t $c" && continue
+    # drop the jumps into the chain, then the chain
+    $cmd -t $t -S 2>/dev/null | awk -v c="$c" '$1=="-A" && $0 ~ ("-j " c "( |$)") {sub(/^-A/,"-D"); print}' |
+      while read -r rule; do eval "$cmd -t $t $rule" 2>/dev/null || true; done
+    $cmd -t $t -F "$c" 2>/dev/null || true
+    $cmd -t $t -X "$c" 2>/dev/null || true
+  done < <(kubelet_chains)
 }
