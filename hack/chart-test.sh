@@ -29,8 +29,9 @@ refused "at '/devicePlugin/contextReserves/0/contextReserveMiB': minimum: got -1
   --set 'devicePlugin.contextReserves[0].models[0]=H200' --set 'devicePlugin.contextReserves[0].contextReserveMiB=-1'
 refused "at '/devicePlugin/contextReserves/0': missing property 'models'" -n $NS \
   --set 'devicePlugin.contextReserves[0].contextReserveMiB=518'
+refused "at '/admissionPolicy/envFrom'" -n $NS --set admissionPolicy.envFrom=bogus
 rm -rf "$bad"
-log "chart: 8 kinds of bad values refused at helm template, each with its reason"
+log "chart: 9 kinds of bad values refused at helm template, each with its reason"
 
 # A switch renders its flag when on and nothing when off.
 renders() { # renders N LINE HELM-ARGS...: helm template must render LINE (indentation aside) N times
@@ -43,6 +44,9 @@ renders 1 '- --legacy-handshake' --set devicePlugin.legacyHandshake=true
 renders 0 '- --legacy-handshake' --set devicePlugin.legacyHandshake=false
 renders 0 '- --legacy-handshake'
 log "chart: devicePlugin.legacyHandshake renders --legacy-handshake only when true"
+renders 1 '- --env-from=prefixed'
+renders 1 '- --env-from=refuse' --set admissionPolicy.envFrom=refuse
+log "chart: admissionPolicy.envFrom reaches the device plugin as --env-from (default prefixed)"
 
 for values in "$CHART"/ci/*-values.yaml; do
   name=$(basename "$values" -values.yaml)

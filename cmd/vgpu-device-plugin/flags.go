@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
 // startupTimeout bounds reading the configuration from the API server at start (the device
@@ -25,6 +27,18 @@ func addCompatibilityFlags(fs *pflag.FlagSet, o *options) {
 		"Keep the node annotation volcano.sh/node-vgpu-handshake answered (\"Reported <time>\", at most one PATCH per 30 s "+
 			"while a scheduler keeps asking), which Volcano releases up to v1.14.2, and v1.15.0, require before they use the node's GPUs; "+
 			"later Volcano releases and this project's vc-scheduler do not. Off, the annotation is removed from the node if present")
+}
+
+// addEnvFlags registers the flags that say what a vGPU pod's containers may set in their
+// environment (vgpu.EnvPolicy); the chart passes devicePlugin.allowDisableControl and
+// admissionPolicy.envFrom, the values its admission policy applies too.
+func addEnvFlags(fs *pflag.FlagSet, o *options) {
+	fs.BoolVar(&o.allowDisableControl, "allow-disable-control", false,
+		"Let a container that sets CUDA_DISABLE_CONTROL run without HAMi-core's limits (upstream's behaviour); off, it is refused")
+	o.envFrom = vgpu.EnvFromPrefixed
+	fs.Var(&o.envFrom, "env-from",
+		"How a vGPU pod's containers may use envFrom, whose keys could set the variables of their GPUs and HAMi-core limits: "+
+			"refuse (not at all), prefixed (each with a prefix no such variable starts with) or allow (unchecked)")
 }
 
 // checkFlags checks the flags that need no GPU and no API server, every problem at once;

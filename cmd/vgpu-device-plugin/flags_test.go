@@ -1,10 +1,13 @@
 package main
 
 import (
+	"io"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
 func TestCheckFlags(t *testing.T) {
@@ -82,6 +85,40 @@ func TestLegacyHandshakeFlag(t *testing.T) {
 	for _, want := range []string{"volcano.sh/node-vgpu-handshake", "v1.14.2", "v1.15.0"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("help %q does not name %q", help, want)
+		}
+	}
+}
+
+// --env-from defaults to prefixed, takes the three modes the chart value takes, and refuses
+// anything else at parse time.
+func TestEnvFromFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		want    vgpu.EnvFromMode
+		wantErr string
+	}{
+		{args: nil, want: vgpu.EnvFromPrefixed},
+		{args: []string{"--env-from=refuse"}, want: vgpu.EnvFromRefuse},
+		{args: []string{"--env-from=prefixed"}, want: vgpu.EnvFromPrefixed},
+		{args: []string{"--env-from=allow"}, want: vgpu.EnvFromAllow},
+		{args: []string{"--env-from=prefix"}, wantErr: `envFrom mode "prefix": want refuse, prefixed or allow`},
+	} {
+		o := &options{}
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		addEnvFlags(fs, o)
+		err := fs.Parse(tc.args)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%v: %v, want an error containing %q", tc.args, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if o.envFrom != tc.want {
+			t.Errorf("%v: env-from %q, want %q", tc.args, o.envFrom, tc.want)
 		}
 	}
 }

@@ -48,6 +48,7 @@ type options struct {
 	flags                                                  *settings.Flags
 	schedulerNames                                         []string
 	allowDisableControl                                    bool
+	envFrom                                                vgpu.EnvFromMode
 	legacyHandshake                                        bool
 }
 
@@ -68,8 +69,7 @@ func main() {
 	fs.StringVar(&o.nodeConfigPath, "node-config", settings.DefaultNodeConfigPath, "The node ConfigMap's config.json")
 	fs.StringArrayVar(&o.schedulerNames, "scheduler-name", []string{assignment.DefaultSchedulerName},
 		"Scheduler whose pods get vGPUs (repeatable); a pod of any other scheduler is never served, whatever its annotations")
-	fs.BoolVar(&o.allowDisableControl, "allow-disable-control", false,
-		"Let a container that sets CUDA_DISABLE_CONTROL run without HAMi-core's limits (upstream's behaviour); off, it is refused")
+	addEnvFlags(fs, o)
 	addCompatibilityFlags(fs, o)
 	fs.BoolVar(&o.inspect, "inspect", false, "Print the GPUs found and the node annotation that would be written, then exit")
 	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
@@ -175,7 +175,7 @@ func run(ctx context.Context, o *options) error {
 	}()
 	allocCfg := assignment.Config{NodeName: o.nodeName, Names: names, MemoryFactor: factor,
 		MemoryScaling: cfg.Device.DeviceMemoryScaling, ContextReserves: cfg.Device.ContextReserves,
-		SchedulerNames: o.schedulerNames, AllowDisableControl: o.allowDisableControl,
+		SchedulerNames: o.schedulerNames, AllowDisableControl: o.allowDisableControl, EnvFrom: o.envFrom,
 		Recorder: pipe.Recorder(), HookPath: o.hookPath, GPUs: inventory, Advertised: inventory.LastAdvertised}
 	if o.podResourcesSocket != "" {
 		kubeletPods, err := kubeletPodsClient(ctx, client, o)

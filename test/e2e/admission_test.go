@@ -50,18 +50,28 @@ func forbidden(t *testing.T, what string, err error, want ...string) {
 	}
 }
 
+// mallory is the hostile pod author: bound to the edit ClusterRole in the test's namespace
+// and nothing else.
+const mallory = "mallory"
+
+// podAuthor is a client acting as mallory, whose RoleBinding it makes on first use.
+func podAuthor(t *testing.T, e *schedulerEnv) kubernetes.Interface {
+	t.Helper()
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: mallory + "-edit"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: mallory}}}
+	if _, err := e.cs.RbacV1().RoleBindings(e.ns).Create(context.Background(), rb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	return impersonating(t, mallory, []string{"system:authenticated"}, nil)
+}
+
 // attackAssignments plays a hostile pod author, who may create and edit pods in their own
 // namespace and nothing else, against the chart's admission policy: forging a vGPU assignment
 // on create, or changing one on update, is refused with the keys named; an ordinary pod passes.
 func attackAssignments(t *testing.T, e *schedulerEnv) {
 	ctx := context.Background()
-	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "mallory-edit"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
-		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "mallory"}}}
-	if _, err := e.cs.RbacV1().RoleBindings(e.ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	mallory := impersonating(t, "mallory", []string{"system:authenticated"}, nil)
+	mallory := podAuthor(t, e)
 	forged := tinyPod(e.ns, "forged", "")
 	forged.Spec.NodeName = realNode
 	forged.Annotations = map[string]string{
@@ -120,4 +130,103 @@ func attackFromDevicePlugin(t *testing.T, e *schedulerEnv, release string) {
 	forbidden(t, "the device plugin's account without a node-bound token", err, "(unknown)")
 	unnote := []byte(`{"metadata":{"annotations":{"e2e.volcano-vgpu/probe":null}}}`)
 	_, _ = e.cs.CoreV1().Nodes().Patch(ctx, realNode, types.MergePatchType, unnote, metav1.PatchOptions{})
+}
+
+// controlEnvRefusal is the message both the admission policy and the device plugin give for a
+// container that sets variable.
+func controlEnvRefusal(ns, pod string, kind vgpu.ContainerKind, container, variable string) string {
+	return (&vgpu.EnvRefusal{Namespace: ns, Pod: pod, Kind: kind, Container: container, Variable: variable}).Error()
+}
+
+// attackControlEnv plays mallory against the chart's control-variable policy (its default
+// values: CUDA_DISABLE_CONTROL refused, envFrom prefixed). A vGPU pod whose container or init
+// container sets a variable of its slice is refused on create, and an ephemeral container that
+// sets one is refused when added, each with the device plugin's words; ordinary env, envFrom
+// with a safe prefix, and LD_PRELOAD in a pod without vGPU pass; envFrom without a prefix, or
+// with one a digit completes into CUDA_DEVICE_MEMORY_LIMIT_<n>, is refused.
+func attackControlEnv(t *testing.T, e *schedulerEnv) {
+	ctx := context.Background()
+	pods := podAuthor(t, e).CoreV1().Pods(e.ns)
+	vgpuPod := func(name string) *corev1.Pod {
+		pod := tinyPod(e.ns, name, "")
+		pod.Spec.Containers = []corev1.Container{vgpuContainer("main", 1000, 10)}
+		return pod
+	}
+	create := func(pod *corev1.Pod) error {
+		_, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+		return err
+	}
+	names := append(vgpu.ControlEnvNames(), vgpu.MemoryLimitEnv(0), vgpu.EnvSMLimit+"_1")
+	envWith := func(name string) []corev1.EnvVar {
+		return []corev1.EnvVar{{Name: "HOME", Value: "/root"}, {Name: name, Value: "0"}}
+	}
+	for i, name := range names {
+		pod := vgpuPod(fmt.Sprintf("env-%d", i))
+		pod.Spec.Containers[0].Env = envWith(name)
+		forbidden(t, name+" in a container", create(pod), controlEnvRefusal(e.ns, pod.Name, vgpu.AppContainer, "main", name))
+
+		pod = vgpuPod(fmt.Sprintf("init-env-%d", i))
+		pod.Spec.InitContainers = []corev1.Container{{Name: "setup", Image: tinyImage, ImagePullPolicy: corev1.PullNever, Env: envWith(name)}}
+		forbidden(t, name+" in an init container", create(pod), controlEnvRefusal(e.ns, pod.Name, vgpu.InitContainer, "setup", name))
+	}
+
+	// Allowed: ordinary variables (CUDA_VISIBLE_DEVICES among them) and envFrom with a prefix no
+	// control variable starts with.
+	fromConfigMap := func(prefix string) []corev1.EnvFromSource {
+		return []corev1.EnvFromSource{{Prefix: prefix, ConfigMapRef: &corev1.ConfigMapEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}}
+	}
+	ordinary := vgpuPod("ordinary-env")
+	ordinary.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "HOME", Value: "/root"}, {Name: "CUDA_VISIBLE_DEVICES", Value: "0"}}
+	ordinary.Spec.Containers[0].EnvFrom = fromConfigMap("APP_")
+	if err := create(ordinary); err != nil {
+		t.Errorf("a vGPU pod with ordinary env and envFrom prefixed APP_ was refused: %v", err)
+	}
+	noVGPU := tinyPod(e.ns, "no-vgpu-preload", "")
+	noVGPU.Spec.Containers[0].Env = []corev1.EnvVar{{Name: vgpu.EnvPreload, Value: "/lib/libfoo.so"}}
+	if err := create(noVGPU); err != nil {
+		t.Errorf("a pod without vGPU that sets LD_PRELOAD was refused: %v", err)
+	}
+	for i, prefix := range []string{"", "CUDA_DEVICE_MEMORY_LIMIT_1"} {
+		pod := vgpuPod(fmt.Sprintf("envfrom-%d", i))
+		pod.Spec.Containers[0].EnvFrom = fromConfigMap(prefix)
+		want := (&vgpu.EnvRefusal{Namespace: e.ns, Pod: pod.Name, Kind: vgpu.AppContainer, Container: "main",
+			Source: `ConfigMap "settings"`, Prefix: prefix, Mode: vgpu.EnvFromPrefixed}).Error()
+		forbidden(t, fmt.Sprintf("envFrom with prefix %q", prefix), create(pod), want)
+	}
+
+	// Ephemeral containers come through pods/ephemeralcontainers, which edit does not grant;
+	// clusters that allow kubectl debug do, as here.
+	debugRole := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: mallory + "-debug"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods/ephemeralcontainers"}, Verbs: []string{"get", "update", "patch"}}}}
+	if _, err := e.cs.RbacV1().Roles(e.ns).Create(ctx, debugRole, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: mallory + "-debug"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: debugRole.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: mallory}}}
+	if _, err := e.cs.RbacV1().RoleBindings(e.ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	addEphemeral := func(container string, env []corev1.EnvVar) error {
+		pod, err := pods.Get(ctx, ordinary.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, corev1.EphemeralContainer{
+			EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: container, Image: tinyImage, ImagePullPolicy: corev1.PullNever, Env: env}})
+		_, err = pods.UpdateEphemeralContainers(ctx, ordinary.Name, pod, metav1.UpdateOptions{})
+		return err
+	}
+	for i, name := range names {
+		container := fmt.Sprintf("debug-%d", i)
+		forbidden(t, name+" in an ephemeral container", addEphemeral(container, envWith(name)),
+			controlEnvRefusal(e.ns, ordinary.Name, vgpu.EphemeralContainer, container, name))
+	}
+	if err := addEphemeral("debug", []corev1.EnvVar{{Name: "HOME", Value: "/root"}}); err != nil {
+		t.Errorf("an ephemeral container with ordinary env was refused: %v", err)
+	}
+	for _, name := range []string{ordinary.Name, noVGPU.Name} {
+		_ = e.cs.CoreV1().Pods(e.ns).Delete(ctx, name, metav1.DeleteOptions{})
+	}
 }

@@ -94,6 +94,7 @@ func TestChartInstallsReplaysLab8UpgradesAndUninstalls(t *testing.T) {
 	waitAdvertised(t, e.cs, []string{nvml.FakeUUID(realNode, 0)})
 	sched := chartSchedulerPod(t, e, release)
 	attackAssignments(t, e)
+	attackControlEnv(t, e)
 	attackFromDevicePlugin(t, e, release)
 
 	// Step 4: one vGPU pod gets HAMi-core's limits from the chart's device plugin.

@@ -273,6 +273,43 @@ func TestDevicePluginAllocatesPerContainer(t *testing.T) {
 	}
 }
 
+// Where the chart's admission policy is not installed (none is here), the device plugin itself
+// refuses a vGPU pod whose container sets a variable of its slice: the Allocate gets an error,
+// so the kubelet rejects the pod before any container is made, and the pod carries a
+// VGPUAssignmentRefused Event naming the variable.
+func TestDevicePluginRefusesControlVariables(t *testing.T) {
+	cs := client(t)
+	ns := namespace(t, cs)
+	plugin := devicePlugin(t, cs, 1)
+	ctx := context.Background()
+
+	pod := tinyPod(ns, "sets-sm-limit", "")
+	pod.Spec.Containers = []corev1.Container{vgpuContainer("main", 1000, 20)}
+	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: vgpu.EnvSMLimit, Value: "0"}}
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bind(t, cs, ns, pod.Name, realNode, assignment(vgpu.PodDevices{
+		{{UUID: plugin.gpus[0], Type: vgpu.DeviceTypeNVIDIA, UsedMemory: 1000, UsedCores: 20}}}))
+	want := controlEnvRefusal(ns, pod.Name, vgpu.AppContainer, "main", vgpu.EnvSMLimit)
+	waitEvent(t, cs, 60*time.Second, ns, "involvedObject.name="+pod.Name+",reason="+assign.EventReasonRefused,
+		"a "+assign.EventReasonRefused+" Event naming "+vgpu.EnvSMLimit, func(ev corev1.Event) bool {
+			return ev.Type == corev1.EventTypeWarning && ev.Message == want
+		})
+	failed := podPhase(t, cs, ns, pod.Name, corev1.PodFailed, 60*time.Second)
+	if !strings.Contains(failed.Status.Message, vgpu.EnvSMLimit) {
+		t.Errorf("the kubelet's rejection %q (%s) does not name %s", failed.Status.Message, failed.Status.Reason, vgpu.EnvSMLimit)
+	}
+	for _, s := range failed.Status.ContainerStatuses {
+		if s.ContainerID != "" || s.State.Running != nil || s.RestartCount > 0 {
+			t.Errorf("container %s was started: %+v", s.Name, s)
+		}
+	}
+	if got := failed.Annotations[vgpu.BindPhaseAnnotation]; got != vgpu.BindPhaseFailed {
+		t.Errorf("bind-phase %q, want %q", got, vgpu.BindPhaseFailed)
+	}
+}
+
 // A restarted plugin loses nothing: the same annotation, the same allocatable, running pods
 // keep their devices and cache directories, and new pods are served. It also serves the host
 // GPU metrics for every GPU.

@@ -99,6 +99,9 @@ type Config struct {
 	// without HAMi-core (upstream's behaviour). Off, such a container is
 	// refused: its limits would not hold.
 	AllowDisableControl bool
+	// EnvFrom is how a vGPU pod's containers may use envFrom, whose keys
+	// could set the same variables; empty means vgpu.EnvFromPrefixed.
+	EnvFrom vgpu.EnvFromMode
 	// Recorder receives Warning Events on pods whose assignment is refused;
 	// nil records none.
 	Recorder record.EventRecorder

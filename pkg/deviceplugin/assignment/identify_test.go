@@ -43,7 +43,7 @@ func wantServed(t *testing.T, env testEnv, gpu string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := resp.Envs[envVisibleDevices]; got != gpu {
+	if got := resp.Envs[vgpu.EnvVisibleDevices]; got != gpu {
 		t.Errorf("the admitted container sees %q, want %s", got, gpu)
 	}
 }

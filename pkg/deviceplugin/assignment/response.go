@@ -15,24 +15,6 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
-// What HAMi-core reads in the container.
-const (
-	// envVisibleDevices makes the NVIDIA container runtime inject the GPUs.
-	envVisibleDevices = "NVIDIA_VISIBLE_DEVICES"
-	// envMemoryLimitPrefix + i limits the container's i-th device; without
-	// a limit HAMi-core reports the device's memory as 0.
-	envMemoryLimitPrefix = "CUDA_DEVICE_MEMORY_LIMIT_"
-	// envSMLimit is the compute share in percent for every device; 0 means
-	// none.
-	envSMLimit = "CUDA_DEVICE_SM_LIMIT"
-	// envSharedCache is the file the container's processes share their
-	// usage through.
-	envSharedCache = "CUDA_DEVICE_MEMORY_SHARED_CACHE"
-	// envDisableControl in a container's spec (any value) asks for no
-	// HAMi-core: the preload is not mounted.
-	envDisableControl = "CUDA_DISABLE_CONTROL"
-)
-
 // Paths in the container. The library path is fixed: the ld.so.preload
 // file names it and HAMi-core loads itself from it.
 const (
@@ -57,11 +39,11 @@ func containerResponse(cfg Config, podUID string, container *corev1.Container, d
 			return nil, fmt.Errorf("container %q device %d: %w", container.Name, i, err)
 		}
 		uuids = append(uuids, d.UUID)
-		envs[envMemoryLimitPrefix+strconv.Itoa(i)] = memoryLimit(d, gpu, cfg)
+		envs[vgpu.MemoryLimitEnv(i)] = memoryLimit(d, gpu, cfg)
 	}
-	envs[envVisibleDevices] = strings.Join(uuids, ",")
-	envs[envSMLimit] = strconv.Itoa(int(devices[0].UsedCores))
-	envs[envSharedCache] = containerCachePath + "/" + cacheName + ".cache"
+	envs[vgpu.EnvVisibleDevices] = strings.Join(uuids, ",")
+	envs[vgpu.EnvSMLimit] = strconv.Itoa(int(devices[0].UsedCores))
+	envs[vgpu.EnvSharedCache] = containerCachePath + "/" + cacheName + ".cache"
 
 	mounts := []*pluginapi.Mount{{
 		ContainerPath: containerLibraryPath,
@@ -110,8 +92,11 @@ func memoryLimit(d vgpu.ContainerDevice, gpu nvml.GPU, cfg Config) string {
 	return strconv.FormatInt(mib, 10) + "m"
 }
 
+// disablesControl says whether the container asks to run without HAMi-core
+// (vgpu.EnvDisableControl); Allocate serves it only where the operator allows
+// that (vgpu.EnvPolicy).
 func disablesControl(c *corev1.Container) bool {
-	return slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == envDisableControl })
+	return slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == vgpu.EnvDisableControl })
 }
 
 // prepareHost checks that HAMi-core is installed and creates the

@@ -14,6 +14,7 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/podresources"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
 // rejectionSettle is how long after the kubelet last received a device list
@@ -98,7 +99,8 @@ func (a *VGPU) Allocate(ctx context.Context, req *pluginapi.ContainerAllocateReq
 // unless this is the last attempt.
 //
 // A candidate whose assignment is not one the scheduler would make (it does
-// not match its container's request, or names GPUs this node lacks) is
+// not match its container's request, or names GPUs this node lacks), or
+// whose containers set the variables of their slice themselves (checkEnv), is
 // refused and skipped, with a Warning Event on it, and the next candidate is
 // tried: a forged pod cannot make kubelet reject the pod it is admitting.
 func (a *VGPU) allocate(ctx context.Context, count int, last bool) (*pluginapi.ContainerAllocateResponse, error) {
@@ -110,7 +112,7 @@ func (a *VGPU) allocate(ctx context.Context, count int, last bool) (*pluginapi.C
 	for _, c := range candidates {
 		container, err := containerFor(c.target, a.cfg, a.cfg.GPUs.GPUs())
 		if err == nil {
-			err = a.checkControl(c.pod, container)
+			err = a.checkEnv(c.pod)
 		}
 		if err != nil {
 			a.refuse(ctx, c.target, err)
@@ -191,14 +193,14 @@ func (a *VGPU) candidates(ctx context.Context, count int, holdings podresources.
 	}
 }
 
-// checkControl refuses a container that turns HAMi-core off, unless the
-// operator allows it.
-func (a *VGPU) checkControl(pod *corev1.Pod, container *corev1.Container) error {
-	if a.cfg.AllowDisableControl || !disablesControl(container) {
-		return nil
-	}
-	return fmt.Errorf("pod %s/%s container %q sets %s, which turns HAMi-core's limits off; this cluster does not allow it (vgpu-device-plugin --allow-disable-control)",
-		pod.Namespace, pod.Name, container.Name, envDisableControl)
+// checkEnv refuses a pod whose containers set, in env or possibly through
+// envFrom, the variables that choose the GPUs and HAMi-core's limits: the
+// kubelet lays a container's own env over this plugin's answer, so the
+// answer would not hold. The chart's admission policy refuses the same pods
+// at creation; this holds where it is not installed.
+func (a *VGPU) checkEnv(pod *corev1.Pod) error {
+	policy := vgpu.EnvPolicy{AllowDisableControl: a.cfg.AllowDisableControl, EnvFrom: a.cfg.EnvFrom}
+	return policy.CheckPod(pod)
 }
 
 // serve builds the container's response, prepares the host, and records
@@ -214,7 +216,7 @@ func (a *VGPU) serve(ctx context.Context, t target, container *corev1.Container)
 	}
 	if t.again {
 		klog.InfoS("Allocated vGPUs again: the kubelet asks for a container served before (it restarted, or lost the answer)",
-			"pod", klog.KObj(pod), "container", container.Name, "entry", t.entry, "gpus", response.Envs[envVisibleDevices])
+			"pod", klog.KObj(pod), "container", container.Name, "entry", t.entry, "gpus", response.Envs[vgpu.EnvVisibleDevices])
 		return response, nil
 	}
 	annotations, complete, err := servedAnnotations(t)
@@ -228,7 +230,7 @@ func (a *VGPU) serve(ctx context.Context, t target, container *corev1.Container)
 		a.releaseLock(ctx)
 	}
 	klog.InfoS("Allocated vGPUs", "pod", klog.KObj(pod), "container", container.Name, "entry", t.entry,
-		"gpus", response.Envs[envVisibleDevices], "complete", complete)
+		"gpus", response.Envs[vgpu.EnvVisibleDevices], "complete", complete)
 	return response, nil
 }
 

@@ -474,18 +474,100 @@ func TestAllocateSkipsAForgedDecoy(t *testing.T) {
 	}
 }
 
-// A container that turns HAMi-core off is refused unless the operator allows it.
-func TestAllocateRefusesDisablingHAMiCore(t *testing.T) {
-	c := ctr("worker", 1, 1000, 0)
-	c.Env = []corev1.EnvVar{{Name: "CUDA_DISABLE_CONTROL", Value: "true"}}
-	pod := assigned("p", 100, []corev1.Container{c}, vgpu.PodDevices{{dev(gpuA, 1000, 0)}})
-	env := newTestEnv(t, 1, &pod, lockedNode())
-	_, err := env.allocate(1)
-	want := `pod ns/p container "worker" sets CUDA_DISABLE_CONTROL, which turns HAMi-core's limits off; this cluster does not allow it (vgpu-device-plugin --allow-disable-control)`
-	if err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("Allocate: %v, want an error containing %q", err, want)
+// A pod whose containers set a variable of their slice themselves (the kubelet would lay it
+// over the answer) gets no answer: an error, and a Warning Event naming the variable, for each
+// control variable, in an app or an init container. CUDA_DISABLE_CONTROL passes only where the
+// operator allows it.
+func TestAllocateRefusesControlVariables(t *testing.T) {
+	names := append(vgpu.ControlEnvNames(), vgpu.MemoryLimitEnv(0), vgpu.MemoryLimitEnv(1), vgpu.EnvSMLimit+"_0")
+	for _, name := range names {
+		for _, kind := range []vgpu.ContainerKind{vgpu.AppContainer, vgpu.InitContainer} {
+			t.Run(name+" in the "+string(kind), func(t *testing.T) {
+				pod := assigned("p", 100, []corev1.Container{ctr("worker", 1, 1000, 0)}, vgpu.PodDevices{{dev(gpuA, 1000, 0)}})
+				set := []corev1.EnvVar{{Name: "HOME", Value: "/root"}, {Name: name, Value: "0"}}
+				container := "worker"
+				if kind == vgpu.InitContainer {
+					container = "setup"
+					pod.Spec.InitContainers = []corev1.Container{{Name: container, Image: "busybox", Env: set}}
+				} else {
+					pod.Spec.Containers[0].Env = set
+				}
+				env := newTestEnv(t, 1, &pod, lockedNode())
+				events := record.NewFakeRecorder(10)
+				env.alloc.cfg.Recorder = events
+				resp, err := env.allocate(1)
+				want := (&vgpu.EnvRefusal{Namespace: "ns", Pod: "p", Kind: kind, Container: container, Variable: name}).Error()
+				if err == nil || resp != nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("Allocate: %v, %v; want no response and an error containing %q", resp, err, want)
+				}
+				if !strings.Contains(want, " sets "+name) {
+					t.Errorf("message %q does not name %s", want, name)
+				}
+				select {
+				case e := <-events.Events:
+					if e != "Warning "+EventReasonRefused+" "+want {
+						t.Errorf("event %q, want %q", e, "Warning "+EventReasonRefused+" "+want)
+					}
+				default:
+					t.Error("no Event on the refused pod")
+				}
+				if got := env.pod(t, "p").Annotations[vgpu.BindPhaseAnnotation]; got != vgpu.BindPhaseFailed {
+					t.Errorf("bind phase %q, want %q", got, vgpu.BindPhaseFailed)
+				}
+
+				allowing := newTestEnv(t, 1, &pod, lockedNode())
+				allowing.alloc.cfg.AllowDisableControl = true
+				_, err = allowing.allocate(1)
+				if (err == nil) != (name == vgpu.EnvDisableControl) {
+					t.Errorf("Allocate with CUDA_DISABLE_CONTROL allowed: %v", err)
+				}
+			})
+		}
 	}
-	if got := env.pod(t, "p").Annotations[vgpu.BindPhaseAnnotation]; got != vgpu.BindPhaseFailed {
-		t.Errorf("bind phase %q, want %q", got, vgpu.BindPhaseFailed)
+}
+
+// envFrom at Allocate, in each mode: a ConfigMap's keys are not read here, so only the prefix
+// can tell whether they reach a control variable.
+func TestAllocateEnvFrom(t *testing.T) {
+	for _, tc := range []struct {
+		mode    vgpu.EnvFromMode
+		prefix  string
+		refused string
+	}{
+		{mode: "", prefix: "", refused: `takes env from ConfigMap "settings" without a prefix`},
+		{mode: vgpu.EnvFromPrefixed, prefix: "APP_"},
+		{mode: vgpu.EnvFromPrefixed, prefix: "CUDA_DEVICE_MEMORY_LIMIT_1", refused: `with prefix "CUDA_DEVICE_MEMORY_LIMIT_1"`},
+		{mode: vgpu.EnvFromRefuse, prefix: "APP_", refused: "this cluster refuses envFrom in vGPU pods"},
+		{mode: vgpu.EnvFromAllow, prefix: ""},
+	} {
+		t.Run(fmt.Sprintf("%s %q", tc.mode, tc.prefix), func(t *testing.T) {
+			c := ctr("worker", 1, 1000, 0)
+			c.Env = []corev1.EnvVar{{Name: "HOME", Value: "/root"}}
+			c.EnvFrom = []corev1.EnvFromSource{{Prefix: tc.prefix,
+				ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}}
+			pod := assigned("p", 100, []corev1.Container{c}, vgpu.PodDevices{{dev(gpuA, 1000, 0)}})
+			env := newTestEnv(t, 1, &pod, lockedNode())
+			env.alloc.cfg.EnvFrom = tc.mode
+			events := record.NewFakeRecorder(10)
+			env.alloc.cfg.Recorder = events
+			resp, err := env.allocate(1)
+			if tc.refused == "" {
+				if err != nil || resp.Envs["NVIDIA_VISIBLE_DEVICES"] != gpuA {
+					t.Fatalf("Allocate: %v, %v; want gpu %s served", resp, err, gpuA)
+				}
+				return
+			}
+			if err == nil || resp != nil || !strings.Contains(err.Error(), tc.refused) {
+				t.Fatalf("Allocate: %v, %v; want no response and an error containing %q", resp, err, tc.refused)
+			}
+			select {
+			case e := <-events.Events:
+				if !strings.HasPrefix(e, "Warning "+EventReasonRefused+" ") || !strings.Contains(e, tc.refused) {
+					t.Errorf("event %q, want %s saying %q", e, EventReasonRefused, tc.refused)
+				}
+			default:
+				t.Error("no Event on the refused pod")
+			}
+		})
 	}
 }
