@@ -36,6 +36,8 @@ func newRegistryFor(allocateOpts allocate.Options, devices *deviceshare.Shared) 
 	r.RegisterAction(backfill.NewWithOptions(allocateOpts))
 	r.RegisterAction(preempt.New())
 	r.RegisterAction(reclaim.New())
+	r.RegisterAlias(preempt.NewGang(), preempt.Name)
+	r.RegisterAlias(reclaim.NewGang(), reclaim.Name)
 	for name, spec := range map[string]framework.PluginSpec{
 		priority.PluginName:    {Build: priority.New, Arguments: priority.ArgumentKeys},
 		gang.PluginName:        {Build: gang.New, Arguments: gang.ArgumentKeys},

@@ -6,7 +6,8 @@ import "fmt"
 type SkipKind string
 
 const (
-	// SkippedAction: an action the scheduler does not have (in actions or configurations).
+	// SkippedAction: an action the scheduler does not have (in actions or configurations),
+	// or one that the actions list already runs under another of its names.
 	SkippedAction SkipKind = "action"
 	// SkippedPlugin: a plugin entry the scheduler does not have, or one without a name.
 	SkippedPlugin SkipKind = "plugin"

@@ -9,6 +9,12 @@
 // A preemptor is only pipelined: it is bound by a later cycle's allocate, once its victims
 // are gone. Victim choice per node, and the rule that a task that would not fit evicts
 // nothing, are in actions/internal/victims.
+//
+// Volcano v1.15 adds gangpreempt, which chooses victims a job at a time. A configuration
+// written for it runs this action under that name: this one too evicts only for a gang that
+// then fits whole, and gang's Preemptable, where it is on, keeps every victim gang at its
+// minimum. Unlike upstream's, it never evicts a victim gang whole, and gangpreempt's
+// arguments (maxDomains, allowWholeBundle) have no effect here.
 package preempt
 
 import (
@@ -20,48 +26,53 @@ import (
 // Name is the action's name in volcano-scheduler.conf.
 const Name = "preempt"
 
-// EvictReason is what a victim's Evict event says it was evicted for (upstream's word).
-const EvictReason = "preempt"
+// GangName is Volcano v1.15's name for its gang-aware preemption, which runs this action.
+const GangName = "gangpreempt"
 
-type action struct{}
+// action is the action under one of its names. The name is also what a victim's Evict event
+// says it was evicted for, as upstream's preempt and gangpreempt each give their own.
+type action struct{ name string }
 
-// New is the action.
-func New() framework.Action { return action{} }
+// New is the action under Name.
+func New() framework.Action { return action{Name} }
 
-func (action) Name() string { return Name }
+// NewGang is the action under GangName.
+func NewGang() framework.Action { return action{GangName} }
 
-func (action) Execute(ssn *framework.Session) {
+func (a action) Name() string { return a.name }
+
+func (a action) Execute(ssn *framework.Session) {
 	queues, starving := victims.StarvingJobs(ssn)
 	for _, queue := range queues {
 		for _, job := range starving[queue.UID] {
-			betweenJobs(ssn, queue, job)
+			a.betweenJobs(ssn, queue, job)
 		}
 	}
 	for _, queue := range queues {
 		for _, job := range starving[queue.UID] {
 			if ssn.JobStarving(job) {
-				withinJob(ssn, job)
+				a.withinJob(ssn, job)
 			}
 		}
 	}
 }
 
 // betweenJobs lets the job's pending tasks evict pods of other jobs of its queue.
-func betweenJobs(ssn *framework.Session, queue *api.QueueInfo, job *api.JobInfo) {
+func (a action) betweenJobs(ssn *framework.Session, queue *api.QueueInfo, job *api.JobInfo) {
 	otherJobOfQueue := func(t *api.TaskInfo) bool {
 		j := ssn.Jobs[t.Job]
 		return t.Job != job.UID && j != nil && j.Queue == queue.UID
 	}
-	victims.ForJob(ssn, job, nil, otherJobOfQueue, ssn.Preemptable, EvictReason)
+	victims.ForJob(ssn, job, nil, otherJobOfQueue, ssn.Preemptable, a.name)
 }
 
 // withinJob lets the job's pending tasks evict its own lower-priority running tasks, each
 // eviction committed at once, as upstream's.
-func withinJob(ssn *framework.Session, job *api.JobInfo) {
+func (a action) withinJob(ssn *framework.Session, job *api.JobInfo) {
 	sameJob := func(t *api.TaskInfo) bool { return t.Job == job.UID }
 	for _, task := range victims.PendingTasks(ssn, job) {
 		stmt := ssn.NewStatement()
-		placed := victims.Search(ssn, stmt, task, sameJob, ssn.Preemptable, EvictReason)
+		placed := victims.Search(ssn, stmt, task, sameJob, ssn.Preemptable, a.name)
 		stmt.Commit()
 		if !placed {
 			return

@@ -58,9 +58,20 @@ func (c *cluster) job(ns, name string, prio, minMember int32, running, pending i
 	return job
 }
 
-// preemptOnce runs the action over the cluster with priority, gang and conformance in one
-// tier, and returns what it evicted ("pod: reason") and the session.
+// defaultTier is priority, gang and conformance in one tier, as upstream's first.
+var defaultTier = []conf.PluginOption{{Name: priority.PluginName}, {Name: gang.PluginName}, {Name: conformance.PluginName}}
+
+// preemptOnce runs the action over the cluster with defaultTier, and returns what it evicted
+// ("pod: reason") and the session.
 func preemptOnce(t *testing.T, c *cluster) ([]string, *framework.Session) {
+	t.Helper()
+	return run(t, c, preempt.Name, defaultTier)
+}
+
+// run loads a configuration of the given actions and one tier of plugins against a registry
+// that has preempt under both its names, runs it over the cluster, and returns what it
+// evicted ("pod: reason", sorted) and the session.
+func run(t *testing.T, c *cluster, actions string, tier []conf.PluginOption) ([]string, *framework.Session) {
 	t.Helper()
 	var evicted []string
 	cache := &frameworktest.Cache{Snap: c.ci, OnEvict: func(task *api.TaskInfo, reason string) error {
@@ -69,14 +80,11 @@ func preemptOnce(t *testing.T, c *cluster) ([]string, *framework.Session) {
 	}}
 	reg := framework.NewRegistry()
 	reg.RegisterAction(preempt.New())
+	reg.RegisterAlias(preempt.NewGang(), preempt.Name)
 	reg.RegisterPlugin(priority.PluginName, priority.New)
 	reg.RegisterPlugin(gang.PluginName, gang.New)
 	reg.RegisterPlugin(conformance.PluginName, conformance.New)
-	cfg := &conf.SchedulerConfiguration{Actions: preempt.Name, Tiers: []conf.Tier{{Plugins: []conf.PluginOption{
-		{Name: priority.PluginName}, {Name: gang.PluginName}, {Name: conformance.PluginName},
-	}}}}
-	ssn := framework.OpenSession(cache, cfg, reg)
-	preempt.New().Execute(ssn)
+	ssn := frameworktest.RunActions(t, cache, &conf.SchedulerConfiguration{Actions: actions, Tiers: []conf.Tier{{Plugins: tier}}}, reg)
 	slices.Sort(evicted)
 	return evicted, ssn
 }
@@ -149,6 +157,75 @@ func TestPreempt(t *testing.T) {
 				if job.Name == "low" && job.TaskCount(api.Releasing) != int32(len(got)) {
 					t.Errorf("victims' job has %d Releasing tasks, want %d", job.TaskCount(api.Releasing), len(got))
 				}
+			}
+		})
+	}
+}
+
+// A configuration written for Volcano v1.15 names gangpreempt: it loads with nothing skipped
+// and preempts, gang-aware, its victims' events naming the action as the file does.
+func TestGangPreemptRunsPreempt(t *testing.T) {
+	cases := []struct {
+		name  string
+		build func(*cluster)
+		want  []string
+	}{
+		{"a higher-priority gang evicts what it needs", func(c *cluster) {
+			c.job("ns", "low", 1, 1, 4, 0, "1", nil)
+			c.job("ns", "high", 10, 2, 0, 2, "1", nil)
+		}, []string{"low-1: gangpreempt", "low-2: gangpreempt"}},
+		{"a gang that cannot fit whole evicts nothing", func(c *cluster) {
+			c.job("ns", "low", 1, 1, 4, 0, "1", nil)
+			c.job("ns", "high", 10, 3, 0, 3, "2", nil)
+		}, nil},
+		{"a victim gang is not cut below its minimum", func(c *cluster) {
+			c.job("ns", "low", 1, 3, 4, 0, "1", nil)
+			c.job("ns", "high", 10, 2, 0, 2, "1", nil)
+		}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster("4")
+			tc.build(c)
+			if got, _ := run(t, c, preempt.GangName, defaultTier); !slices.Equal(got, tc.want) {
+				t.Errorf("evicted %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// The second pass: a job's pending task evicts a lower-priority running task of the same job,
+// and only a lower-priority one. gang's JobStarving and Preemptable are off: with them a job
+// is starving only below its minimum, where gang lets none of its tasks go, so the pass
+// evicts nothing while gang decides in its tier (as upstream's).
+func TestPreemptWithinJob(t *testing.T) {
+	off := false
+	tier := []conf.PluginOption{{Name: priority.PluginName},
+		{Name: gang.PluginName, EnabledPreemptable: &off, EnabledJobStarving: &off}, {Name: conformance.PluginName}}
+	cases := []struct {
+		name            string
+		pendingPriority int32
+		want            []string
+	}{
+		{"a higher-priority task evicts one of its job's lower-priority tasks", 10, []string{"mixed-3: preempt"}},
+		{"a task of the same priority evicts nothing", 1, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster("4")
+			c.job("ns", "mixed", 1, 1, 4, 1, "1", func(w *st.PodWrapper) {
+				prio := int32(1)
+				if w.Spec.NodeName == "" {
+					prio = tc.pendingPriority
+				}
+				w.Priority(prio)
+			})
+			got, ssn := run(t, c, preempt.Name, tier)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("evicted %q, want %q", got, tc.want)
+			}
+			if job, want := ssn.Jobs["ns/mixed"], int32(len(tc.want)); job.TaskCount(api.Pipelined) != want {
+				t.Errorf("%d pipelined tasks, want %d", job.TaskCount(api.Pipelined), want)
 			}
 		})
 	}

@@ -7,6 +7,10 @@
 //
 // Victim choice per node, and the rule that a task that would not fit evicts nothing, are in
 // actions/internal/victims; the reclaimer is bound by a later cycle once its victims are gone.
+//
+// Volcano v1.15's gangreclaim runs this action under that name, as gangpreempt runs preempt
+// and with the same differences (see package preempt); here it is gang's Reclaimable that
+// keeps victim gangs at their minimum.
 package reclaim
 
 import (
@@ -20,17 +24,22 @@ import (
 // Name is the action's name in volcano-scheduler.conf.
 const Name = "reclaim"
 
-// EvictReason is what a victim's Evict event says it was evicted for (upstream's word).
-const EvictReason = "reclaim"
+// GangName is Volcano v1.15's name for its gang-aware reclaim, which runs this action.
+const GangName = "gangreclaim"
 
-type action struct{}
+// action is the action under one of its names. The name is also what a victim's Evict event
+// says it was evicted for, as upstream's reclaim and gangreclaim each give their own.
+type action struct{ name string }
 
-// New is the action.
-func New() framework.Action { return action{} }
+// New is the action under Name.
+func New() framework.Action { return action{Name} }
 
-func (action) Name() string { return Name }
+// NewGang is the action under GangName.
+func NewGang() framework.Action { return action{GangName} }
 
-func (action) Execute(ssn *framework.Session) {
+func (a action) Name() string { return a.name }
+
+func (a action) Execute(ssn *framework.Session) {
 	queues, starving := victims.StarvingJobs(ssn)
 	for _, queue := range queues {
 		if ssn.Overused(queue) {
@@ -38,13 +47,13 @@ func (action) Execute(ssn *framework.Session) {
 			continue
 		}
 		for _, job := range starving[queue.UID] {
-			reclaimFor(ssn, queue, job)
+			a.reclaimFor(ssn, queue, job)
 		}
 	}
 }
 
 // reclaimFor lets the job's pending tasks evict pods of other, reclaimable queues.
-func reclaimFor(ssn *framework.Session, queue *api.QueueInfo, job *api.JobInfo) {
+func (a action) reclaimFor(ssn *framework.Session, queue *api.QueueInfo, job *api.JobInfo) {
 	otherReclaimableQueue := func(t *api.TaskInfo) bool {
 		j := ssn.Jobs[t.Job]
 		if j == nil || j.Queue == queue.UID {
@@ -54,7 +63,7 @@ func reclaimFor(ssn *framework.Session, queue *api.QueueInfo, job *api.JobInfo) 
 		return q != nil && reclaimable(q)
 	}
 	mayReclaim := func(t *api.TaskInfo) error { return ssn.Preemptive(queue, t) }
-	victims.ForJob(ssn, job, mayReclaim, otherReclaimableQueue, ssn.Reclaimable, EvictReason)
+	victims.ForJob(ssn, job, mayReclaim, otherReclaimableQueue, ssn.Reclaimable, a.name)
 }
 
 // reclaimable: the queue's spec.reclaimable, true when unset.

@@ -3,6 +3,7 @@ package reclaim_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/capacity"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/conformance"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/gang"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/priority"
@@ -20,43 +22,72 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
-// twoQueues is one 4-CPU node and queues a and b of weight 1, as queue sets them; a runs
-// four 1-CPU pods (minMember 1), b has pending pods of 1 CPU with minMember bMin.
-func twoQueues(a func(*schedulingv1beta1.Queue), bPending, bMin int) *api.ClusterInfo {
+// queueJob is the one job of a queue: running pods on the node, pending ones, minMember.
+type queueJob struct {
+	queue                 string
+	running, pending, min int
+}
+
+// queues is one 4-CPU node and, for each job, its queue of weight 1 as setup sets it; every
+// pod asks 1 CPU and 1Gi.
+func queues(setup func(map[string]*schedulingv1beta1.Queue), jobs ...queueJob) *api.ClusterInfo {
 	ci := &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{}, Queues: map[api.QueueID]*api.QueueInfo{}}
-	qa, qb := st.MakeQueue().Name("a").Weight(1).Obj(), st.MakeQueue().Name("b").Weight(1).Obj()
-	for _, q := range []*schedulingv1beta1.Queue{qa, qb} {
+	specs := map[string]*schedulingv1beta1.Queue{}
+	for _, j := range jobs {
+		q := st.MakeQueue().Name(j.queue).Weight(1).Obj()
 		q.Status.State = schedulingv1beta1.QueueStateOpen
+		specs[j.queue] = q
 	}
-	if a != nil {
-		a(qa)
+	setup(specs)
+	for name, q := range specs {
+		ci.Queues[api.QueueID(name)] = api.NewQueueInfo(q)
 	}
-	ci.Queues["a"], ci.Queues["b"] = api.NewQueueInfo(qa), api.NewQueueInfo(qb)
 	n := api.NewNodeInfo(st.MakeNode().Name("n0").Allocatable(st.Resources("4", "8Gi", "pods", "110")).Obj())
 	ci.Nodes[n.Name], ci.NodeList = n, []*api.NodeInfo{n}
-	add := func(queue string, running, pending, min int) {
-		pg := st.MakePodGroup().Namespace("ns").Name(queue + "-job").Queue(queue).MinMember(int32(min)).Phase(schedulingv1beta1.PodGroupInqueue).Obj()
+	for _, j := range jobs {
+		pg := st.MakePodGroup().Namespace("ns").Name(j.queue + "-job").Queue(j.queue).MinMember(int32(j.min)).Phase(schedulingv1beta1.PodGroupInqueue).Obj()
 		job := api.NewJobInfo(api.NewJobID("ns", pg.Name))
-		job.SetPodGroup(pg, "a")
-		for i := 0; i < running+pending; i++ {
-			w := st.MakePod().Namespace("ns").Name(fmt.Sprintf("%s-%d", queue, i)).Group(pg.Name).Container(st.Resources("1", "1Gi"))
-			if i < running {
+		job.SetPodGroup(pg, j.queue)
+		for i := 0; i < j.running+j.pending; i++ {
+			w := st.MakePod().Namespace("ns").Name(fmt.Sprintf("%s-%d", j.queue, i)).Group(pg.Name).Container(st.Resources("1", "1Gi"))
+			if i < j.running {
 				w.Node("n0").Phase(corev1.PodRunning)
 			}
 			task := api.NewTaskInfo(w.Obj())
 			job.AddTask(task)
-			if i < running {
+			if i < j.running {
 				n.AddTask(task)
 			}
 		}
 		ci.Jobs[job.UID] = job
 	}
-	add("a", 4, 0, 1)
-	add("b", 0, bPending, bMin)
 	return ci
 }
 
-func reclaimOnce(t *testing.T, ci *api.ClusterInfo) []string {
+// twoQueues: queue a runs four pods (minMember 1), queue b has bPending with minMember bMin.
+func twoQueues(setup func(a, b *schedulingv1beta1.Queue), bPending, bMin int) *api.ClusterInfo {
+	return queues(func(q map[string]*schedulingv1beta1.Queue) { setup(q["a"], q["b"]) },
+		queueJob{"a", 4, 0, 1}, queueJob{"b", 0, bPending, bMin})
+}
+
+// victimTier is priority, gang and conformance, which have a say on reclaim victims.
+var victimTier = []conf.PluginOption{{Name: priority.PluginName}, {Name: gang.PluginName}, {Name: conformance.PluginName}}
+
+// queuePluginAfter is upstream's layout: the queue plugin in the second tier, where only its
+// Preemptive counts (the first tier decides the victims).
+func queuePluginAfter(queuePlugin string) []conf.Tier {
+	return []conf.Tier{{Plugins: victimTier}, {Plugins: []conf.PluginOption{{Name: queuePlugin}}}}
+}
+
+// queuePluginWith puts the queue plugin in the first tier, so that its Reclaimable has a say
+// on the victims too.
+func queuePluginWith(queuePlugin string) []conf.Tier {
+	return []conf.Tier{{Plugins: append(slices.Clone(victimTier), conf.PluginOption{Name: queuePlugin})}}
+}
+
+// reclaimOnce loads a configuration of the action (under either of its names) and tiers, runs
+// it over ci and returns what it evicted ("pod: reason", sorted).
+func reclaimOnce(t *testing.T, ci *api.ClusterInfo, action string, tiers []conf.Tier) []string {
 	t.Helper()
 	var evicted []string
 	cache := &frameworktest.Cache{Snap: ci, OnEvict: func(task *api.TaskInfo, reason string) error {
@@ -64,20 +95,38 @@ func reclaimOnce(t *testing.T, ci *api.ClusterInfo) []string {
 		return nil
 	}}
 	reg := framework.NewRegistry()
+	reg.RegisterAction(reclaim.New())
+	reg.RegisterAlias(reclaim.NewGang(), reclaim.Name)
 	for name, build := range map[string]framework.PluginBuilder{priority.PluginName: priority.New, gang.PluginName: gang.New,
-		conformance.PluginName: conformance.New, proportion.PluginName: proportion.New} {
+		conformance.PluginName: conformance.New, proportion.PluginName: proportion.New, capacity.PluginName: capacity.New} {
 		reg.RegisterPlugin(name, build)
 	}
-	cfg := &conf.SchedulerConfiguration{Actions: reclaim.Name, Tiers: []conf.Tier{
-		{Plugins: []conf.PluginOption{{Name: priority.PluginName}, {Name: gang.PluginName}, {Name: conformance.PluginName}}},
-		{Plugins: []conf.PluginOption{{Name: proportion.PluginName}}},
-	}}
-	ssn := framework.OpenSession(cache, cfg, reg)
-	reclaim.New().Execute(ssn)
+	frameworktest.RunActions(t, cache, &conf.SchedulerConfiguration{Actions: action, Tiers: tiers}, reg)
 	slices.Sort(evicted)
 	return evicted
 }
 
+// declare sets a queue's spec.deserved, the share capacity gives it.
+func declare(cpu, memory string) func(*schedulingv1beta1.Queue) {
+	return func(q *schedulingv1beta1.Queue) { q.Spec.Deserved = st.Resources(cpu, memory) }
+}
+
+// checkEvicted: got is want pods of queue a, each for action.
+func checkEvicted(t *testing.T, got []string, want int, action string) {
+	t.Helper()
+	if len(got) != want {
+		t.Fatalf("evicted %q, want %d of queue a's pods", got, want)
+	}
+	for _, e := range got {
+		if !strings.HasPrefix(e, "a-") || !strings.HasSuffix(e, ": "+action) {
+			t.Errorf("evicted %q: want a's pods, for %s", e, action)
+		}
+	}
+}
+
+// The same cases with proportion (the queues' weights halve the node) and with capacity (each
+// queue declares half of it as deserved): the queue plugins differ in how a queue comes by
+// its deserved share, not in what reclaim does with it.
 func TestReclaim(t *testing.T) {
 	notReclaimable := func(q *schedulingv1beta1.Queue) { f := false; q.Spec.Reclaimable = &f }
 	guarantee3 := func(q *schedulingv1beta1.Queue) {
@@ -97,17 +146,62 @@ func TestReclaim(t *testing.T) {
 		{"a queue keeps its guarantee; a gang that cannot then fit whole takes nothing", guarantee3, 2, 2, 0},
 		{"a queue keeps its guarantee; what is above it goes", guarantee3, 2, 1, 1},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got := reclaimOnce(t, twoQueues(tc.a, tc.bPending, tc.bMin))
-			if len(got) != tc.wantEvicts {
-				t.Fatalf("evicted %q, want %d of queue a's pods", got, tc.wantEvicts)
-			}
-			for _, e := range got {
-				if e[:2] != "a-" || e[len(e)-len(": reclaim"):] != ": reclaim" {
-					t.Errorf("evicted %q: want a's pods, for reclaim", e)
+	half := declare("2", "4Gi")
+	for _, queuePlugin := range []string{proportion.PluginName, capacity.PluginName} {
+		for _, tc := range cases {
+			t.Run(queuePlugin+"/"+tc.name, func(t *testing.T) {
+				setup := func(a, b *schedulingv1beta1.Queue) {
+					if queuePlugin == capacity.PluginName {
+						half(a)
+						half(b)
+					}
+					if tc.a != nil {
+						tc.a(a)
+					}
+				}
+				got := reclaimOnce(t, twoQueues(setup, tc.bPending, tc.bMin), reclaim.Name, queuePluginAfter(queuePlugin))
+				checkEvicted(t, got, tc.wantEvicts, reclaim.Name)
+			})
+		}
+	}
+}
+
+// capacity takes the deserved share from spec.deserved, not from weights: a queue declared to
+// deserve three quarters reclaims them for a gang that the weights' half would refuse.
+func TestCapacityReclaimsDeclaredShare(t *testing.T) {
+	setup := func(a, b *schedulingv1beta1.Queue) {
+		declare("1", "2Gi")(a)
+		declare("3", "6Gi")(b)
+	}
+	checkEvicted(t, reclaimOnce(t, twoQueues(setup, 3, 3), reclaim.Name, queuePluginAfter(capacity.PluginName)), 3, reclaim.Name)
+}
+
+// A configuration written for Volcano v1.15 names gangreclaim: it loads with nothing skipped
+// and reclaims, gang-aware, its victims' events naming the action as the file does.
+func TestGangReclaimRunsReclaim(t *testing.T) {
+	nothing := func(a, b *schedulingv1beta1.Queue) {}
+	checkEvicted(t, reclaimOnce(t, twoQueues(nothing, 2, 2), reclaim.GangName, queuePluginAfter(proportion.PluginName)), 2, reclaim.GangName)
+	// A gang that its deserved half cannot hold whole evicts nothing.
+	checkEvicted(t, reclaimOnce(t, twoQueues(nothing, 3, 3), reclaim.GangName, queuePluginAfter(proportion.PluginName)), 0, reclaim.GangName)
+}
+
+// Where the queue plugin has a say on the victims, a queue that holds no more than its
+// deserved share gives nothing, though its pod would otherwise go first (job order falls back
+// to the name, and the last job goes first): b takes its share back from a alone. proportion
+// gives a and b 1 CPU and c, of weight 2, 2 CPUs; capacity reads the same from spec.deserved.
+func TestReclaimOnlyAboveDeserved(t *testing.T) {
+	for _, queuePlugin := range []string{proportion.PluginName, capacity.PluginName} {
+		t.Run(queuePlugin, func(t *testing.T) {
+			setup := func(q map[string]*schedulingv1beta1.Queue) {
+				q["c"].Spec.Weight = 2
+				if queuePlugin == capacity.PluginName {
+					declare("1", "2Gi")(q["a"])
+					declare("1", "2Gi")(q["b"])
+					declare("2", "4Gi")(q["c"])
 				}
 			}
+			ci := queues(setup, queueJob{"a", 2, 0, 1}, queueJob{"b", 0, 1, 1}, queueJob{"c", 2, 0, 1})
+			checkEvicted(t, reclaimOnce(t, ci, reclaim.Name, queuePluginWith(queuePlugin)), 1, reclaim.Name)
 		})
 	}
 }

@@ -4,11 +4,14 @@
 // of everything. Shares follow every tentative placement and its undo through event
 // handlers, so ordering inside a session sees the session's own decisions.
 //
+// For preempt it lets a task evict only where the eviction leaves its job's share no larger
+// than the victim's job's: preemption moves resources only towards the smaller share, so two
+// jobs never take pods from each other by turns.
+//
 // Hierarchical DRF (enableHierarchy: true on the drf entry) is not supported: the flag is a
 // plugin option, not an argument, so this plugin never sees it; it orders jobs flat either
-// way. Upstream's share-based preemption victim filter is left out too: the framework has no
-// preemptable extension point (there is no preempt action). Namespace shares are not
-// computed, so upstream's volcano_namespace_* metrics are not exposed.
+// way. Namespace shares are not computed, so upstream's volcano_namespace_* metrics are not
+// exposed.
 //
 // When the session closes the plugin publishes volcano_job_share and, because it already
 // follows every job's placements, upstream's volcano_e2e_job_scheduling_* gauges.
@@ -64,6 +67,9 @@ func (d *drfPlugin) OnSessionOpen(ssn *framework.Session) {
 		d.shares[uid] = dominantShare(d.allocated[uid], d.total)
 	}
 	ssn.AddJobOrderFn(PluginName, d.smallerShareFirst)
+	ssn.AddPreemptableFn(PluginName, func(preemptor *api.TaskInfo, candidates []*api.TaskInfo) ([]*api.TaskInfo, bool) {
+		return d.noLargerShare(preemptor, candidates), false
+	})
 	ssn.AddEventHandler(&framework.EventHandler{
 		AllocateFunc: func(e *framework.Event) {
 			d.update(e.Task.Job, func(a *api.Resource) { a.Add(e.Task.Resreq) })
@@ -107,6 +113,38 @@ func (d *drfPlugin) smallerShareFirst(l, r *api.JobInfo) int {
 	default:
 		return 1
 	}
+}
+
+// noLargerShare are the candidates whose eviction leaves the preemptor's job, holding the
+// preemptor too, with a share no larger than the candidate's job keeps without it, taken in
+// candidate order: each victim lowers what its job keeps for the next. As upstream's, a
+// candidate of the preemptor's own job is weighed the same way, so drf, where it decides,
+// allows no eviction within a job.
+func (d *drfPlugin) noLargerShare(preemptor *api.TaskInfo, candidates []*api.TaskInfo) []*api.TaskInfo {
+	preemptorShare := dominantShare(d.held(preemptor.Job).Add(preemptor.Resreq), d.total)
+	kept := map[api.JobID]*api.Resource{}
+	victims := make([]*api.TaskInfo, 0, len(candidates))
+	for _, c := range candidates {
+		left, ok := kept[c.Job]
+		if !ok {
+			left = d.held(c.Job)
+		}
+		after := left.Clone().SubTotal(c.Resreq)
+		if preemptorShare > dominantShare(after, d.total)+shareTolerance {
+			continue
+		}
+		kept[c.Job] = after
+		victims = append(victims, c)
+	}
+	return victims
+}
+
+// held is a copy of what the job holds in the session; nothing for a job the session lacks.
+func (d *drfPlugin) held(job api.JobID) *api.Resource {
+	if a, ok := d.allocated[job]; ok {
+		return a.Clone()
+	}
+	return api.EmptyResource()
 }
 
 // update changes a job's allocation and recomputes its share. Jobs are fixed for the

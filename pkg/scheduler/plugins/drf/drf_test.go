@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -69,6 +70,25 @@ func newJob(name string, created int64, pods ...pod) *api.JobInfo {
 // openSession opens a session with drf alone over two nodes of 4 cpu and 8Gi each.
 func openSession(t *testing.T, jobs ...*api.JobInfo) *framework.Session {
 	t.Helper()
+	return openTier(t, []conf.PluginOption{{Name: PluginName}}, jobs...)
+}
+
+// allowAll is a plugin that lets a preemptor evict every candidate, so that beside it drf
+// alone decides which go.
+type allowAll struct{}
+
+func (allowAll) Name() string { return "allow-all" }
+func (allowAll) OnSessionOpen(ssn *framework.Session) {
+	ssn.AddPreemptableFn("allow-all", func(_ *api.TaskInfo, candidates []*api.TaskInfo) ([]*api.TaskInfo, bool) {
+		return candidates, false
+	})
+}
+func (allowAll) OnSessionClose(*framework.Session) {}
+
+// openTier opens a session with one tier of plugins (drf and allow-all) over two nodes of 4
+// cpu and 8Gi each.
+func openTier(t *testing.T, tier []conf.PluginOption, jobs ...*api.JobInfo) *framework.Session {
+	t.Helper()
 	ci := &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{}, Queues: map[api.QueueID]*api.QueueInfo{}}
 	for _, name := range []string{"n0", "n1"} {
 		n := api.NewNodeInfo(st.MakeNode().Name(name).Allocatable(st.Resources("4", "8Gi", "pods", "110")).Obj())
@@ -80,7 +100,8 @@ func openSession(t *testing.T, jobs ...*api.JobInfo) *framework.Session {
 	}
 	reg := framework.NewRegistry()
 	reg.RegisterPlugin(PluginName, New)
-	cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName}}}}}
+	reg.RegisterPlugin(allowAll{}.Name(), func(conf.Arguments) (framework.Plugin, error) { return allowAll{}, nil })
+	cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{{Plugins: tier}}}
 	return framework.OpenSession(&frameworktest.Cache{Snap: ci}, cfg, reg)
 }
 
@@ -148,5 +169,67 @@ func TestSharesFollowStatement(t *testing.T) {
 	stmt.Discard()
 	if got, want := jobOrder(ssn), []string{"idle", "memory-heavy", "cpu-heavy"}; !slices.Equal(got, want) {
 		t.Errorf("after discard: order %v, want %v", got, want)
+	}
+}
+
+// The cluster has 8 cpu and 16Gi. A candidate may go only while the preemptor's job, with
+// the preemptor, holds a share no larger than the candidate's job keeps without it. Beside
+// drf, a plugin allows every candidate.
+func TestPreemptableKeepsSharesInOrder(t *testing.T) {
+	running := func(n int, cpu, memory string) []pod {
+		pods := make([]pod, n)
+		for i := range pods {
+			pods[i] = pod{cpu: cpu, memory: memory, node: "n0"}
+		}
+		return pods
+	}
+	cases := []struct {
+		name      string
+		jobs      []*api.JobInfo
+		preemptor string // a pending task of one of jobs
+		want      []string
+	}{
+		{"down to equal shares, and no further",
+			[]*api.JobInfo{newJob("big", 1, running(3, "1", "1Gi")...), newJob("small", 2, pod{cpu: "1", memory: "1Gi"})},
+			"small-0", []string{"big-0", "big-1"}}, // 1/8 against 2/8, then 1/8; not against 0
+		{"a larger share evicts nothing",
+			[]*api.JobInfo{newJob("big", 1, append(running(3, "1", "1Gi"), pod{cpu: "1", memory: "1Gi"})...),
+				newJob("small", 2, running(1, "1", "1Gi")...)},
+			"big-3", nil}, // 4/8 against 0
+		{"each job keeps its own account",
+			[]*api.JobInfo{newJob("a", 1, running(2, "1", "1Gi")...), newJob("b", 2, running(2, "1", "1Gi")...),
+				newJob("new", 3, pod{cpu: "1", memory: "1Gi"})},
+			"new-0", []string{"a-0", "b-0"}}, // 1/8 against 1/8 in each, then 0
+		{"the dominant resource decides",
+			[]*api.JobInfo{newJob("cpu-heavy", 1, running(3, "1", "1Gi")...), newJob("memory-heavy", 2, pod{cpu: "1", memory: "6Gi"})},
+			"memory-heavy-0", nil}, // 6/16 against 2/8
+		{"the preemptor's own job is weighed alike",
+			[]*api.JobInfo{newJob("job", 1, append(running(2, "1", "1Gi"), pod{cpu: "1", memory: "1Gi"})...)},
+			"job-2", nil}, // 3/8 against 1/8
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ssn := openTier(t, []conf.PluginOption{{Name: PluginName}, {Name: allowAll{}.Name()}}, tc.jobs...)
+			var preemptor *api.TaskInfo
+			var candidates []*api.TaskInfo
+			for _, job := range ssn.Jobs {
+				for _, task := range job.Tasks {
+					switch {
+					case task.Name == tc.preemptor:
+						preemptor = task
+					case task.NodeName != "":
+						candidates = append(candidates, task)
+					}
+				}
+			}
+			slices.SortFunc(candidates, func(l, r *api.TaskInfo) int { return strings.Compare(l.Name, r.Name) })
+			var got []string
+			for _, v := range ssn.Preemptable(preemptor, candidates) {
+				got = append(got, v.Name)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("victims %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -311,8 +311,8 @@ func (l *Ledger) fits(queue *api.QueueInfo, task *api.TaskInfo, limitOf func(*Qu
 
 // Reclaimable are the candidates reclaim may take: each from a queue that, without the victims
 // taken before it, still holds more than its deserved share (in some dimension of it, cpu and
-// memory always), and keeps its guarantee without this one too. So a queue gives back down to
-// about its deserved share, never below its guarantee.
+// memory always: ExceedsIn), and keeps its guarantee without this one too. So a queue gives
+// back down to about its deserved share, never below its guarantee.
 func (l *Ledger) Reclaimable(_ *api.TaskInfo, candidates []*api.TaskInfo) ([]*api.TaskInfo, bool) {
 	left := map[api.QueueID]*api.Resource{}
 	victims := make([]*api.TaskInfo, 0, len(candidates))
@@ -326,7 +326,7 @@ func (l *Ledger) Reclaimable(_ *api.TaskInfo, candidates []*api.TaskInfo) ([]*ap
 			allocated = q.Allocated.Clone()
 			left[q.Info.UID] = allocated
 		}
-		if allocated.LessEqual(q.Deserved, api.MissingAsZero) {
+		if !ExceedsIn(allocated, q.Deserved) {
 			continue
 		}
 		after := allocated.Clone().SubTotal(c.Resreq)

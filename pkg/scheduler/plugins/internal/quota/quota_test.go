@@ -55,6 +55,26 @@ func TestResourceArithmetic(t *testing.T) {
 	}
 }
 
+func TestExceedsIn(t *testing.T) {
+	deserved := res("cpu=2", "memory=4Gi", "volcano.sh/vgpu-memory=2000")
+	cases := []struct {
+		name      string
+		allocated *api.Resource
+		want      bool
+	}{
+		{"within every named dimension", res("cpu=2", "memory=1Gi", "volcano.sh/vgpu-memory=1000"), false},
+		{"above in cpu", res("cpu=3", "memory=1Gi"), true},
+		{"above in a named scalar", res("cpu=1", "volcano.sh/vgpu-memory=3000"), true},
+		{"a dimension the share does not name is not compared", res("cpu=1", "pods=50", "nvidia.com/gpu=4"), false},
+		{"a named dimension the queue holds none of is within", res("cpu=1"), false},
+	}
+	for _, tc := range cases {
+		if got := ExceedsIn(tc.allocated, deserved); got != tc.want {
+			t.Errorf("%s: ExceedsIn = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestReservedAndElastic(t *testing.T) {
 	vgpu := func(mem string) []string {
 		return []string{"cpu=1", "volcano.sh/vgpu-number=1", "volcano.sh/vgpu-memory=" + mem}

@@ -6,7 +6,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 )
 
-// The two operations below are missing from api.Resource; they live here until api has them
+// The operations below are missing from api.Resource; they live here until api has them
 // (see the proposal in this package's doc).
 
 // ExceededPart returns, for each dimension of l, how much l exceeds r, never below zero. A
@@ -20,6 +20,18 @@ func ExceededPart(l, r *api.Resource) *api.Resource {
 		out.SetScalar(name, math.Max(amount-r.ScalarResources[name], 0))
 	}
 	return out
+}
+
+// ExceedsIn reports whether l exceeds r in some dimension r names, cpu and memory always. A
+// dimension r does not name is not compared: capacity's spec.deserved names what it shares
+// out, and a queue's pod count, say, is never above a share nobody declared. l and r are not
+// changed.
+func ExceedsIn(l, r *api.Resource) bool {
+	named := &api.Resource{MilliCPU: l.MilliCPU, Memory: l.Memory}
+	for name := range r.ScalarResources {
+		named.SetScalar(name, l.ScalarResources[name])
+	}
+	return !named.LessEqual(r, api.MissingAsZero)
 }
 
 // Max returns the larger of l and r in each dimension either has. l and r are not changed.
