@@ -55,6 +55,13 @@ func MemoryLimitEnv(i int) string {
 	return EnvMemoryLimit + "_" + strconv.Itoa(i)
 }
 
+// SMLimitEnv is the compute share of the container's i-th device. HAMi-core prefers it to
+// EnvSMLimit, so an image's own ENV of this name would override a share given only through
+// EnvSMLimit: the device plugin sets both.
+func SMLimitEnv(i int) string {
+	return EnvSMLimit + "_" + strconv.Itoa(i)
+}
+
 // controlEnvNames are the control variables spelled out; the numbered per-device ones are
 // matched by numberedControlEnv. The chart's admission policy repeats this list (CEL cannot
 // import it); TestChartPolicyListsTheControlVariables keeps the two equal.

@@ -31,7 +31,7 @@ const (
 // region, so a file left from an earlier container with the same
 // directory would impose that container's limits.
 func containerResponse(cfg Config, podUID string, container *corev1.Container, devices vgpu.ContainerDevices, gpus []nvml.GPU, cacheName string) (*pluginapi.ContainerAllocateResponse, error) {
-	envs := make(map[string]string, len(devices)+3)
+	envs := make(map[string]string, 2*len(devices)+3)
 	uuids := make([]string, 0, len(devices))
 	for i, d := range devices {
 		gpu, err := assignedGPU(cfg.NodeName, d, gpus)
@@ -40,6 +40,7 @@ func containerResponse(cfg Config, podUID string, container *corev1.Container, d
 		}
 		uuids = append(uuids, d.UUID)
 		envs[vgpu.MemoryLimitEnv(i)] = memoryLimit(d, gpu, cfg)
+		envs[vgpu.SMLimitEnv(i)] = strconv.Itoa(int(d.UsedCores))
 	}
 	envs[vgpu.EnvVisibleDevices] = strings.Join(uuids, ",")
 	envs[vgpu.EnvSMLimit] = strconv.Itoa(int(devices[0].UsedCores))

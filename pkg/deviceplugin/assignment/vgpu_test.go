@@ -125,6 +125,7 @@ func TestAllocateResponse(t *testing.T) {
 						"NVIDIA_VISIBLE_DEVICES":          gpuB,
 						"CUDA_DEVICE_MEMORY_LIMIT_0":      "4000m",
 						"CUDA_DEVICE_SM_LIMIT":            "30",
+						"CUDA_DEVICE_SM_LIMIT_0":          "30",
 						"CUDA_DEVICE_MEMORY_SHARED_CACHE": "/tmp/vgpu/cache-1.cache",
 					},
 					Mounts: []*pluginapi.Mount{
@@ -149,6 +150,8 @@ func TestAllocateResponse(t *testing.T) {
 						"CUDA_DEVICE_MEMORY_LIMIT_0":      "5000m",
 						"CUDA_DEVICE_MEMORY_LIMIT_1":      "5000m",
 						"CUDA_DEVICE_SM_LIMIT":            "50",
+						"CUDA_DEVICE_SM_LIMIT_0":          "50",
+						"CUDA_DEVICE_SM_LIMIT_1":          "50",
 						"CUDA_DEVICE_MEMORY_SHARED_CACHE": "/tmp/vgpu/cache-1.cache",
 					},
 					Mounts: []*pluginapi.Mount{
@@ -180,6 +183,7 @@ func TestAllocateResponse(t *testing.T) {
 						"NVIDIA_VISIBLE_DEVICES":          gpuA,
 						"CUDA_DEVICE_MEMORY_LIMIT_0":      "1000m",
 						"CUDA_DEVICE_SM_LIMIT":            "0",
+						"CUDA_DEVICE_SM_LIMIT_0":          "0",
 						"CUDA_DEVICE_MEMORY_SHARED_CACHE": "/tmp/vgpu/cache-1.cache",
 					},
 					Mounts: []*pluginapi.Mount{
@@ -202,6 +206,7 @@ func TestAllocateResponse(t *testing.T) {
 						"NVIDIA_VISIBLE_DEVICES":          gpuA,
 						"CUDA_DEVICE_MEMORY_LIMIT_0":      "143771m",
 						"CUDA_DEVICE_SM_LIMIT":            "0",
+						"CUDA_DEVICE_SM_LIMIT_0":          "0",
 						"CUDA_DEVICE_MEMORY_SHARED_CACHE": "/tmp/vgpu/cache-1.cache",
 					},
 					Mounts: []*pluginapi.Mount{
