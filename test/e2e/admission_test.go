@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -63,7 +65,19 @@ func podAuthor(t *testing.T, e *schedulerEnv) kubernetes.Interface {
 	if _, err := e.cs.RbacV1().RoleBindings(e.ns).Create(context.Background(), rb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	return impersonating(t, mallory, []string{"system:authenticated"}, nil)
+	cs := impersonating(t, mallory, []string{"system:authenticated"}, nil)
+	// The API server's authorizer learns of a new RoleBinding from its own watch, a moment
+	// after the create returns: until then mallory is refused by RBAC, not by the policies.
+	eventually(t, 30*time.Second, "mallory's RoleBinding in effect", func(ctx context.Context) (bool, string, error) {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: e.ns, Verb: "create", Resource: "pods"}}}
+		got, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return got.Status.Allowed, got.Status.Reason, nil
+	})
+	return cs
 }
 
 // attackAssignments plays a hostile pod author, who may create and edit pods in their own
