@@ -64,6 +64,7 @@ type sessionFns struct {
 	preemptable, reclaimable     map[string]EvictableFn
 	preemptive                   map[string]AllocatableFn
 	jobStarving                  map[string]JobBoolFn
+	victimSelect                 map[string]VictimSelectFn
 }
 
 func newSessionFns() sessionFns {
@@ -77,6 +78,7 @@ func newSessionFns() sessionFns {
 		queueUsage:  map[string]QueueUsageFn{},
 		preemptable: map[string]EvictableFn{}, reclaimable: map[string]EvictableFn{},
 		preemptive: map[string]AllocatableFn{}, jobStarving: map[string]JobBoolFn{},
+		victimSelect: map[string]VictimSelectFn{},
 	}
 }
 
@@ -130,6 +132,7 @@ type sessionChains struct {
 	preemptable, reclaimable     chain[EvictableFn]
 	preemptive                   chain[AllocatableFn]
 	jobStarving                  chain[JobBoolFn]
+	victimSelect                 chain[VictimSelectFn]
 }
 
 // chains returns the session's chains, laying them out again after a registration. The
@@ -158,6 +161,7 @@ func (ssn *Session) chains() *sessionChains {
 		reclaimable:    newChain(tiers, f.reclaimable, reclaimableFlag),
 		preemptive:     newChain(tiers, f.preemptive, preemptiveFlag),
 		jobStarving:    newChain(tiers, f.jobStarving, jobStarvingFlag),
+		victimSelect:   newChain(tiers, f.victimSelect, nil),
 	}
 	return ssn.linked
 }

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"errors"
 	"fmt"
 
 	"k8s.io/klog/v2"
@@ -33,6 +34,11 @@ type operation struct {
 	was    api.TaskStatus
 	reason string
 }
+
+// ErrRoomReleasing is what an event handler answers (wrapped or not) when a task placed as
+// Allocated would fit its node only once the node's releasing tasks are gone, as a vGPU pod
+// whose GPUs are held by victims being evicted: the caller may pipeline it instead.
+var ErrRoomReleasing = errors.New("the node has room only once its releasing pods are gone")
 
 // NewStatement opens a statement on the session.
 func (ssn *Session) NewStatement() *Statement { return &Statement{ssn: ssn} }

@@ -20,6 +20,18 @@ func (ssn *Session) AddReclaimableFn(plugin string, fn EvictableFn) {
 	register(ssn, ssn.fns.reclaimable, plugin, fn)
 }
 
+// VictimSelectFn picks, among candidates a preemptor may evict on node (lowest first, as
+// they are to go), the ones that make room for it, for a plugin that knows better than
+// "evict in order until it fits" (deviceshare: which GPUs the preemptor would use). abstain
+// true: the plugin has no say on this preemptor. A plugin with a say that finds no set that
+// makes room returns no victims.
+type VictimSelectFn func(preemptor *api.TaskInfo, node *api.NodeInfo, candidates []*api.TaskInfo) (victims []*api.TaskInfo, abstain bool)
+
+// AddVictimSelectFn registers the plugin's choice of victims on a node.
+func (ssn *Session) AddVictimSelectFn(plugin string, fn VictimSelectFn) {
+	register(ssn, ssn.fns.victimSelect, plugin, fn)
+}
+
 // AddPreemptiveFn registers whether a queue may take resources back for a task (reclaim);
 // nil means it may, an error says why not.
 func (ssn *Session) AddPreemptiveFn(plugin string, fn AllocatableFn) {
@@ -86,6 +98,19 @@ func victims(c chain[EvictableFn], preemptor *api.TaskInfo, candidates []*api.Ta
 		}
 	}
 	return out
+}
+
+// SelectVictims is the victims, among the ordered candidates, that the first plugin with a
+// say picks to make room for preemptor on node, in the order they are to go; ok is false
+// when no plugin has a say, and the caller evicts candidates in order as before. It has no
+// enable flag: a plugin registers it only for what it schedules.
+func (ssn *Session) SelectVictims(preemptor *api.TaskInfo, node *api.NodeInfo, candidates []*api.TaskInfo) (victims []*api.TaskInfo, ok bool) {
+	for _, l := range ssn.chains().victimSelect {
+		if chosen, abstain := l.fn(preemptor, node, candidates); !abstain {
+			return chosen, true
+		}
+	}
+	return nil, false
 }
 
 // Preemptive: nil when every plugin whose enablePreemptive is on lets the queue take

@@ -145,3 +145,61 @@ func TestJobStarvingAndPreemptive(t *testing.T) {
 		})
 	}
 }
+
+// selector picks the candidates at the given indexes, or abstains when pick is nil.
+type selector struct {
+	name string
+	pick []int
+}
+
+func (s *selector) Name() string { return s.name }
+func (s *selector) OnSessionOpen(ssn *Session) {
+	ssn.AddVictimSelectFn(s.name, func(_ *api.TaskInfo, _ *api.NodeInfo, candidates []*api.TaskInfo) ([]*api.TaskInfo, bool) {
+		if s.pick == nil {
+			return nil, true
+		}
+		var out []*api.TaskInfo
+		for _, i := range s.pick {
+			out = append(out, candidates[i])
+		}
+		return out, false
+	})
+}
+func (s *selector) OnSessionClose(*Session) {}
+
+// The first plugin with a say picks the victims, in its order; none with a say leaves the
+// choice to the caller.
+func TestSelectVictims(t *testing.T) {
+	cases := []struct {
+		name   string
+		tiers  [][]*selector
+		want   []int
+		wantOK bool
+	}{
+		{"no plugin: no say", nil, nil, false},
+		{"all abstain: no say", [][]*selector{{{name: "a"}}, {{name: "b"}}}, nil, false},
+		{"first with a say picks, in its order", [][]*selector{{{name: "a"}, {name: "b", pick: []int{2, 0}}}, {{name: "c", pick: []int{1}}}}, []int{2, 0}, true},
+		{"an empty pick is final", [][]*selector{{{name: "a", pick: []int{}}}, {{name: "b", pick: []int{1}}}}, nil, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ssn := tiersSession(cluster(1, 4), tc.tiers)
+			job := ssn.Jobs["ns/pg"]
+			var candidates []*api.TaskInfo
+			for i := 1; i < 4; i++ {
+				candidates = append(candidates, job.Tasks[api.TaskID(fmt.Sprintf("uid-%d", i))])
+			}
+			got, ok := ssn.SelectVictims(job.Tasks["uid-0"], ssn.NodeList[0], candidates)
+			var names, want []string
+			for _, v := range got {
+				names = append(names, v.Name)
+			}
+			for _, i := range tc.want {
+				want = append(want, candidates[i].Name)
+			}
+			if ok != tc.wantOK || !slices.Equal(names, want) {
+				t.Errorf("SelectVictims = %v, %v; want %v, %v", names, ok, want, tc.wantOK)
+			}
+		})
+	}
+}

@@ -44,9 +44,13 @@
 // ledger tells the reserve apart (booking.reserve): the queue counts requests without it, the
 // gauges show it (docs/protocol.md, "Context reserve").
 //
+// Preemption and reclaim (future.go, victimselect.go): the vGPUs of pods being deleted stay
+// booked until they are gone, and a pipelined task books none until it is allocated; but the
+// session's checks see a releasing pod's vGPUs as free and a pipelined task's promised ones
+// as taken, as FutureIdle does for CPU, and the plugin picks, GPU by GPU, the fewest victims
+// that make room for a vGPU preemptor.
+//
 // Not done yet: writing the handshake back (it is only read, see Deriver).
-// A pipelined task books no vGPU until it is allocated, and the vGPUs of pods being deleted
-// stay booked until they are gone.
 package deviceshare
 
 import (
@@ -95,6 +99,12 @@ type plugin struct {
 	fitter   fitter
 	// placed holds the placement of every task this session placed, for the exact undo.
 	placed map[api.TaskID]placement
+	// promised holds the vGPUs every task this session pipelined is promised on its node's
+	// future GPUs (future.go): nothing is booked, and the task gets no assignment until a
+	// later cycle allocates it.
+	promised map[api.TaskID]vgpu.PodDevices
+	// scratch holds the future view of the node checked last (plugin.future).
+	scratch ledger
 }
 
 // placement is a task's placement in the session: its assignment, and, where it holds some
@@ -139,7 +149,7 @@ func NewBuilder(shared *Shared) framework.PluginBuilder {
 			return nil, err
 		}
 		p := &plugin{args: a, shared: shared, now: time.Now, placed: map[api.TaskID]placement{},
-			shapeIDs: map[string]uint64{}}
+			promised: map[api.TaskID]vgpu.PodDevices{}, shapeIDs: map[string]uint64{}}
 		p.fitter = fitter{policy: a.policy, assignments: p.assignmentOf}
 		return p, nil
 	}
@@ -159,6 +169,7 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 	}
 	ssn.AddEventHandler(&framework.EventHandler{AllocateFunc: p.allocate, DeallocateFunc: p.deallocate})
 	ssn.AddQueueUsageFn(PluginName, p.queueUsage(ssn.Nodes))
+	ssn.AddVictimSelectFn(PluginName, p.selectVictims)
 }
 
 // open reads what the session holds to: the resource names of the device configuration in
@@ -224,8 +235,8 @@ func (p *plugin) prePredicate(task *api.TaskInfo) error {
 	return p.request(task).err
 }
 
-// predicate checks that the node's GPUs can take every vGPU of the pod; the reason names the
-// constraint that failed.
+// predicate checks that the node's GPUs can take every vGPU of the pod, now or once the
+// node's releasing pods are gone (future.go); the reason names the constraint that fails now.
 func (p *plugin) predicate(task *api.TaskInfo, node *api.NodeInfo) *api.Status {
 	r := p.request(task)
 	if r.err != nil {
@@ -238,7 +249,7 @@ func (p *plugin) predicate(task *api.TaskInfo, node *api.NodeInfo) *api.Status {
 	if s := p.unusable(l); s != nil {
 		return s
 	}
-	if _, failed := p.fitOn(r, node, l); failed != fits {
+	if _, failed := p.fitOn(r, node, l); failed != fits && !p.fitsLater(r, node, l) {
 		return p.verdicts.constraints[failed]
 	}
 	return nil
@@ -277,11 +288,13 @@ func (p *plugin) nodeOrder(task *api.TaskInfo, node *api.NodeInfo) (float64, err
 
 // allocate books the vGPUs of a task placed on a node in the session's ledger and puts the
 // assignment in the task's BindAnnotations, which Commit sends inside the Binding. A task
-// only pipelined books nothing: it is not bound in this session. Should the GPUs not take
-// the task after all, the placement is refused with the reason.
+// only pipelined books nothing, as it is not bound in this session: it is promised vGPUs of
+// the node's future GPUs (promiseTo). Should the GPUs not take the task after all, the
+// placement is refused with the reason; framework.ErrRoomReleasing when they take it only
+// once releasing pods are gone.
 func (p *plugin) allocate(e *framework.Event) {
 	task := e.Task
-	if task.Status != api.Allocated {
+	if task.Status != api.Allocated && task.Status != api.Pipelined {
 		return
 	}
 	r := p.request(task)
@@ -297,8 +310,16 @@ func (p *plugin) allocate(e *framework.Event) {
 		e.Err = errors.New(s.Reasons[0])
 		return
 	}
+	if task.Status == api.Pipelined {
+		e.Err = p.promiseTo(r, e.Node, l)
+		return
+	}
 	_, pd, failed := p.fitter.fit(r, e.Node, l, true)
 	if failed != fits {
+		if p.fitsLater(r, e.Node, l) {
+			e.Err = framework.ErrRoomReleasing
+			return
+		}
 		e.Err = errors.New(p.verdicts.constraints[failed].Reasons[0])
 		return
 	}
@@ -330,9 +351,13 @@ func (p *plugin) allocate(e *framework.Event) {
 }
 
 // deallocate undoes allocate exactly: the same vGPUs leave the ledger of the node the task
-// was on, and the assignment leaves its BindAnnotations.
+// was on, and the assignment leaves its BindAnnotations; a pipelined task's promise goes.
 func (p *plugin) deallocate(e *framework.Event) {
 	task := e.Task
+	if _, ok := p.promised[task.UID]; ok {
+		delete(p.promised, task.UID)
+		return
+	}
 	placed, ok := p.placed[task.UID]
 	if !ok {
 		return

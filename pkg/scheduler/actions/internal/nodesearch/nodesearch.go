@@ -305,10 +305,14 @@ func tieKey(uid api.TaskID, node string) uint64 {
 }
 
 // Place puts the task on the node in the statement: allocated when the node has room now,
-// pipelined when the room is still held by releasing tasks.
+// pipelined when the room is still held by releasing tasks, as the node's resources or a
+// plugin (framework.ErrRoomReleasing: the GPUs the task needs are still held) say.
 func Place(stmt *framework.Statement, task *api.TaskInfo, node *api.NodeInfo) error {
 	if now, _ := roomFor(task.InitResreq, node); now {
-		return stmt.Allocate(task, node)
+		err := stmt.Allocate(task, node)
+		if !errors.Is(err, framework.ErrRoomReleasing) {
+			return err
+		}
 	}
 	return stmt.Pipeline(task, node)
 }

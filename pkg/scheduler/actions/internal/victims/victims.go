@@ -53,8 +53,10 @@ func ForJob(ssn *framework.Session, job *api.JobInfo, mayEvict func(*api.TaskInf
 }
 
 // Search makes room for preemptor on one node, by evicting candidates that filter accepts
-// and choose allows, fewest first in victim order; reason is what the victims' Evict events
-// say. It returns whether the task was pipelined (its evictions then stand in stmt).
+// and choose allows, in victim order until it fits, or those a plugin's SelectVictims picks
+// among them (deviceshare for a vGPU pod: the GPUs it will use decide), in its order; reason
+// is what the victims' Evict events say. It returns whether the task was pipelined (its
+// evictions then stand in stmt).
 func Search(ssn *framework.Session, stmt *framework.Statement, preemptor *api.TaskInfo,
 	filter func(*api.TaskInfo) bool, choose Chooser, reason string) bool {
 	if p := preemptor.Pod.Spec.PreemptionPolicy; p != nil && *p == corev1.PreemptNever {
@@ -75,6 +77,9 @@ func Search(ssn *framework.Session, stmt *framework.Statement, preemptor *api.Ta
 		}
 		metrics.PreemptionAttempts.Inc()
 		order(ssn, chosen)
+		if selected, ok := ssn.SelectVictims(preemptor, node, chosen); ok {
+			chosen = selected
+		}
 		try := ssn.NewStatement()
 		room := fits(ssn, preemptor, node)
 		for _, v := range chosen {

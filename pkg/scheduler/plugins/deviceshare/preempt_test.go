@@ -1,0 +1,556 @@
+package deviceshare
+
+import (
+	"fmt"
+	"math/rand"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/preempt"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/reclaim"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/capacity"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/conformance"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/gang"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/predicates"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/priority"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/proportion"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
+)
+
+// gpuJob is a PodGroup of a test cluster: its priority, minMember and pods (running ones
+// have a node).
+type gpuJob struct {
+	name      string
+	priority  int32
+	minMember int32
+	pods      []*corev1.Pod
+}
+
+// gpuCluster is the node, with the jobs' running pods on it and its ledger derived as the
+// cache would, and the jobs in queue "default".
+func gpuCluster(node *corev1.Node, jobs ...gpuJob) *api.ClusterInfo {
+	ci := &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{}, Queues: map[api.QueueID]*api.QueueInfo{}}
+	ci.Queues["default"] = api.NewQueueInfo(st.MakeQueue().Name("default").Weight(1).Obj())
+	n := api.NewNodeInfo(node)
+	for _, j := range jobs {
+		pg := st.MakePodGroup().Namespace(testNS).Name(j.name).MinMember(j.minMember).Queue("default").Phase(schedulingv1beta1.PodGroupInqueue).Obj()
+		job := api.NewJobInfo(api.NewJobID(testNS, j.name))
+		job.Priority = j.priority
+		for _, p := range j.pods {
+			task := api.NewTaskInfo(p)
+			job.AddTask(task)
+			if p.Spec.NodeName != "" {
+				pg.Status.Phase = schedulingv1beta1.PodGroupRunning
+				n.AddTask(task)
+			}
+		}
+		job.SetPodGroup(pg, "default")
+		ci.Jobs[job.UID] = job
+	}
+	if d := NewDeriverFor(defaultDevices, nil).Derive(n); d != nil {
+		n.Devices = map[string]api.Devices{PluginName: d}
+	}
+	ci.Nodes[n.Name], ci.NodeList = n, []*api.NodeInfo{n}
+	return ci
+}
+
+// holding is n running pods of job, named job-i, each holding one vGPU of memory MiB on
+// the GPU gpuOf(i) of node n1.
+func holding(job string, n, memory int, gpuOf func(int) int) []*corev1.Pod {
+	pods := make([]*corev1.Pod, n)
+	for i := range pods {
+		mem := fmt.Sprint(memory)
+		pods[i] = runningWith(pod(fmt.Sprintf("%s-%d", job, i), job, vgpuCtr("main", 1, memory, 0)), "n1", dev(gpuOf(i), mem, "0"))
+	}
+	return pods
+}
+
+// asking is n pending pods of job, each asking one container of count vGPUs of memory MiB.
+func pendingPods(job string, n, count, memory int) []*corev1.Pod {
+	pods := make([]*corev1.Pod, n)
+	for i := range pods {
+		pods[i] = pod(fmt.Sprintf("%s-%d", job, i), job, vgpuCtr("main", count, memory, 0))
+	}
+	return pods
+}
+
+// podNames is job-from to job-(to-1), sorted as strings.
+func podNames(job string, from, to int) []string {
+	var names []string
+	for i := from; i < to; i++ {
+		names = append(names, fmt.Sprintf("%s-%d", job, i))
+	}
+	slices.Sort(names)
+	return names
+}
+
+// preemptTiers is priority, gang and conformance, then deviceshare (vGPU on, binpack).
+func preemptTiers(actions string) *conf.SchedulerConfiguration {
+	return &conf.SchedulerConfiguration{Actions: actions, Tiers: []conf.Tier{
+		{Plugins: []conf.PluginOption{{Name: priority.PluginName}, {Name: gang.PluginName}, {Name: conformance.PluginName}}},
+		{Plugins: []conf.PluginOption{{Name: predicates.PluginName}, {Name: PluginName, Arguments: conf.Arguments{VGPUEnableArg: true, SchedulePolicyArg: PolicyBinpack}}}},
+	}}
+}
+
+// withPlugin registers deviceshare (its clock fixed) in reg so that *built is the
+// session's plugin.
+func withPlugin(reg *framework.Registry, built **plugin) *framework.Registry {
+	reg.RegisterPlugin(PluginName, func(args conf.Arguments) (framework.Plugin, error) {
+		fp, err := newPlugin(args)
+		if err == nil {
+			*built = fp.(*plugin)
+			(*built).now = func() time.Time { return fixedClock }
+		}
+		return fp, err
+	})
+	return reg
+}
+
+// testRegistry has the plugins preemptTiers names, deviceshare through withPlugin.
+func testRegistry(built **plugin) *framework.Registry {
+	return withPlugin(registry(map[string]framework.PluginBuilder{priority.PluginName: priority.New, gang.PluginName: gang.New,
+		conformance.PluginName: conformance.New, predicates.PluginName: predicates.New}), built)
+}
+
+// runPreempt runs preempt over the cluster and returns the pods evicted (sorted), the
+// session and its deviceshare plugin.
+func runPreempt(t *testing.T, ci *api.ClusterInfo) ([]string, *framework.Session, *plugin) {
+	t.Helper()
+	var evicted []string
+	cache := &frameworktest.Cache{Snap: ci, OnEvict: func(task *api.TaskInfo, _ string) error {
+		evicted = append(evicted, task.Name)
+		return nil
+	}}
+	var p *plugin
+	reg := testRegistry(&p)
+	reg.RegisterAction(preempt.New())
+	ssn := frameworktest.RunActions(t, cache, preemptTiers(preempt.Name), reg)
+	slices.Sort(evicted)
+	return evicted, ssn, p
+}
+
+// promisedGPUs is the GPUs the session's deviceshare plugin p promised the pipelined tasks
+// of job, by pod.
+func promisedGPUs(ssn *framework.Session, p *plugin, job string) map[string][]string {
+	out := map[string][]string{}
+	for _, task := range ssn.Jobs[api.JobID(testNS+"/"+job)].Tasks {
+		if task.Status != api.Pipelined {
+			continue
+		}
+		out[task.Name] = nil
+		for _, devices := range p.promised[task.UID] {
+			for _, d := range devices {
+				out[task.Name] = append(out[task.Name], d.UUID)
+			}
+		}
+	}
+	return out
+}
+
+func TestPreemptVGPU(t *testing.T) {
+	gpu0 := func(int) int { return 0 }
+	byPair := func(i int) int { return i / 2 }
+	cases := []struct {
+		name string
+		ci   *api.ClusterInfo
+		job  string
+		// wantEvicted: which of equally ranked pods go is the session's task order's choice.
+		wantEvicted []string
+		// wantPromised: each pipelined pod of job and the GPUs it is promised.
+		wantPromised map[string][]string
+	}{
+		{"a gang evicts just enough on its GPU",
+			gpuCluster(gpuNode("n1", 0, gpus(1, 10, 24576, h200)),
+				gpuJob{"low", 1, 1, holding("low", 4, 6000, gpu0)},
+				gpuJob{"high", 10, 2, pendingPods("high", 2, 1, 6000)}),
+			"high", []string{"low-1", "low-2"},
+			map[string][]string{"high-0": {uuid(0)}, "high-1": {uuid(0)}}},
+		{"two half-free GPUs are not one free GPU: the pods of one GPU go",
+			gpuCluster(gpuNode("n1", 0, gpus(2, 10, 24576, h200)),
+				gpuJob{"low", 1, 1, holding("low", 4, 10000, byPair)},
+				gpuJob{"high", 10, 1, pendingPods("high", 1, 1, 20000)}),
+			"high", []string{"low-0", "low-1"},
+			map[string][]string{"high-0": {uuid(0)}}},
+		{"a whole GPU of a dense node: its eight pods",
+			gpuCluster(gpuNode("n1", 0, gpus(8, 10, 81920, h200)),
+				gpuJob{"low", 1, 1, holding("low", 64, 10000, func(i int) int { return i / 8 })},
+				gpuJob{"high", 10, 1, pendingPods("high", 1, 1, 81920)}),
+			"high", podNames("low", 56, 64),
+			map[string][]string{"high-0": {uuid(7)}}},
+		{"two whole GPUs of a dense node: their sixteen pods, past the bound on sets tried",
+			gpuCluster(gpuNode("n1", 0, gpus(8, 10, 81920, h200)),
+				gpuJob{"low", 1, 1, holding("low", 64, 10000, func(i int) int { return i / 8 })},
+				gpuJob{"high", 10, 1, pendingPods("high", 1, 2, 81920)}),
+			"high", podNames("low", 48, 64),
+			map[string][]string{"high-0": {uuid(6), uuid(7)}}},
+		{"a gang that cannot all fit evicts nothing",
+			gpuCluster(gpuNode("n1", 0, gpus(1, 10, 24576, h200)),
+				gpuJob{"low", 1, 1, holding("low", 4, 6000, gpu0)},
+				gpuJob{"high", 10, 2, pendingPods("high", 2, 1, 13000)}),
+			"high", nil, map[string][]string{}},
+		{"two vGPUs of 13000 MiB on one GPU evict nothing",
+			gpuCluster(gpuNode("n1", 0, gpus(1, 10, 24576, h200)),
+				gpuJob{"low", 1, 1, holding("low", 4, 6000, gpu0)},
+				gpuJob{"high", 10, 1, pendingPods("high", 1, 2, 13000)}),
+			"high", nil, map[string][]string{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			evicted, ssn, p := runPreempt(t, tc.ci)
+			if !reflect.DeepEqual(evicted, tc.wantEvicted) {
+				t.Errorf("evicted %v, want %v", evicted, tc.wantEvicted)
+			}
+			if got := promisedGPUs(ssn, p, tc.job); !reflect.DeepEqual(got, tc.wantPromised) {
+				t.Errorf("pipelined %v, want %v", got, tc.wantPromised)
+			}
+			l := ledgerOf(ssn.Nodes["n1"])
+			for i, g := range l.gpus {
+				if g.used.memory > int64(g.memory) || g.used.devices > g.slots {
+					t.Errorf("GPU %d over-booked: %+v", i, g.used)
+				}
+			}
+		})
+	}
+}
+
+// TestPipelinedBoundOnlyOnceVictimsAreGone: a vGPU pod whose GPU is held by a pod being
+// deleted is pipelined there, not bound, even where the node's vGPU totals have room now;
+// once the pod is gone it is bound with an assignment on that GPU.
+func TestPipelinedBoundOnlyOnceVictimsAreGone(t *testing.T) {
+	cluster := func(victimThere bool) *api.ClusterInfo {
+		low := []*corev1.Pod{runningWith(pod("other", "low", vgpuCtr("main", 1, 12000, 0)), "n1", dev(1, "12000", "0"))}
+		if victimThere {
+			v := runningWith(pod("victim", "low", vgpuCtr("main", 1, 12000, 0)), "n1", dev(0, "12000", "0"))
+			v.DeletionTimestamp = &metav1.Time{Time: fixedClock}
+			low = append(low, v)
+		}
+		return gpuCluster(gpuNode("n1", 0, gpus(2, 10, 24576, h200)),
+			gpuJob{"low", 1, 1, low}, gpuJob{"high", 10, 1, pendingPods("high", 1, 1, 20000)})
+	}
+
+	runAllocate := func(cache *bindRecorder) (*framework.Session, *plugin) {
+		var p *plugin
+		ssn := frameworktest.RunActions(t, cache, preemptTiers(allocate.Name), withAllocate(testRegistry(&p)))
+		return ssn, p
+	}
+	cache := &bindRecorder{snap: cluster(true)}
+	ssn, p := runAllocate(cache)
+	if len(cache.bound) != 0 {
+		t.Fatalf("bound %s while its GPU is still held", cache.bound[0].Name)
+	}
+	if got, want := promisedGPUs(ssn, p, "high"), map[string][]string{"high-0": {uuid(0)}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("pipelined %v, want %v", got, want)
+	}
+
+	cache = &bindRecorder{snap: cluster(false)}
+	runAllocate(cache)
+	if len(cache.bound) != 1 || boundPerGPU(t, cache)[uuid(0)] != 1 {
+		t.Fatalf("bound %v, want high-0 on GPU 0", boundPerGPU(t, cache))
+	}
+}
+
+// TestEvictAndPipelineDiscard: evicting a vGPU pod and pipelining a preemptor onto its slice
+// is undone exactly: the node (its ledger included), the tasks and the plugin's promises.
+func TestEvictAndPipelineDiscard(t *testing.T) {
+	ci := gpuCluster(gpuNode("n1", 0, gpus(1, 10, 24576, h200)),
+		gpuJob{"low", 1, 1, holding("low", 4, 6000, func(int) int { return 0 })},
+		gpuJob{"high", 10, 1, pendingPods("high", 1, 1, 6000)})
+	var p *plugin
+	ssn := framework.OpenSession(&bindRecorder{snap: ci}, preemptTiers(preempt.Name), testRegistry(&p))
+	node := ssn.Nodes["n1"]
+	victim := ssn.Jobs[api.JobID(testNS+"/low")].Tasks["uid-low-3"]
+	preemptor := ssn.Jobs[api.JobID(testNS+"/high")].Tasks["uid-high-0"]
+	beforeNode, beforeVictim, beforePreemptor := node.Clone(), victim.Clone(), preemptor.Clone()
+
+	stmt := ssn.NewStatement()
+	if ssn.Predicate(preemptor, node) == nil {
+		t.Fatal("the preemptor fits before any eviction")
+	}
+	if err := stmt.Evict(victim, "preempt"); err != nil {
+		t.Fatal(err)
+	}
+	if s := ssn.Predicate(preemptor, node); s != nil {
+		t.Fatalf("the preemptor does not fit the releasing slice: %v", s.Reasons)
+	}
+	if err := stmt.Pipeline(preemptor, node); err != nil {
+		t.Fatal(err)
+	}
+	if got := usageOf(ledgerOf(node)); got != "0:4/24000/0" {
+		t.Errorf("the hand-over booked the ledger: %s", got)
+	}
+	stmt.Discard()
+	preemptor.LastTransaction = nil
+	if !reflect.DeepEqual(node.Clone(), beforeNode) {
+		t.Error("Discard did not restore the node")
+	}
+	if !reflect.DeepEqual(victim, beforeVictim) || !reflect.DeepEqual(preemptor, beforePreemptor) {
+		t.Errorf("Discard did not restore the tasks: victim %s, preemptor %s", victim.Status, preemptor.Status)
+	}
+	if len(p.promised) != 0 {
+		t.Errorf("Discard left promises %v", p.promised)
+	}
+}
+
+// TestSelectVictimsIsMinimal compares selectVictims with every subset of the candidates on
+// small generated nodes: the same minimum (fewest victims, then lowest priorities, then least
+// memory, then earliest in candidate order), always.
+func TestSelectVictimsIsMinimal(t *testing.T) {
+	rng := rand.New(rand.NewSource(38))
+	fp, err := newPlugin(conf.Arguments{VGPUEnableArg: true, SchedulePolicyArg: PolicyBinpack})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := fp.(*plugin)
+	p.open(fixedClock)
+	const split, gpuMemory = 4, 10000
+	for round := range 600 {
+		nGPUs := 1 + rng.Intn(3)
+		var pods []*corev1.Pod
+		for i := range 1 + rng.Intn(6) {
+			count := 1 + rng.Intn(min(2, nGPUs))
+			memory, cores := 1000*(1+rng.Intn(5)), 10*rng.Intn(6)
+			first := rng.Intn(nGPUs)
+			assignment := ""
+			for v := range count {
+				assignment += dev((first+v)%nGPUs, fmt.Sprint(memory), fmt.Sprint(cores))
+			}
+			v := runningWith(pod(fmt.Sprintf("v%d", i), "low", vgpuCtr("main", count, memory, cores)), "n1", assignment)
+			prio := int32(rng.Intn(3))
+			v.Spec.Priority = &prio
+			pods = append(pods, v)
+		}
+		node := nodeInfo(gpuNode("n1", 0, gpus(nGPUs, split, gpuMemory, h200)), pods...)
+		if ledgerOf(node) == nil {
+			t.Fatal("no ledger")
+		}
+		want := struct{ count, memory, cores int }{1 + rng.Intn(nGPUs), 1000 * (1 + rng.Intn(9)), 10 * rng.Intn(11)}
+		asks := vgpuCtr("main", want.count, want.memory, want.cores)
+		if rng.Intn(3) == 0 { // a share of each GPU's memory instead
+			pct := 10 * (1 + rng.Intn(9))
+			want.memory = gpuMemory * pct / 100
+			asks = vgpuCtr("main", want.count, 0, want.cores)
+			asks.Resources.Limits[resPct] = *resource.NewQuantity(int64(pct), resource.DecimalSI)
+			asks.Resources.Requests = asks.Resources.Limits.DeepCopy()
+		}
+		preemptor := api.NewTaskInfo(pod("new", "high", asks))
+		var candidates []*api.TaskInfo
+		for _, pd := range pods {
+			candidates = append(candidates, node.Tasks[api.TaskID(pd.UID)])
+		}
+		got, abstain := p.selectVictims(preemptor, node, candidates)
+		if abstain {
+			t.Fatalf("round %d: no say on a vGPU preemptor", round)
+		}
+
+		// The brute force: every subset, checked against the rules of a hami-core GPU.
+		fitsWithout := func(gone map[int]bool) bool {
+			type use struct{ devices, memory, cores int }
+			used := make([]use, nGPUs)
+			for i, pd := range pods {
+				if gone[i] {
+					continue
+				}
+				devs, _ := assignedDevices(node.Tasks[api.TaskID(pd.UID)])
+				for _, c := range devs {
+					for _, d := range c {
+						g := ledgerOf(node).index(d.UUID)
+						used[g].devices++
+						used[g].memory += int(d.UsedMemory)
+						used[g].cores += int(d.UsedCores)
+					}
+				}
+			}
+			free := 0
+			for _, u := range used {
+				ok := u.devices < split && gpuMemory-u.memory >= want.memory && u.cores+want.cores <= 100 &&
+					!(want.cores == 100 && u.devices > 0) && !(want.cores == 0 && u.cores >= 100)
+				if ok {
+					free++
+				}
+			}
+			return free >= want.count
+		}
+		type key struct {
+			set        []int
+			priorities []int32
+			memory     int
+		}
+		var best *key
+		for mask := 0; mask < 1<<len(pods); mask++ {
+			gone, k := map[int]bool{}, key{}
+			for i := range pods {
+				if mask&(1<<i) != 0 {
+					gone[i] = true
+					k.set = append(k.set, i)
+					k.priorities = append(k.priorities, *pods[i].Spec.Priority)
+					k.memory += int(node.Tasks[api.TaskID(pods[i].UID)].Resreq.ScalarResources[resMem]) / 1000 * countOf(pods[i])
+				}
+			}
+			if !fitsWithout(gone) {
+				continue
+			}
+			slices.Sort(k.priorities)
+			slices.Reverse(k.priorities)
+			if best == nil || lessKey(k.set, k.priorities, k.memory, best.set, best.priorities, best.memory) {
+				best = &k
+			}
+		}
+		var gotSet []int
+		for _, v := range got {
+			gotSet = append(gotSet, slices.IndexFunc(pods, func(pd *corev1.Pod) bool { return pd.UID == v.Pod.UID }))
+		}
+		switch {
+		case best == nil && len(got) != 0:
+			t.Errorf("round %d: picked %v where no set fits", round, gotSet)
+		case best != nil && !reflect.DeepEqual(gotSet, best.set) && !(len(gotSet) == 0 && len(best.set) == 0):
+			t.Errorf("round %d: picked %v, the minimum is %v (request %+v)", round, gotSet, best.set, want)
+		}
+	}
+}
+
+// withAllocate adds the allocate action to reg.
+func withAllocate(reg *framework.Registry) *framework.Registry {
+	reg.RegisterAction(allocate.New())
+	return reg
+}
+
+// countOf is how many vGPUs the pod's first container asks.
+func countOf(p *corev1.Pod) int {
+	q := p.Spec.Containers[0].Resources.Limits[resCount]
+	return int(q.Value())
+}
+
+// lessKey orders fitting victim sets: fewer, then lower priorities (highest first), then
+// less memory, then the highest index lower (and so on down).
+func lessKey(a []int, ap []int32, am int, b []int, bp []int32, bm int) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	for i := range ap {
+		if ap[i] != bp[i] {
+			return ap[i] < bp[i]
+		}
+	}
+	if am != bm {
+		return am < bm
+	}
+	for i := len(a) - 1; i >= 0; i-- {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return am < bm
+}
+
+// TestPreemptWithinQueueShare: a queue holding exactly its vGPU capability and deserved share
+// (capacity's) preempts within itself, and the next cycles pipeline and then bind the gang
+// on the freed GPU: the victims' share is the preemptor's, not refused as over the queue's.
+func TestPreemptWithinQueueShare(t *testing.T) {
+	cluster := func(victims string) *api.ClusterInfo {
+		low := holding("low", 4, 6000, func(int) int { return 0 })
+		switch victims {
+		case "releasing":
+			for _, v := range low[2:] {
+				v.DeletionTimestamp = &metav1.Time{Time: fixedClock}
+			}
+		case "gone":
+			low = low[:2]
+		}
+		ci := gpuCluster(gpuNode("n1", 0, gpus(1, 10, 24576, h200)),
+			gpuJob{"low", 1, 1, low}, gpuJob{"high", 10, 2, pendingPods("high", 2, 1, 6000)})
+		deserved := st.Resources("1", "")
+		deserved[resCount] = resource.MustParse("4")
+		deserved[resMem] = resource.MustParse("24000")
+		ci.Queues["default"] = api.NewQueueInfo(st.MakeQueue().Name("default").Weight(1).Obj())
+		ci.Queues["default"].Queue.Spec.Deserved = deserved
+		ci.Queues["default"].Queue.Spec.Capability = deserved
+		return ci
+	}
+	tiers := func(actions string) *conf.SchedulerConfiguration {
+		cfg := preemptTiers(actions)
+		cfg.Tiers[0].Plugins = append(cfg.Tiers[0].Plugins, conf.PluginOption{Name: capacity.PluginName})
+		return cfg
+	}
+	run := func(actions string, cache framework.Cache, reg *framework.Registry) *framework.Session {
+		reg.RegisterPlugin(capacity.PluginName, capacity.New)
+		return frameworktest.RunActions(t, cache, tiers(actions), reg)
+	}
+
+	var evicted []string
+	var p *plugin
+	reg := testRegistry(&p)
+	reg.RegisterAction(preempt.New())
+	ssn := run(preempt.Name, &frameworktest.Cache{Snap: cluster("running"), OnEvict: func(task *api.TaskInfo, _ string) error {
+		evicted = append(evicted, task.Name)
+		return nil
+	}}, reg)
+	if len(evicted) != 2 || len(promisedGPUs(ssn, p, "high")) != 2 {
+		t.Fatalf("preempt evicted %v and pipelined %v, want two and the gang", evicted, promisedGPUs(ssn, p, "high"))
+	}
+
+	cache := &bindRecorder{snap: cluster("releasing")}
+	ssn = run(allocate.Name, cache, withAllocate(testRegistry(&p)))
+	if len(cache.bound) != 0 || len(promisedGPUs(ssn, p, "high")) != 2 {
+		t.Fatalf("with the victims terminating: bound %d, pipelined %v; want the gang pipelined", len(cache.bound), promisedGPUs(ssn, p, "high"))
+	}
+	if r := ssn.Jobs[api.JobID(testNS+"/high")].QueueRefusals; len(r) != 0 {
+		t.Errorf("queue refused the gang: %v", r)
+	}
+
+	cache = &bindRecorder{snap: cluster("gone")}
+	run(allocate.Name, cache, withAllocate(testRegistry(&p)))
+	if got := boundPerGPU(t, cache); got[uuid(0)] != 2 {
+		t.Errorf("with the victims gone: bound %v, want the gang on GPU 0", got)
+	}
+}
+
+// inQueue moves the job to queue q (weight 1, open), made as needed.
+func inQueue(ci *api.ClusterInfo, job, q string) {
+	if ci.Queues[api.QueueID(q)] == nil {
+		spec := st.MakeQueue().Name(q).Weight(1).Obj()
+		spec.Status.State = schedulingv1beta1.QueueStateOpen
+		ci.Queues[api.QueueID(q)] = api.NewQueueInfo(spec)
+	}
+	j := ci.Jobs[api.JobID(testNS+"/"+job)]
+	pg := j.PodGroup.DeepCopy()
+	pg.Spec.Queue = q
+	j.SetPodGroup(pg, q)
+}
+
+// TestReclaimVGPU: a starving queue takes back its half of a GPU from a queue above its
+// share, by the vGPUs it needs: two of the other queue's four pods, on that GPU.
+func TestReclaimVGPU(t *testing.T) {
+	ci := gpuCluster(gpuNode("n1", 0, gpus(1, 10, 24576, h200)),
+		gpuJob{"low", 1, 1, holding("low", 4, 6000, func(int) int { return 0 })},
+		gpuJob{"high", 1, 2, pendingPods("high", 2, 1, 6000)})
+	inQueue(ci, "low", "a")
+	inQueue(ci, "high", "b")
+	delete(ci.Queues, "default")
+	var evicted []string
+	cache := &frameworktest.Cache{Snap: ci, OnEvict: func(task *api.TaskInfo, _ string) error {
+		evicted = append(evicted, task.Name)
+		return nil
+	}}
+	var p *plugin
+	reg := testRegistry(&p)
+	reg.RegisterAction(reclaim.New())
+	reg.RegisterPlugin(proportion.PluginName, proportion.New)
+	cfg := preemptTiers(reclaim.Name)
+	cfg.Tiers[1].Plugins = append(cfg.Tiers[1].Plugins, conf.PluginOption{Name: proportion.PluginName})
+	ssn := frameworktest.RunActions(t, cache, cfg, reg)
+	if len(evicted) != 2 || len(promisedGPUs(ssn, p, "high")) != 2 {
+		t.Errorf("reclaim evicted %v and pipelined %v, want two of queue a's pods and the gang", evicted, promisedGPUs(ssn, p, "high"))
+	}
+}
