@@ -61,9 +61,16 @@ func (e *schedulerEnv) modelNode(name, model string, gpus int, split, memMiB int
 // vgpuGang creates a PodGroup of pods pods, all needed, each asking for one vGPU.
 func (e *schedulerEnv) vgpuGang(name, queue string, pods int, memMiB, cores int64) {
 	e.t.Helper()
+	e.vgpuGangOfClass(name, queue, "", pods, pods, memMiB, cores)
+}
+
+// vgpuGangOfClass is vgpuGang with a priority class for the PodGroup and its pods ("" for
+// none) and min of its pods needed.
+func (e *schedulerEnv) vgpuGangOfClass(name, queue, class string, min, pods int, memMiB, cores int64) {
+	e.t.Helper()
 	ctx := context.Background()
 	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
-		Spec: schedulingv1beta1.PodGroupSpec{MinMember: int32(pods), Queue: queue}}
+		Spec: schedulingv1beta1.PodGroupSpec{MinMember: int32(min), Queue: queue, PriorityClassName: class}}
 	if _, err := e.vc.SchedulingV1beta1().PodGroups(e.ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
 		e.t.Fatalf("create podgroup %s: %v", name, err)
 	}
@@ -77,6 +84,7 @@ func (e *schedulerEnv) vgpuGang(name, queue string, pods int, memMiB, cores int6
 			vgpu.DefaultMemoryResource: *resource.NewQuantity(memMiB, resource.DecimalSI),
 			vgpu.DefaultCoresResource:  *resource.NewQuantity(cores, resource.DecimalSI),
 		}
+		pod.Spec.PriorityClassName = class
 		if _, err := e.cs.CoreV1().Pods(e.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			e.t.Fatalf("create pod %s: %v", pod.Name, err)
 		}

@@ -1,0 +1,165 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
+)
+
+// chartConfWithPreempt is the chart's default configuration (deviceshare with binpack) with
+// preempt after allocate.
+func chartConfWithPreempt(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot(), "config", "volcano-scheduler.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := strings.Replace(string(data), `"enqueue, allocate, backfill"`, `"enqueue, allocate, preempt, backfill"`, 1)
+	if conf == string(data) {
+		t.Fatal("config/volcano-scheduler.conf: no actions line to add preempt to")
+	}
+	return conf
+}
+
+// evictedPods are the pods with upstream's Warning Evict event for preempt, sorted.
+func (e *schedulerEnv) evictedPods(ctx context.Context) ([]string, error) {
+	events, err := e.cs.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=Evict"})
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, ev := range events.Items {
+		if ev.Type == corev1.EventTypeWarning && ev.Message == "Pod is evicted, because of preempt" {
+			names = append(names, ev.InvolvedObject.Name)
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// gpuOf maps each bound pod whose name starts with prefix to the GPU its assignment names.
+func (e *schedulerEnv) gpuOf(ctx context.Context, prefix string) map[string]string {
+	e.t.Helper()
+	pods, err := e.cs.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range pods.Items {
+		if !strings.HasPrefix(p.Name, prefix) || p.Spec.NodeName == "" {
+			continue
+		}
+		assigned, err := vgpu.DecodePodDevices(p.Annotations[vgpu.AssignedDevicesAnnotation])
+		if err != nil || len(assigned) != 1 || len(assigned[0]) != 1 {
+			e.t.Fatalf("pod %s: assignment %q (%v)", p.Name, p.Annotations[vgpu.AssignedDevicesAnnotation], err)
+		}
+		out[p.Name] = assigned[0][0].UUID
+	}
+	return out
+}
+
+// noOverbooking fails the test for any GPU booked past its slots, memory or cores.
+func (e *schedulerEnv) noOverbooking(ctx context.Context, nodes map[string][]vgpu.NodeDevice) {
+	e.t.Helper()
+	_, problems, err := e.checkLedger(ctx, nodes)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, p := range problems {
+		e.t.Error(p)
+	}
+}
+
+// One 24 GiB GPU holds four low-priority 6000 MiB pods: a high-priority 2-pod gang of 6000
+// MiB each evicts exactly two of them, with upstream's Warning Evict event, and runs whole on
+// that GPU once they are gone; the other two keep running and the GPU is never overbooked.
+func TestVGPUPreemptEvictsOnlyWhatTheGangNeeds(t *testing.T) {
+	e := newSchedulerEnv(t)
+	ctx := context.Background()
+	nodes := map[string][]vgpu.NodeDevice{e.name + "-gpu": e.gpuNode("gpu", 1, 10, 24576, 0)}
+	low, high := e.priorityClass("low", 10), e.priorityClass("high", 1000)
+	e.scheduler(chartConfWithPreempt(t))
+	e.vgpuGangOfClass("low", "", low, 1, 4, 6000, 0)
+	e.waitBound("low-", 4, 30*time.Second)
+
+	e.vgpuGangOfClass("high", "", high, 2, 2, 6000, 0)
+	e.waitBound("high-", 2, 60*time.Second)
+	e.noOverbooking(ctx, nodes)
+	var evicted []string
+	eventually(t, 20*time.Second, "two Evict events on low pods", func(ctx context.Context) (bool, string, error) {
+		var err error
+		evicted, err = e.evictedPods(ctx)
+		return len(evicted) == 2 && strings.HasPrefix(evicted[0], "low-") && strings.HasPrefix(evicted[1], "low-"),
+			strings.Join(evicted, ", "), err
+	})
+	if b, _, err := e.boundPods(ctx, "low-"); err != nil || b != 2 {
+		t.Errorf("low pods bound after preemption: %d (%v), want 2", b, err)
+	}
+}
+
+// A node has two GPUs, each holding two low-priority 10000 MiB pods: a high-priority pod
+// asking one 20000 MiB vGPU evicts the two pods of one GPU, and none of the other, and is
+// bound on the GPU they freed.
+func TestVGPUPreemptFreesOneGPU(t *testing.T) {
+	e := newSchedulerEnv(t)
+	ctx := context.Background()
+	nodes := map[string][]vgpu.NodeDevice{e.name + "-gpu": e.gpuNode("gpu", 2, 10, 24576, 0)}
+	low, high := e.priorityClass("low", 10), e.priorityClass("high", 1000)
+	e.scheduler(chartConfWithPreempt(t))
+	e.vgpuGangOfClass("low", "", low, 1, 4, 10000, 0)
+	e.waitBound("low-", 4, 30*time.Second)
+	before := e.gpuOf(ctx, "low-")
+
+	e.vgpuGangOfClass("high", "", high, 1, 1, 20000, 0)
+	e.waitBound("high-", 1, 60*time.Second)
+	e.noOverbooking(ctx, nodes)
+	evicted, err := e.evictedPods(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evicted) != 2 || before[evicted[0]] != before[evicted[1]] {
+		t.Fatalf("evicted %v on GPUs %v, want the two pods of one GPU", evicted, before)
+	}
+	if got := e.gpuOf(ctx, "high-")["high-0"]; got != before[evicted[0]] {
+		t.Errorf("the preemptor is on GPU %s, want %s, the one its victims freed", got, before[evicted[0]])
+	}
+	if b, _, err := e.boundPods(ctx, "low-"); err != nil || b != 2 {
+		t.Errorf("low pods bound after preemption: %d (%v), want 2", b, err)
+	}
+}
+
+// A gang of two 13000 MiB vGPUs cannot fit one 24 GiB GPU however many pods leave it: it
+// evicts nothing, and its PodGroup says it is unschedulable.
+func TestVGPUPreemptorThatCannotFitEvictsNothing(t *testing.T) {
+	e := newSchedulerEnv(t)
+	ctx := context.Background()
+	e.gpuNode("gpu", 1, 10, 24576, 0)
+	low, high := e.priorityClass("low", 10), e.priorityClass("high", 1000)
+	e.scheduler(chartConfWithPreempt(t))
+	e.vgpuGangOfClass("low", "", low, 1, 4, 6000, 0)
+	e.waitBound("low-", 4, 30*time.Second)
+
+	e.vgpuGangOfClass("high", "", high, 2, 2, 13000, 0)
+	e.podGroup("high", 30*time.Second, "Unschedulable", func(pg *schedulingv1beta1.PodGroup) bool {
+		c := condition(pg, schedulingv1beta1.PodGroupUnschedulableType)
+		return c != nil && c.Status == corev1.ConditionTrue
+	})
+	if evicted, err := e.evictedPods(ctx); err != nil || len(evicted) != 0 {
+		t.Errorf("evicted %v (%v), want none", evicted, err)
+	}
+	if b, _, err := e.boundPods(ctx, "low-"); err != nil || b != 4 {
+		t.Errorf("low pods bound %d (%v), want all 4", b, err)
+	}
+}
