@@ -18,30 +18,38 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
-// chartConfWithPreempt is the chart's default configuration (deviceshare with binpack) with
-// preempt after allocate.
-func chartConfWithPreempt(t *testing.T) string {
+// chartConfWith is the chart's default configuration (deviceshare with binpack) with action
+// after allocate.
+func chartConfWith(t *testing.T, action string) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(repoRoot(), "config", "volcano-scheduler.conf"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf := strings.Replace(string(data), `"enqueue, allocate, backfill"`, `"enqueue, allocate, preempt, backfill"`, 1)
+	conf := strings.Replace(string(data), `"enqueue, allocate, backfill"`, `"enqueue, allocate, `+action+`, backfill"`, 1)
 	if conf == string(data) {
-		t.Fatal("config/volcano-scheduler.conf: no actions line to add preempt to")
+		t.Fatal("config/volcano-scheduler.conf: no actions line to add " + action + " to")
 	}
 	return conf
 }
 
+// chartConfWithPreempt is chartConfWith preempt.
+func chartConfWithPreempt(t *testing.T) string { return chartConfWith(t, "preempt") }
+
 // evictedPods are the pods with upstream's Warning Evict event for preempt, sorted.
 func (e *schedulerEnv) evictedPods(ctx context.Context) ([]string, error) {
+	return e.evictedFor(ctx, "preempt")
+}
+
+// evictedFor are the pods with upstream's Warning Evict event for the action, sorted.
+func (e *schedulerEnv) evictedFor(ctx context.Context, action string) ([]string, error) {
 	events, err := e.cs.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=Evict"})
 	if err != nil {
 		return nil, err
 	}
 	var names []string
 	for _, ev := range events.Items {
-		if ev.Type == corev1.EventTypeWarning && ev.Message == "Pod is evicted, because of preempt" {
+		if ev.Type == corev1.EventTypeWarning && ev.Message == "Pod is evicted, because of "+action {
 			names = append(names, ev.InvolvedObject.Name)
 		}
 	}
@@ -152,14 +160,66 @@ func TestVGPUPreemptorThatCannotFitEvictsNothing(t *testing.T) {
 	e.waitBound("low-", 4, 30*time.Second)
 
 	e.vgpuGangOfClass("high", "", high, 2, 2, 13000, 0)
-	e.podGroup("high", 30*time.Second, "Unschedulable", func(pg *schedulingv1beta1.PodGroup) bool {
+	pg := e.podGroup("high", 30*time.Second, "Unschedulable", func(pg *schedulingv1beta1.PodGroup) bool {
 		c := condition(pg, schedulingv1beta1.PodGroupUnschedulableType)
 		return c != nil && c.Status == corev1.ConditionTrue
 	})
+	t.Logf("the preemptor's PodGroup condition: %s", condition(pg, schedulingv1beta1.PodGroupUnschedulableType).Message)
 	if evicted, err := e.evictedPods(ctx); err != nil || len(evicted) != 0 {
 		t.Errorf("evicted %v (%v), want none", evicted, err)
 	}
 	if b, _, err := e.boundPods(ctx, "low-"); err != nil || b != 4 {
 		t.Errorf("low pods bound %d (%v), want all 4", b, err)
+	}
+}
+
+// Two of the four low-priority 6000 MiB pods on a 24 GiB GPU are marked
+// volcano.sh/preemptable: "false": a high-priority pod asking 12000 MiB evicts the other two,
+// never those.
+func TestVGPUPreemptSparesNonPreemptablePods(t *testing.T) {
+	e := newSchedulerEnv(t)
+	ctx := context.Background()
+	nodes := map[string][]vgpu.NodeDevice{e.name + "-gpu": e.gpuNode("gpu", 1, 10, 24576, 0)}
+	low, high := e.priorityClass("low", 10), e.priorityClass("high", 1000)
+	e.scheduler(chartConfWithPreempt(t))
+	e.vgpuGangOfClass("keep", "", low, 1, 2, 6000, 0, func(p *corev1.Pod) {
+		p.Annotations[schedulingv1beta1.PodPreemptable] = "false"
+	})
+	e.vgpuGangOfClass("low", "", low, 1, 2, 6000, 0)
+	e.waitBound("keep-", 2, 30*time.Second)
+	e.waitBound("low-", 2, 30*time.Second)
+
+	e.vgpuGangOfClass("high", "", high, 1, 1, 12000, 0)
+	e.waitBound("high-", 1, 60*time.Second)
+	e.noOverbooking(ctx, nodes)
+	if evicted, err := e.evictedPods(ctx); err != nil || strings.Join(evicted, ",") != "low-0,low-1" {
+		t.Errorf("evicted %v (%v), want low-0 and low-1 only", evicted, err)
+	}
+	if b, _, err := e.boundPods(ctx, "keep-"); err != nil || b != 2 {
+		t.Errorf("non-preemptable pods bound %d (%v), want both", b, err)
+	}
+}
+
+// Two queues of weight 1 share one 24 GiB GPU: queue a's four 6000 MiB pods hold it all;
+// queue b's gang of two 6000 MiB pods takes back its deserved half, two of a's pods evicted
+// with upstream's Warning Evict event for reclaim, and no more.
+func TestVGPUReclaimGivesBackTheDeservedShare(t *testing.T) {
+	e := newSchedulerEnv(t)
+	ctx := context.Background()
+	nodes := map[string][]vgpu.NodeDevice{e.name + "-gpu": e.gpuNode("gpu", 1, 10, 24576, 0)}
+	qa, qb := e.queue("a", nil), e.queue("b", nil)
+	e.scheduler(chartConfWith(t, "reclaim"))
+	e.vgpuGangOfClass("ajob", qa, "", 1, 4, 6000, 0)
+	e.waitBound("ajob-", 4, 30*time.Second)
+
+	e.vgpuGang("bjob", qb, 2, 6000, 0)
+	e.waitBound("bjob-", 2, 60*time.Second)
+	e.noOverbooking(ctx, nodes)
+	if b, _, err := e.boundPods(ctx, "ajob-"); err != nil || b != 2 {
+		t.Errorf("queue a's pods bound %d (%v), want 2", b, err)
+	}
+	if evicted, err := e.evictedFor(ctx, "reclaim"); err != nil || len(evicted) != 2 ||
+		!strings.HasPrefix(evicted[0], "ajob-") || !strings.HasPrefix(evicted[1], "ajob-") {
+		t.Errorf("evicted for reclaim %v (%v), want two of queue a's pods", evicted, err)
 	}
 }

@@ -65,8 +65,8 @@ func (e *schedulerEnv) vgpuGang(name, queue string, pods int, memMiB, cores int6
 }
 
 // vgpuGangOfClass is vgpuGang with a priority class for the PodGroup and its pods ("" for
-// none) and min of its pods needed.
-func (e *schedulerEnv) vgpuGangOfClass(name, queue, class string, min, pods int, memMiB, cores int64) {
+// none) and min of its pods needed; each mutate changes every pod before it is created.
+func (e *schedulerEnv) vgpuGangOfClass(name, queue, class string, min, pods int, memMiB, cores int64, mutate ...func(*corev1.Pod)) {
 	e.t.Helper()
 	ctx := context.Background()
 	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
@@ -85,6 +85,9 @@ func (e *schedulerEnv) vgpuGangOfClass(name, queue, class string, min, pods int,
 			vgpu.DefaultCoresResource:  *resource.NewQuantity(cores, resource.DecimalSI),
 		}
 		pod.Spec.PriorityClassName = class
+		for _, m := range mutate {
+			m(pod)
+		}
 		if _, err := e.cs.CoreV1().Pods(e.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			e.t.Fatalf("create pod %s: %v", pod.Name, err)
 		}
