@@ -90,17 +90,25 @@ func (e *schedulerEnv) noOverbooking(ctx context.Context, nodes map[string][]vgp
 	}
 }
 
+// gpusFullOfLowPriority is a node of gpus 24 GiB GPUs (split 10), that this env's scheduler
+// with preempt sees, holding four low-priority pods of lowMiB each (gang "low", minMember 1);
+// it returns the env, the node's GPUs by node name and a high priority class.
+func gpusFullOfLowPriority(t *testing.T, gpus int, lowMiB int64) (*schedulerEnv, map[string][]vgpu.NodeDevice, string) {
+	e := newSchedulerEnv(t)
+	nodes := map[string][]vgpu.NodeDevice{e.name + "-gpu": e.gpuNode("gpu", gpus, 10, 24576, 0)}
+	low, high := e.priorityClass("low", 10), e.priorityClass("high", 1000)
+	e.scheduler(chartConfWithPreempt(t))
+	e.vgpuGangOfClass("low", "", low, 1, 4, lowMiB, 0)
+	e.waitBound("low-", 4, 30*time.Second)
+	return e, nodes, high
+}
+
 // One 24 GiB GPU holds four low-priority 6000 MiB pods: a high-priority 2-pod gang of 6000
 // MiB each evicts exactly two of them, with upstream's Warning Evict event, and runs whole on
 // that GPU once they are gone; the other two keep running and the GPU is never overbooked.
 func TestVGPUPreemptEvictsOnlyWhatTheGangNeeds(t *testing.T) {
-	e := newSchedulerEnv(t)
+	e, nodes, high := gpusFullOfLowPriority(t, 1, 6000)
 	ctx := context.Background()
-	nodes := map[string][]vgpu.NodeDevice{e.name + "-gpu": e.gpuNode("gpu", 1, 10, 24576, 0)}
-	low, high := e.priorityClass("low", 10), e.priorityClass("high", 1000)
-	e.scheduler(chartConfWithPreempt(t))
-	e.vgpuGangOfClass("low", "", low, 1, 4, 6000, 0)
-	e.waitBound("low-", 4, 30*time.Second)
 
 	e.vgpuGangOfClass("high", "", high, 2, 2, 6000, 0)
 	e.waitBound("high-", 2, 60*time.Second)
@@ -121,13 +129,8 @@ func TestVGPUPreemptEvictsOnlyWhatTheGangNeeds(t *testing.T) {
 // asking one 20000 MiB vGPU evicts the two pods of one GPU, and none of the other, and is
 // bound on the GPU they freed.
 func TestVGPUPreemptFreesOneGPU(t *testing.T) {
-	e := newSchedulerEnv(t)
+	e, nodes, high := gpusFullOfLowPriority(t, 2, 10000)
 	ctx := context.Background()
-	nodes := map[string][]vgpu.NodeDevice{e.name + "-gpu": e.gpuNode("gpu", 2, 10, 24576, 0)}
-	low, high := e.priorityClass("low", 10), e.priorityClass("high", 1000)
-	e.scheduler(chartConfWithPreempt(t))
-	e.vgpuGangOfClass("low", "", low, 1, 4, 10000, 0)
-	e.waitBound("low-", 4, 30*time.Second)
 	before := e.gpuOf(ctx, "low-")
 
 	e.vgpuGangOfClass("high", "", high, 1, 1, 20000, 0)
@@ -151,13 +154,8 @@ func TestVGPUPreemptFreesOneGPU(t *testing.T) {
 // A gang of two 13000 MiB vGPUs cannot fit one 24 GiB GPU however many pods leave it: it
 // evicts nothing, and its PodGroup says it is unschedulable.
 func TestVGPUPreemptorThatCannotFitEvictsNothing(t *testing.T) {
-	e := newSchedulerEnv(t)
+	e, _, high := gpusFullOfLowPriority(t, 1, 6000)
 	ctx := context.Background()
-	e.gpuNode("gpu", 1, 10, 24576, 0)
-	low, high := e.priorityClass("low", 10), e.priorityClass("high", 1000)
-	e.scheduler(chartConfWithPreempt(t))
-	e.vgpuGangOfClass("low", "", low, 1, 4, 6000, 0)
-	e.waitBound("low-", 4, 30*time.Second)
 
 	e.vgpuGangOfClass("high", "", high, 2, 2, 13000, 0)
 	pg := e.podGroup("high", 30*time.Second, "Unschedulable", func(pg *schedulingv1beta1.PodGroup) bool {
