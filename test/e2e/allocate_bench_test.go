@@ -24,7 +24,8 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
-// podsOnNode is DESIGN.md's condition for the Allocate latency target (p99 <= 20 ms).
+// podsOnNode is the condition of the Allocate latency target (p99 <= 20 ms with 100 pods on
+// the node; the README's in-process benchmark table).
 const podsOnNode = 100
 
 // BenchmarkAllocate measures the device plugin's Allocate, the wait it adds to every vGPU

@@ -117,7 +117,7 @@ func (e *schedulerEnv) podsPerNode(prefix string) map[string]int {
 	return per
 }
 
-// The Habr walkthrough (shared/seeds/habr-volcano-vgpu-device-plugin.ru.txt), its manifests
+// The Habr walkthrough (test/e2e/testdata/habr, with its README), its manifests
 // changed only in image, on vc-scheduler with the article's scheduler_config_override:
 //
 //  1. Its two workers, 5 x RTX 4090 (24,564 MiB) and 5 x RTX 4070 SUPER (16,376 MiB) with

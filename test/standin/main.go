@@ -3,13 +3,12 @@
 // upstream controllers (module volcano.sh/volcano) cannot be built here; it is not shipped,
 // and a real installation runs upstream's vc-controller-manager and admission webhooks.
 //
-// It follows shared/reference/volcano-scheduler-spec.md section 7 and nothing more:
+// It does what upstream's controllers do for the scheduler, and nothing more:
 //   - standalone pods whose schedulerName is one of --scheduler-name get a PodGroup
-//     podgroup-<owner-or-pod-uid> and the scheduling.k8s.io/group-name annotation (7.1);
+//     podgroup-<owner-or-pod-uid> and the scheduling.k8s.io/group-name annotation;
 //   - VolcanoJobs get upstream's admission defaults, a PodGroup <job>-<job-uid>, pods
-//     <job>-<task>-<index> once the scheduler admits the PodGroup, and a minimal status (7.2);
-//   - Queues get the webhook's spec defaults (weight 1, reclaimable) and status.state Open
-//     (3.7).
+//     <job>-<task>-<index> once the scheduler admits the PodGroup, and a minimal status;
+//   - Queues get the webhook's spec defaults (weight 1, reclaimable) and status.state Open.
 //
 // With --place-pods it also stands in for kube-scheduler in one namespace (placer.go), so the
 // chart's own pods run on the local cluster's node.

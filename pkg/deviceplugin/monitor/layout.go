@@ -4,8 +4,8 @@ package monitor
 // that every CUDA process of the container maps and updates. Two layouts
 // exist (HAMi-core multiprocess_memory_limit.h, LP64, glibc sem_t of 32
 // bytes); the offsets below were checked against a compiled header on an
-// H200 (shared/reference/hami-core-h200.md section 6) for v1 and derived
-// from the documented field sizes for v0.
+// H200 (2026-12-02, the run docs/h200-context-reserve.md describes) for v1
+// and derived from the header's field sizes for v0.
 //
 // The region file is one byte longer than the struct: HAMi-core sizes the
 // file by writing a single byte just past the struct.

@@ -5,9 +5,9 @@ import (
 	"testing"
 )
 
-// Offsets written out as literal numbers from the reference tables
-// (vgpu-device-plugin-spec.md section 6, hami-core-h200.md section 6), not
-// taken from layout.go, so the fixtures check the decoder's offsets.
+// Offsets written out as literal numbers, worked out by hand from HAMi-core's
+// header (multiprocess_memory_limit.h) and checked on an H200, not taken from
+// layout.go, so the fixtures check the decoder's offsets.
 type fixtureOffsets struct {
 	fileSize                                                        int
 	versioned                                                       bool

@@ -4,10 +4,9 @@
 // run this repository's encoders through these models to show that either half of the
 // repository works with the upstream other half (docs/compatibility.md).
 //
-// The models follow the upstream behaviour as described in
-// shared/reference/vgpu-device-plugin-spec.md (sections 4 and 5) and
-// shared/reference/volcano-scheduler-spec.md (section 5); they were written from that
-// description, not from upstream code. Where upstream would panic, a model returns an error.
+// The models follow upstream's behaviour on the wire (docs/protocol.md, "Node annotations"
+// and "Pod annotations"); they were written from a description of it, not from upstream
+// code. Where upstream would panic, a model returns an error.
 // They deliberately import nothing of this module: a shared mistake in our protocol package
 // must not be able to hide in the model.
 //

@@ -31,7 +31,7 @@ import (
 // PluginName is the plugin's name in volcano-scheduler.conf.
 const PluginName = "gang"
 
-// Strings users and tools read (reference spec, section 9); upstream writes the same.
+// Strings users and tools read; upstream writes the same (golden in gang_test.go).
 const (
 	// ScheduledReason is the reason of the Scheduled condition of a ready job.
 	ScheduledReason = "tasks in gang are ready to be scheduled"
