@@ -61,7 +61,7 @@ func TestEnvFromPrefixSafe(t *testing.T) {
 // No key after a prefix EnvFromPrefixSafe accepts makes a control variable: keys are every
 // tail of every control variable and digit strings, prefixes every head of them and more.
 func TestEnvFromPrefixSafeHoldsForEveryKey(t *testing.T) {
-	names := append(ControlEnvNames(), MemoryLimitEnv(3), EnvSMLimit+"_12")
+	names := append(ControlEnvNames(), MemoryLimitEnv(3), SMLimitEnv(12))
 	var keys, prefixes []string
 	for _, name := range names {
 		for i := 0; i <= len(name); i++ {
@@ -181,7 +181,7 @@ func TestEnvRefusalMessages(t *testing.T) {
 // Every control variable is refused in every kind of container; ordinary variables,
 // CUDA_DISABLE_CONTROL where allowed, and envFrom as each mode lets it pass.
 func TestCheckPod(t *testing.T) {
-	names := append(ControlEnvNames(), MemoryLimitEnv(0), MemoryLimitEnv(7), EnvSMLimit+"_1")
+	names := append(ControlEnvNames(), MemoryLimitEnv(0), MemoryLimitEnv(7), SMLimitEnv(1))
 	for _, name := range names {
 		for kind, edit := range map[ContainerKind]func(m, s *corev1.Container, d *corev1.EphemeralContainer){
 			AppContainer:       func(m, _ *corev1.Container, _ *corev1.EphemeralContainer) { m.Env = setEnv(name) },

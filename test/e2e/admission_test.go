@@ -170,7 +170,7 @@ func attackControlEnv(t *testing.T, e *schedulerEnv) {
 		_, err := pods.Create(ctx, pod, metav1.CreateOptions{})
 		return err
 	}
-	names := append(vgpu.ControlEnvNames(), vgpu.MemoryLimitEnv(0), vgpu.EnvSMLimit+"_1")
+	names := append(vgpu.ControlEnvNames(), vgpu.MemoryLimitEnv(0), vgpu.SMLimitEnv(1))
 	envWith := func(name string) []corev1.EnvVar {
 		return []corev1.EnvVar{{Name: "HOME", Value: "/root"}, {Name: name, Value: "0"}}
 	}

@@ -484,7 +484,7 @@ func TestAllocateSkipsAForgedDecoy(t *testing.T) {
 // control variable, in an app or an init container. CUDA_DISABLE_CONTROL passes only where the
 // operator allows it.
 func TestAllocateRefusesControlVariables(t *testing.T) {
-	names := append(vgpu.ControlEnvNames(), vgpu.MemoryLimitEnv(0), vgpu.MemoryLimitEnv(1), vgpu.EnvSMLimit+"_0")
+	names := append(vgpu.ControlEnvNames(), vgpu.MemoryLimitEnv(0), vgpu.MemoryLimitEnv(1), vgpu.SMLimitEnv(0))
 	for _, name := range names {
 		for _, kind := range []vgpu.ContainerKind{vgpu.AppContainer, vgpu.InitContainer} {
 			t.Run(name+" in the "+string(kind), func(t *testing.T) {

@@ -128,17 +128,25 @@ func testRegistry(built **plugin) *framework.Registry {
 // session and its deviceshare plugin.
 func runPreempt(t *testing.T, ci *api.ClusterInfo) ([]string, *framework.Session, *plugin) {
 	t.Helper()
+	var p *plugin
+	reg := testRegistry(&p)
+	reg.RegisterAction(preempt.New())
+	evicted, ssn := runEvicting(t, ci, preemptTiers(preempt.Name), reg)
+	return evicted, ssn, p
+}
+
+// runEvicting runs cfg's actions over the cluster with reg and returns the pods they evicted
+// (sorted) and the session.
+func runEvicting(t *testing.T, ci *api.ClusterInfo, cfg *conf.SchedulerConfiguration, reg *framework.Registry) ([]string, *framework.Session) {
+	t.Helper()
 	var evicted []string
 	cache := &frameworktest.Cache{Snap: ci, OnEvict: func(task *api.TaskInfo, _ string) error {
 		evicted = append(evicted, task.Name)
 		return nil
 	}}
-	var p *plugin
-	reg := testRegistry(&p)
-	reg.RegisterAction(preempt.New())
-	ssn := frameworktest.RunActions(t, cache, preemptTiers(preempt.Name), reg)
+	ssn := frameworktest.RunActions(t, cache, cfg, reg)
 	slices.Sort(evicted)
-	return evicted, ssn, p
+	return evicted, ssn
 }
 
 // promisedGPUs is the GPUs the session's deviceshare plugin p promised the pipelined tasks
@@ -483,19 +491,18 @@ func TestPreemptWithinQueueShare(t *testing.T) {
 		cfg.Tiers[0].Plugins = append(cfg.Tiers[0].Plugins, conf.PluginOption{Name: capacity.PluginName})
 		return cfg
 	}
-	run := func(actions string, cache framework.Cache, reg *framework.Registry) *framework.Session {
+	withCapacity := func(reg *framework.Registry) *framework.Registry {
 		reg.RegisterPlugin(capacity.PluginName, capacity.New)
-		return frameworktest.RunActions(t, cache, tiers(actions), reg)
+		return reg
+	}
+	run := func(actions string, cache framework.Cache, reg *framework.Registry) *framework.Session {
+		return frameworktest.RunActions(t, cache, tiers(actions), withCapacity(reg))
 	}
 
-	var evicted []string
 	var p *plugin
 	reg := testRegistry(&p)
 	reg.RegisterAction(preempt.New())
-	ssn := run(preempt.Name, &frameworktest.Cache{Snap: cluster("running"), OnEvict: func(task *api.TaskInfo, _ string) error {
-		evicted = append(evicted, task.Name)
-		return nil
-	}}, reg)
+	evicted, ssn := runEvicting(t, cluster("running"), tiers(preempt.Name), withCapacity(reg))
 	if len(evicted) != 2 || len(promisedGPUs(ssn, p, "high")) != 2 {
 		t.Fatalf("preempt evicted %v and pipelined %v, want two and the gang", evicted, promisedGPUs(ssn, p, "high"))
 	}
@@ -538,18 +545,13 @@ func TestReclaimVGPU(t *testing.T) {
 	inQueue(ci, "low", "a")
 	inQueue(ci, "high", "b")
 	delete(ci.Queues, "default")
-	var evicted []string
-	cache := &frameworktest.Cache{Snap: ci, OnEvict: func(task *api.TaskInfo, _ string) error {
-		evicted = append(evicted, task.Name)
-		return nil
-	}}
 	var p *plugin
 	reg := testRegistry(&p)
 	reg.RegisterAction(reclaim.New())
 	reg.RegisterPlugin(proportion.PluginName, proportion.New)
 	cfg := preemptTiers(reclaim.Name)
 	cfg.Tiers[1].Plugins = append(cfg.Tiers[1].Plugins, conf.PluginOption{Name: proportion.PluginName})
-	ssn := frameworktest.RunActions(t, cache, cfg, reg)
+	evicted, ssn := runEvicting(t, ci, cfg, reg)
 	if len(evicted) != 2 || len(promisedGPUs(ssn, p, "high")) != 2 {
 		t.Errorf("reclaim evicted %v and pipelined %v, want two of queue a's pods and the gang", evicted, promisedGPUs(ssn, p, "high"))
 	}
