@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,6 +112,17 @@ func (p *pluginRun) waitAdvertised(t *testing.T) { t.Helper(); waitAdvertised(t,
 // podResourcesSocket is the kubelet's pod-resources API (cluster-up.sh's kubelet root dir).
 const podResourcesSocket = "/var/lib/kubelet/pod-resources/kubelet.sock"
 
+// podResources is a client of the kubelet's pod-resources API, closed when the test ends.
+func podResources(t *testing.T) podresourcesapi.PodResourcesListerClient {
+	t.Helper()
+	conn, err := grpc.NewClient("unix://"+podResourcesSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return podresourcesapi.NewPodResourcesListerClient(conn)
+}
+
 // waitKubeletHealthy waits until the kubelet itself counts want healthy devices of each
 // resource, as its pod-resources API reports them. The node object is no proof: right after a
 // plugin restarts it still shows what the previous one advertised, while the kubelet may not
@@ -118,12 +130,7 @@ const podResourcesSocket = "/var/lib/kubelet/pod-resources/kubelet.sock"
 // present; cannot allocate unhealthy devices volcano.sh/vgpu-memory").
 func waitKubeletHealthy(t *testing.T, want map[corev1.ResourceName]int64) {
 	t.Helper()
-	conn, err := grpc.NewClient("unix://"+podResourcesSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	client := podresourcesapi.NewPodResourcesListerClient(conn)
+	client := podResources(t)
 	eventually(t, 60*time.Second, "the kubelet counts the plugin's devices healthy", func(ctx context.Context) (bool, string, error) {
 		resp, err := client.GetAllocatableResources(ctx, &podresourcesapi.AllocatableResourcesRequest{})
 		if err != nil {
@@ -139,6 +146,36 @@ func waitKubeletHealthy(t *testing.T, want map[corev1.ResourceName]int64) {
 			}
 		}
 		return true, "", nil
+	})
+}
+
+// waitNodeFreeOfOtherVGPUPods waits until the kubelet holds vGPU devices for no pod outside
+// namespace ns: pods of an earlier test, deleted, stay active in the kubelet until their
+// containers are gone, and the devices they hold are not available to this test's pods
+// ("requested number of devices unavailable").
+func waitNodeFreeOfOtherVGPUPods(t *testing.T, ns string) {
+	t.Helper()
+	client := podResources(t)
+	eventually(t, 120*time.Second, "no other test's pod holds vGPU devices on the real node", func(ctx context.Context) (bool, string, error) {
+		resp, err := client.List(ctx, &podresourcesapi.ListPodResourcesRequest{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		var holders []string
+		for _, p := range resp.GetPodResources() {
+			if p.GetNamespace() == ns {
+				continue
+			}
+			for _, c := range p.GetContainers() {
+				if slices.ContainsFunc(c.GetDevices(), func(d *podresourcesapi.ContainerDevices) bool {
+					return strings.HasPrefix(d.GetResourceName(), "volcano.sh/vgpu-")
+				}) {
+					holders = append(holders, p.GetNamespace()+"/"+p.GetName())
+					break
+				}
+			}
+		}
+		return len(holders) == 0, strings.Join(holders, ", "), nil
 	})
 }
 
@@ -418,6 +455,7 @@ func TestKubeletAndPluginRestartUnderLoad(t *testing.T) {
 	cs := client(t)
 	ns := namespace(t, cs)
 	plugin := devicePlugin(t, cs, 2)
+	waitNodeFreeOfOtherVGPUPods(t, ns)
 	ctx := context.Background()
 	const perWave = 6
 	devices := map[string]vgpu.ContainerDevice{}
