@@ -179,6 +179,39 @@ func waitNodeFreeOfOtherVGPUPods(t *testing.T, ns string) {
 	})
 }
 
+// kubeletDevices says how many vgpu-number devices the kubelet counts allocatable and which
+// pods hold some, from its pod-resources API: what a refusal at admission is judged against.
+func kubeletDevices(t *testing.T) string {
+	t.Helper()
+	client := podResources(t)
+	ctx := context.Background()
+	alloc, err := client.GetAllocatableResources(ctx, &podresourcesapi.AllocatableResourcesRequest{})
+	if err != nil {
+		return err.Error()
+	}
+	n := 0
+	for _, d := range alloc.GetDevices() {
+		if d.GetResourceName() == string(vgpu.DefaultCountResource) {
+			n += len(d.GetDeviceIds())
+		}
+	}
+	list, err := client.List(ctx, &podresourcesapi.ListPodResourcesRequest{})
+	if err != nil {
+		return err.Error()
+	}
+	var holders []string
+	for _, p := range list.GetPodResources() {
+		for _, c := range p.GetContainers() {
+			for _, d := range c.GetDevices() {
+				if d.GetResourceName() == string(vgpu.DefaultCountResource) {
+					holders = append(holders, fmt.Sprintf("%s/%s:%v", p.GetNamespace(), p.GetName(), d.GetDeviceIds()))
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("%d %s allocatable; held by %d: %s", n, vgpu.DefaultCountResource, len(holders), strings.Join(holders, " "))
+}
+
 // waitAdvertised waits until the real node advertises these fake 8 GiB GPUs (split 10) in its
 // allocatable and its register annotation, and the kubelet counts them healthy.
 func waitAdvertised(t *testing.T, cs kubernetes.Interface, gpus []string) {
@@ -517,7 +550,8 @@ func TestKubeletAndPluginRestartUnderLoad(t *testing.T) {
 		if pod.Status.Phase == corev1.PodFailed {
 			failed[name] = pod.Status.Reason + ": " + pod.Status.Message
 			if strings.HasPrefix(name, "after-both") {
-				t.Errorf("pod %s, bound once the kubelet and the plugin were back, failed: %s", name, failed[name])
+				t.Errorf("pod %s, bound once the kubelet and the plugin were back, failed: %s\nthe kubelet now: %s",
+					name, failed[name], kubeletDevices(t))
 			}
 			continue
 		}

@@ -221,3 +221,34 @@ func TestVGPUReclaimGivesBackTheDeservedShare(t *testing.T) {
 		t.Errorf("evicted for reclaim %v (%v), want two of queue a's pods", evicted, err)
 	}
 }
+
+// Gang's Preemptable on (the chart sets it off): on a 24 GiB GPU, gang "atmin" (priority 5,
+// minMember 2) runs two 6000 MiB pods and gang "spare" (priority 10, minMember 1) two more. A
+// high-priority pod asking 6000 MiB evicts one of spare's, although atmin's are of lower
+// priority: atmin is at its minimum, and losing a pod would break it.
+func TestVGPUPreemptNeverCutsAGangBelowItsMinimum(t *testing.T) {
+	e := newSchedulerEnv(t)
+	ctx := context.Background()
+	nodes := map[string][]vgpu.NodeDevice{e.name + "-gpu": e.gpuNode("gpu", 1, 10, 24576, 0)}
+	lowest, low, high := e.priorityClass("lowest", 5), e.priorityClass("low", 10), e.priorityClass("high", 1000)
+	chart := chartConfWithPreempt(t)
+	conf := strings.Replace(chart, "- name: gang\n    enablePreemptable: false\n", "- name: gang\n", 1)
+	if conf == chart {
+		t.Fatal("config/volcano-scheduler.conf: no gang entry with enablePreemptable: false")
+	}
+	e.scheduler(conf)
+	e.vgpuGangOfClass("atmin", "", lowest, 2, 2, 6000, 0)
+	e.vgpuGangOfClass("spare", "", low, 1, 2, 6000, 0)
+	e.waitBound("atmin-", 2, 30*time.Second)
+	e.waitBound("spare-", 2, 30*time.Second)
+
+	e.vgpuGangOfClass("high", "", high, 1, 1, 6000, 0)
+	e.waitBound("high-", 1, 60*time.Second)
+	e.noOverbooking(ctx, nodes)
+	if evicted, err := e.evictedPods(ctx); err != nil || len(evicted) != 1 || !strings.HasPrefix(evicted[0], "spare-") {
+		t.Errorf("evicted %v (%v), want one of spare's pods only", evicted, err)
+	}
+	if b, _, err := e.boundPods(ctx, "atmin-"); err != nil || b != 2 {
+		t.Errorf("gang atmin has %d pods bound (%v), want both", b, err)
+	}
+}

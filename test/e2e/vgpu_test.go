@@ -105,9 +105,17 @@ func (e *schedulerEnv) checkLedger(ctx context.Context, nodes map[string][]vgpu.
 	if err != nil {
 		return 0, nil, err
 	}
+	bound, problems = ledgerProblems(pods.Items, nodes)
+	return bound, problems, nil
+}
+
+// ledgerProblems is checkLedger's judgement of the pods given: a pod bound and not yet gone
+// from the API server holds its slices, terminating or not, until its phase says all its
+// containers have stopped (Succeeded or Failed), when the kubelet frees its devices too.
+func ledgerProblems(pods []corev1.Pod, nodes map[string][]vgpu.NodeDevice) (bound int, problems []string) {
 	booked := map[string]*gpuBooking{}
-	for _, p := range pods.Items {
-		if p.Spec.NodeName == "" {
+	for _, p := range pods {
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
 		bound++
@@ -138,7 +146,7 @@ func (e *schedulerEnv) checkLedger(ctx context.Context, nodes map[string][]vgpu.
 	for key := range booked {
 		problems = append(problems, "pods booked on "+key+", which is not a GPU of that node")
 	}
-	return bound, problems, nil
+	return bound, problems
 }
 
 // The scheduler is killed (SIGKILL) 20 times (100 in make chaos) while gangs arrive, each time
