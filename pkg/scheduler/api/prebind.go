@@ -14,15 +14,21 @@ import (
 // a claim's volume bound or its selected-node written. A plugin adds its steps to the task
 // (AddPreBind) when the placement is made in a session and takes them back if it is undone;
 // the cache's bind worker runs them in order, outside any session. The first error fails the
-// bind: nothing more is sent, the placement is undone in the cache and the error is reported
-// on the pod. A step is a value the plugin builds, with whatever long-lived state it needs;
-// the cache knows none of them.
+// bind: nothing more is sent, the steps done so far are undone in reverse order (each one's
+// Undo, as kube-scheduler's Unreserve), the placement is undone in the cache and the error is
+// reported on the pod; a refused Binding undoes every step the same way. A step is a value
+// the plugin builds, with whatever long-lived state it needs; the cache knows none of them.
 type PreBindStep interface {
 	// Name says whose step it is (the plugin), for logs.
 	Name() string
-	// PreBind does the work for one bind.
-	PreBind(ctx context.Context, r *PreBindRequest) error
+	// PreBind does the work for one bind. What it returns undoes that work, should a later
+	// step or the Binding fail (nil: nothing to undo); it is not called when PreBind fails.
+	PreBind(ctx context.Context, r *PreBindRequest) (Undo, error)
 }
+
+// Undo takes back what one PreBind did against the API server; its error is only logged,
+// the bind having failed already.
+type Undo func(ctx context.Context) error
 
 // PreBindRequest is what a PreBindStep works with: the binder's API client and clock, the
 // pod as the cache holds it and the node it is being bound to.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -75,14 +76,21 @@ func (sc *SchedulerCache) processNextBind(ctx context.Context) bool {
 	binding := newBinding(t)
 	sc.mu.Unlock()
 
+	var done []doneStep
 	for _, step := range steps {
-		if err := step.PreBind(ctx, &api.PreBindRequest{Client: sc.kube, Clock: sc.clock, Pod: pod, Node: node}); err != nil {
+		undo, err := step.PreBind(ctx, &api.PreBindRequest{Client: sc.kube, Clock: sc.clock, Pod: pod, Node: node})
+		if err != nil {
 			klog.V(3).InfoS("Pre-bind step failed", "pod", klog.KObj(pod), "node", node, "step", step.Name())
+			undoSteps(ctx, done, pod, node)
 			sc.bindFailed(ref, pod, node, err)
 			return true
 		}
+		if undo != nil {
+			done = append(done, doneStep{step.Name(), undo})
+		}
 	}
 	if err := sc.kube.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+		undoSteps(ctx, done, pod, node)
 		sc.bindFailed(ref, pod, node, err)
 		return true
 	}
@@ -91,6 +99,21 @@ func (sc *SchedulerCache) processNextBind(ctx context.Context) bool {
 	metrics.ScheduledPods.Inc()
 	metrics.TaskSchedulingLatency.Observe(metrics.Since(pod.CreationTimestamp.Time))
 	return true
+}
+
+// doneStep is a pre-bind step that did its work for the bind under way, and its undo.
+type doneStep struct {
+	name string
+	undo api.Undo
+}
+
+// undoSteps undoes the steps done for a bind that failed, the last done first.
+func undoSteps(ctx context.Context, done []doneStep, pod *corev1.Pod, node string) {
+	for _, d := range slices.Backward(done) {
+		if err := d.undo(ctx); err != nil {
+			klog.ErrorS(err, "Undoing a pre-bind step failed", "pod", klog.KObj(pod), "node", node, "step", d.name)
+		}
+	}
 }
 
 // newBinding is the request that binds the task's pod to its node. It carries the annotations

@@ -10,7 +10,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 )
 
-// recordingStep is a pre-bind step that records its calls and fails with err.
+// recordingStep is a pre-bind step that records its calls and its undo's, and fails with err.
 type recordingStep struct {
 	name  string
 	calls *[]string
@@ -18,54 +18,68 @@ type recordingStep struct {
 }
 
 func (s recordingStep) Name() string { return s.name }
-func (s recordingStep) PreBind(_ context.Context, r *api.PreBindRequest) error {
+func (s recordingStep) PreBind(_ context.Context, r *api.PreBindRequest) (api.Undo, error) {
 	*s.calls = append(*s.calls, s.name+" "+r.Pod.Name+" on "+r.Node)
-	return s.err
+	if s.err != nil {
+		return nil, s.err
+	}
+	return func(context.Context) error {
+		*s.calls = append(*s.calls, "undo "+s.name)
+		return nil
+	}, nil
 }
 
 // The bind worker runs a task's pre-bind steps in order before the Binding; the first that
-// fails stops the bind: no Binding, no later step, the placement undone and the step's error
-// on the pod.
+// fails stops the bind: no Binding, no later step, the steps done undone last first, the
+// placement undone and the step's error on the pod. A refused Binding undoes every step.
 func TestBindRunsPreBindSteps(t *testing.T) {
-	for _, fail := range []bool{false, true} {
-		ctx := context.Background()
-		env := bindEnv(t, newPod("p1", "1", inGroup("pg1")))
-		capture := &bindingCapture{}
-		capture.install(env)
-		var calls []string
-		var err error
-		if fail {
-			err = errors.New("claim ns/data cannot be bound")
-		}
-		task := placed(t, env, "p1", "n1", nil)
-		task.AddPreBind(recordingStep{name: "first", calls: &calls, err: err})
-		task.AddPreBind(recordingStep{name: "second", calls: &calls})
-		if err := env.sc.Bind(task); err != nil {
-			t.Fatalf("Bind: %v", err)
-		}
-		env.sc.processNextBind(ctx)
-
-		want := []string{"first p1 on n1", "second p1 on n1"}
-		if fail {
-			want = want[:1]
-		}
-		if !slices.Equal(calls, want) {
-			t.Errorf("fail %v: steps ran %q, want %q", fail, calls, want)
-		}
-		if !fail {
-			if len(capture.bindings) != 1 {
-				t.Errorf("sent %d Bindings, want 1", len(capture.bindings))
+	stepFails := errors.New("claim ns/data cannot be bound")
+	tests := []struct {
+		name                string
+		firstErr, secondErr error
+		bindErr             error
+		wantCalls           []string
+		wantBindings        int
+		wantEvent           string
+	}{
+		{name: "all succeed", wantCalls: []string{"first p1 on n1", "second p1 on n1"}, wantBindings: 1},
+		{name: "the first fails", firstErr: stepFails, wantCalls: []string{"first p1 on n1"},
+			wantEvent: "failed to bind to node n1: claim ns/data cannot be bound"},
+		{name: "the second fails", secondErr: stepFails, wantCalls: []string{"first p1 on n1", "second p1 on n1", "undo first"},
+			wantEvent: "failed to bind to node n1: claim ns/data cannot be bound"},
+		{name: "the Binding is refused", bindErr: errors.New("node n1 is gone"),
+			wantCalls:    []string{"first p1 on n1", "second p1 on n1", "undo second", "undo first"},
+			wantBindings: 1, wantEvent: "failed to bind to node n1: node n1 is gone"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := bindEnv(t, newPod("p1", "1", inGroup("pg1")))
+			capture := &bindingCapture{err: tt.bindErr}
+			capture.install(env)
+			var calls []string
+			task := placed(t, env, "p1", "n1", nil)
+			task.AddPreBind(recordingStep{name: "first", calls: &calls, err: tt.firstErr})
+			task.AddPreBind(recordingStep{name: "second", calls: &calls, err: tt.secondErr})
+			if err := env.sc.Bind(task); err != nil {
+				t.Fatalf("Bind: %v", err)
 			}
-			continue
-		}
-		if len(capture.bindings) != 0 {
-			t.Errorf("sent a Binding although a pre-bind step failed")
-		}
-		if got := strings.Join(env.events.take(), "\n"); !strings.Contains(got, "failed to bind to node n1: claim ns/data cannot be bound") {
-			t.Errorf("events %q, want the step's error", got)
-		}
-		if got := describeCache(env.sc); got[0] != "job ns/pg1 [pg queue=default] p1=Pending" {
-			t.Errorf("the refused bind was not undone: %q", got)
-		}
+			env.sc.processNextBind(context.Background())
+
+			if !slices.Equal(calls, tt.wantCalls) {
+				t.Errorf("calls %q, want %q", calls, tt.wantCalls)
+			}
+			if len(capture.bindings) != tt.wantBindings {
+				t.Errorf("sent %d Bindings, want %d", len(capture.bindings), tt.wantBindings)
+			}
+			if tt.wantEvent == "" {
+				return
+			}
+			if got := strings.Join(env.events.take(), "\n"); !strings.Contains(got, tt.wantEvent) {
+				t.Errorf("events %q, want %q", got, tt.wantEvent)
+			}
+			if got := describeCache(env.sc); got[0] != "job ns/pg1 [pg queue=default] p1=Pending" {
+				t.Errorf("the refused bind was not undone: %q", got)
+			}
+		})
 	}
 }

@@ -28,30 +28,50 @@ func (nodeLock) Name() string { return PluginName }
 // PreBind takes the lock: a lock still held (vgpu.NodeLockHeld) is someone else's and refuses
 // the bind, with upstream's message; an expired one was left behind and is taken over. The
 // write is a merge patch conditioned on the resourceVersion read, so two schedulers (or two
-// bind workers) cannot both take a free lock; a conflict reads the node again.
-func (nodeLock) PreBind(ctx context.Context, r *api.PreBindRequest) error {
-	const lock = vgpu.NodeLockAnnotation
+// bind workers) cannot both take a free lock; a conflict reads the node again. Its undo
+// releases the lock, so that a refused Binding does not block the node's other vGPU pods
+// until the lock expires.
+func (nodeLock) PreBind(ctx context.Context, r *api.PreBindRequest) (api.Undo, error) {
+	var taken string
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		n, err := r.Client.CoreV1().Nodes().Get(ctx, r.Node, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		now := r.Clock.Now()
-		if held, ok := n.Annotations[lock]; ok && vgpu.NodeLockHeld(held, now) {
+		if held, ok := n.Annotations[vgpu.NodeLockAnnotation]; ok && vgpu.NodeLockHeld(held, now) {
 			return vgpu.NodeLockedError(r.Node)
 		}
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-			"resourceVersion": n.ResourceVersion,
-			"annotations":     map[string]string{lock: vgpu.NodeLockValue(now)},
-		}})
-		if err != nil {
-			return err
-		}
-		_, err = r.Client.CoreV1().Nodes().Patch(ctx, r.Node, types.MergePatchType, patch, metav1.PatchOptions{})
-		return err
+		taken = vgpu.NodeLockValue(now)
+		return patchLock(ctx, r, n.ResourceVersion, &taken)
 	})
 	if err != nil {
-		return fmt.Errorf("node %s locked for %s/%s %s lockname %w", r.Node, r.Pod.Namespace, r.Pod.Name, lock, err)
+		return nil, fmt.Errorf("node %s locked for %s/%s %s lockname %w", r.Node, r.Pod.Namespace, r.Pod.Name, vgpu.NodeLockAnnotation, err)
 	}
-	return nil
+	return func(ctx context.Context) error { return releaseLock(ctx, r, taken) }, nil
+}
+
+// releaseLock removes the node's lock if it is still the one this bind took (value taken):
+// once it has expired, another bind may hold a lock of its own there.
+func releaseLock(ctx context.Context, r *api.PreBindRequest, taken string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := r.Client.CoreV1().Nodes().Get(ctx, r.Node, metav1.GetOptions{})
+		if err != nil || n.Annotations[vgpu.NodeLockAnnotation] != taken {
+			return err
+		}
+		return patchLock(ctx, r, n.ResourceVersion, nil)
+	})
+}
+
+// patchLock sets the node's lock to value (nil: removes it), conditioned on resourceVersion.
+func patchLock(ctx context.Context, r *api.PreBindRequest, resourceVersion string, value *string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": resourceVersion,
+		"annotations":     map[string]*string{vgpu.NodeLockAnnotation: value},
+	}})
+	if err != nil {
+		return err
+	}
+	_, err = r.Client.CoreV1().Nodes().Patch(ctx, r.Node, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
 }

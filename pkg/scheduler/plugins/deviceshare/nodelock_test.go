@@ -72,8 +72,7 @@ func TestNodeLockStep(t *testing.T) {
 				node.Annotations = map[string]string{lock: tt.held}
 			}
 			client := fake.NewClientset(node)
-			err := nodeLockStep.PreBind(context.Background(), &api.PreBindRequest{Client: client,
-				Clock: clocktesting.NewFakePassiveClock(now), Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p1"}}, Node: "n1"})
+			_, err := nodeLockStep.PreBind(context.Background(), lockRequest(client, now))
 			got, getErr := client.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
 			if getErr != nil {
 				t.Fatal(getErr)
@@ -94,5 +93,47 @@ func TestNodeLockStep(t *testing.T) {
 				t.Errorf("lock %q, want %q (the bind time)", got.Annotations[lock], want)
 			}
 		})
+	}
+}
+
+// lockRequest is the pre-bind request of pod ns/p1 to node n1 at now.
+func lockRequest(client *fake.Clientset, now time.Time) *api.PreBindRequest {
+	return &api.PreBindRequest{Client: client, Clock: clocktesting.NewFakePassiveClock(now),
+		Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p1"}}, Node: "n1"}
+}
+
+// A bind that fails after the lock was taken releases it (the node's other vGPU pods would
+// wait five minutes otherwise), unless the lock is no longer the one it took: then another
+// bind holds it.
+func TestNodeLockUndo(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, takenOver := range []bool{false, true} {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: "1"}}
+		client := fake.NewClientset(node)
+		ctx := context.Background()
+		undo, err := nodeLockStep.PreBind(ctx, lockRequest(client, now))
+		if err != nil || undo == nil {
+			t.Fatalf("PreBind: undo %v, error %v", undo != nil, err)
+		}
+		other := vgpu.NodeLockValue(now.Add(vgpu.NodeLockExpiry + time.Second))
+		if takenOver {
+			if _, err := nodeLockStep.PreBind(ctx, lockRequest(client, now.Add(vgpu.NodeLockExpiry+time.Second))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := undo(ctx); err != nil {
+			t.Fatalf("undo: %v", err)
+		}
+		got, err := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lock, held := got.Annotations[vgpu.NodeLockAnnotation]
+		switch {
+		case !takenOver && held:
+			t.Errorf("lock %q left after the undo, want it removed", lock)
+		case takenOver && lock != other:
+			t.Errorf("lock %q after the undo, want the other bind's %q kept", lock, other)
+		}
 	}
 }
