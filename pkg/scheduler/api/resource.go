@@ -295,33 +295,6 @@ func (r *Resource) LessEqual(rr *Resource, missing MissingDimension) bool {
 	return true
 }
 
-// LessEqualWithDimension reports whether r fits in rr in the dimensions req
-// asks for (amount > 0), leaving out "pods". A dimension missing from r or
-// rr counts as 0, so a requested resource rr does not mention never fits.
-// This is the queue check of enqueue and allocate: r is what the queue would
-// hold with the job, rr its capability or deserved share, req the job's
-// request. A nil req asks for nothing and always fits. It does not allocate.
-func (r *Resource) LessEqualWithDimension(rr, req *Resource) bool {
-	if req == nil {
-		return true
-	}
-	if req.MilliCPU > 0 && !fits(r.MilliCPU, rr.MilliCPU) {
-		return false
-	}
-	if req.Memory > 0 && !fits(r.Memory, rr.Memory) {
-		return false
-	}
-	for name, amount := range req.ScalarResources {
-		if amount <= 0 || name == corev1.ResourcePods {
-			continue
-		}
-		if !fits(r.ScalarResources[name], rr.ScalarResources[name]) {
-			return false
-		}
-	}
-	return true
-}
-
 // Exceeding lists the dimensions in which r does not fit in rr under the
 // rules of LessEqual: cpu, then memory, then scalar names sorted. It returns
 // nil exactly when r.LessEqual(rr, missing), allocating only otherwise.
@@ -355,10 +328,13 @@ func (r *Resource) Exceeding(rr *Resource, missing MissingDimension) []corev1.Re
 	return names
 }
 
-// ExceedingWithDimension lists the dimensions req asks for in which r does
-// not fit in rr, under the rules of LessEqualWithDimension: cpu, then
-// memory, then scalar names sorted. It returns nil exactly when
-// r.LessEqualWithDimension(rr, req). Enqueue turns the names into
+// ExceedingWithDimension lists the dimensions req asks for (amount > 0,
+// leaving out "pods") in which r does not fit in rr: cpu, then memory, then
+// scalar names sorted; nil when r fits, and always for a nil req. A dimension
+// missing from r or rr counts as 0, so a requested resource rr does not
+// mention never fits. This is the queue check of enqueue and allocate: r is
+// what the queue would hold with the job, rr its capability or deserved
+// share, req the job's request. Enqueue turns the names into
 // "queue resource quota insufficient: insufficient <name>, ...".
 func (r *Resource) ExceedingWithDimension(rr, req *Resource) []corev1.ResourceName {
 	if req == nil {
