@@ -3,10 +3,14 @@
 # the local cluster's API server with kwok GPU nodes (test/benche2e), at each size of
 # BENCH_E2E_SIZES (node counts, default 100,500,1000; 10 pods per node). Writes e2e.json,
 # e2e.md and e2e.png under .cache/bench and, for the largest size, vc-scheduler's CPU profile of
-# the whole run and heap profile at its end, with their top functions (e2e-profile.txt). The
-# cluster is started if it is not up, and left up.
-#   hack/bench-e2e.sh tiny   one small size with checks, as make test runs it: fails unless
-#                            vc-scheduler bound every pod without overbooking a GPU
+# the whole run and heap profile at its end, with their top functions (e2e-profile.txt). Then
+# the preemption benchmark (benche2e preempt, test/workload/preempt.yaml) on
+# BENCH_PREEMPT_NODES kwok nodes (default 100: 32 low-priority pods per node fill every GPU,
+# then 2 high-priority pods per node preempt): preempt.json and preempt.md, failing if a GPU
+# was ever over capacity. The cluster is started if it is not up, and left up.
+#   hack/bench-e2e.sh tiny     one small size with checks, as make test runs it: fails unless
+#                              vc-scheduler bound every pod without overbooking a GPU
+#   hack/bench-e2e.sh preempt  the preemption benchmark alone
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -18,6 +22,14 @@ if [ "${1:-}" = tiny ]; then
   exit
 fi
 out=$CACHE/bench; mkdir -p "$out"
+preempt() {
+  "$BIN/benche2e" preempt --nodes "${BENCH_PREEMPT_NODES:-100}" --out "$out" --check
+  log "wrote $out/preempt.json and preempt.md"
+}
+if [ "${1:-}" = preempt ]; then
+  preempt
+  exit
+fi
 "$BIN/benche2e" --sizes "${BENCH_E2E_SIZES:-100,500,1000}" --out "$out" --profile
 # The CPU profile comes in consecutive parts covering the whole run; pprof adds them up.
 {
@@ -31,3 +43,4 @@ out=$CACHE/bench; mkdir -p "$out"
   fi
 } > "$out/e2e-profile.txt"
 log "wrote $out/e2e.json, e2e.md, e2e.png and e2e-profile.txt"
+preempt

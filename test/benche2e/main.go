@@ -7,7 +7,10 @@
 // server and of the scheduler, the scheduler's peak RSS, the placement), and writes JSON, a
 // markdown table and a PNG plot.
 //
+// The preempt subcommand is the preemption benchmark on the same pieces (preempt.go).
+//
 //	go run ./test/benche2e --sizes 100,500,1000
+//	go run ./test/benche2e preempt --nodes 100
 //	go run ./test/benche2e binder --kubeconfig K --scheduler-name S   (the baseline, as a child)
 package main
 
@@ -69,21 +72,23 @@ func main() {
 		exitOn(err)
 		return
 	}
-	root := repoRoot()
+	if len(os.Args) > 1 && os.Args[1] == "preempt" {
+		fs := flag.NewFlagSet("preempt", flag.ExitOnError)
+		o := options{}
+		o.register(fs, "preempt.yaml")
+		nodes := fs.Int("nodes", 100, "kwok GPU nodes; the workload's pods per node scale with it")
+		_ = fs.Parse(os.Args[2:])
+		if *nodes < 1 {
+			exitOn(fmt.Errorf("--nodes %d: want at least 1", *nodes))
+		}
+		exitOn(runPreempt(ctx, o, *nodes))
+		return
+	}
 	o := options{}
+	o.register(flag.CommandLine, "gpu-mix.yaml")
 	sizes := flag.String("sizes", "100,500,1000", "node counts, comma-separated; each run has podsPerNode x nodes pods")
-	flag.StringVar(&o.kubeconfig, "kubeconfig", filepath.Join(root, ".cache/testbed/pki/admin.kubeconfig"), "admin kubeconfig of the local cluster")
-	flag.StringVar(&o.workloadPath, "workload", filepath.Join(root, "test/workload/gpu-mix.yaml"), "workload data file")
-	flag.StringVar(&o.out, "out", filepath.Join(root, ".cache/bench"), "where e2e.json, e2e.md and e2e.png go")
-	flag.StringVar(&o.schedulerBin, "scheduler", filepath.Join(root, "bin/vc-scheduler"), "the vc-scheduler binary")
-	flag.StringVar(&o.schedulerCfg, "scheduler-conf", filepath.Join(root, "config/volcano-scheduler.conf"), "its configuration (the chart's default)")
-	flag.StringVar(&o.auditLog, "audit-log", filepath.Join(root, ".cache/testbed/logs/audit.log"), "the API server's audit log")
-	flag.StringVar(&o.apiserverPID, "apiserver-pid", filepath.Join(root, ".cache/testbed/run/kube-apiserver.pid"), "the API server's PID file")
 	flag.BoolVar(&o.profile, "profile", false, "take CPU and heap profiles of vc-scheduler during the largest run")
-	flag.DurationVar(&o.stall, "stall", time.Minute, "give up on a run when no pod was bound for this long")
-	flag.BoolVar(&o.keepNodes, "keep-nodes", false, "leave the kwok nodes in place at the end")
 	flag.StringVar(&o.only, "only", "", "run only this program: binder or vc-scheduler")
-	flag.BoolVar(&o.check, "check", false, "fail unless vc-scheduler bound every pod, each vGPU pod with its assignment, and no GPU is overbooked")
 	flag.Parse()
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -95,19 +100,42 @@ func main() {
 	exitOn(run(ctx, o))
 }
 
-func run(ctx context.Context, o options) error {
+// register adds the flags the end-to-end run and the preemption run share to fs, with the
+// workload file of test/workload named workloadFile as the default.
+func (o *options) register(fs *flag.FlagSet, workloadFile string) {
+	root := repoRoot()
+	fs.StringVar(&o.kubeconfig, "kubeconfig", filepath.Join(root, ".cache/testbed/pki/admin.kubeconfig"), "admin kubeconfig of the local cluster")
+	fs.StringVar(&o.workloadPath, "workload", filepath.Join(root, "test/workload", workloadFile), "workload data file")
+	fs.StringVar(&o.out, "out", filepath.Join(root, ".cache/bench"), "where the results (JSON, markdown, plot, logs) go")
+	fs.StringVar(&o.schedulerBin, "scheduler", filepath.Join(root, "bin/vc-scheduler"), "the vc-scheduler binary")
+	fs.StringVar(&o.schedulerCfg, "scheduler-conf", filepath.Join(root, "config/volcano-scheduler.conf"), "its configuration (the chart's default)")
+	fs.StringVar(&o.auditLog, "audit-log", filepath.Join(root, ".cache/testbed/logs/audit.log"), "the API server's audit log")
+	fs.StringVar(&o.apiserverPID, "apiserver-pid", filepath.Join(root, ".cache/testbed/run/kube-apiserver.pid"), "the API server's PID file")
+	fs.DurationVar(&o.stall, "stall", time.Minute, "give up on a run when no pod was bound for this long")
+	fs.BoolVar(&o.keepNodes, "keep-nodes", false, "leave the kwok nodes in place at the end")
+	fs.BoolVar(&o.check, "check", false, "fail unless vc-scheduler bound every pod, each vGPU pod with its assignment, and no GPU was overbooked")
+}
+
+// prepare reads the workload, makes the clients and the output folder, and removes what an
+// interrupted run left.
+func prepare(ctx context.Context, o options) (*workload.Workload, kubernetes.Interface, vcclient.Interface, error) {
 	w, err := workload.Load(o.workloadPath)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	cs, vc, err := newClients(o.kubeconfig, "bench-e2e")
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
-		return err
+		return nil, nil, nil, err
 	}
-	if err := cleanLeftovers(ctx, cs, vc); err != nil {
+	return w, cs, vc, cleanLeftovers(ctx, cs, vc)
+}
+
+func run(ctx context.Context, o options) error {
+	w, cs, vc, err := prepare(ctx, o)
+	if err != nil {
 		return err
 	}
 	report := &report{Workload: w.Name, Date: time.Now().UTC().Format(time.RFC3339), Host: hostDescription()}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -72,6 +73,7 @@ type auditEvent struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
 		APIGroup    string `json:"apiGroup"`
+		Namespace   string `json:"namespace"`
 	} `json:"objectRef"`
 }
 
@@ -95,11 +97,12 @@ func markAudit(path string) auditMark {
 }
 
 // countWrites counts the writes in the API server's audit log since the mark whose client's
-// user agent starts with agent, by "verb resource[/subresource]" (the audit policy of
+// user agent starts with agent and, unless nsPrefix is "", whose object is in a namespace
+// that starts with nsPrefix, by "verb resource[/subresource]" (the audit policy of
 // cluster-up.sh logs writes only; events.k8s.io events are named events.k8s.io/events). When
 // the log was rotated since the mark, the rest of the rotated file counts too; a run during
 // which it was rotated twice (the older file deleted) fails rather than count short.
-func countWrites(mark auditMark, agent string) (map[string]int, error) {
+func countWrites(mark auditMark, agent, nsPrefix string) (map[string]int, error) {
 	counts := map[string]int{}
 	cur, err := os.Stat(mark.path)
 	if err != nil {
@@ -111,12 +114,12 @@ func countWrites(mark auditMark, agent string) (map[string]int, error) {
 		if err != nil {
 			return nil, fmt.Errorf("audit log %s was rotated during the run and its earlier part is gone: %w", mark.path, err)
 		}
-		if err := countFrom(rotated, mark.offset, agent, counts); err != nil {
+		if err := countFrom(rotated, mark.offset, agent, nsPrefix, counts); err != nil {
 			return nil, err
 		}
 		from = 0
 	}
-	return counts, countFrom(mark.path, from, agent, counts)
+	return counts, countFrom(mark.path, from, agent, nsPrefix, counts)
 }
 
 // fileWithInode finds the file of dir with the inode.
@@ -136,7 +139,7 @@ func fileWithInode(dir string, inode uint64) (string, error) {
 }
 
 // countFrom adds the matching writes of one audit log file, from offset on, to counts.
-func countFrom(path string, offset int64, agent string, counts map[string]int) error {
+func countFrom(path string, offset int64, agent, nsPrefix string, counts map[string]int) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
@@ -149,7 +152,8 @@ func countFrom(path string, offset int64, agent string, counts map[string]int) e
 	scanner.Buffer(make([]byte, 1<<20), 1<<24)
 	for scanner.Scan() {
 		var e auditEvent
-		if json.Unmarshal(scanner.Bytes(), &e) != nil || e.ObjectRef == nil || !strings.HasPrefix(e.UserAgent, agent) {
+		if json.Unmarshal(scanner.Bytes(), &e) != nil || e.ObjectRef == nil || !strings.HasPrefix(e.UserAgent, agent) ||
+			nsPrefix != "" && !strings.HasPrefix(e.ObjectRef.Namespace, nsPrefix) {
 			continue
 		}
 		what := e.ObjectRef.Resource
@@ -187,4 +191,28 @@ func hostDescription() string {
 		}
 	}
 	return fmt.Sprintf("%d cores, %s", runtime.NumCPU(), model)
+}
+
+// waitQuiet waits until the audit log shows no write that countWrites(agent, nsPrefix) would
+// count for a whole period of quiet, or timeout passes. A scheduler writes its events one
+// after another, some seconds behind its binds: a count started before they end would take
+// an earlier phase's events for the next one's.
+func waitQuiet(ctx context.Context, path, agent, nsPrefix string, quiet, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		mark := markAudit(path)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(quiet):
+		}
+		writes, err := countWrites(mark, agent, nsPrefix)
+		if err != nil {
+			return err
+		}
+		if len(writes) == 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("writes by %s still going on after %s", agent, timeout)
 }

@@ -78,24 +78,16 @@ func schedulerBinaryRun(o options, profile bool) schedulerRun {
 // runPhase runs the workload once under s on a fresh namespace and measures it.
 func runPhase(ctx context.Context, cs kubernetes.Interface, vc vcclient.Interface, o options, w *workload.Workload, s schedulerRun, nodes, pods int) (*result, error) {
 	ns := fmt.Sprintf("bench-%d-%s", nodes, s.name)
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := createNamespace(ctx, cs, ns); err != nil {
 		return nil, err
 	}
 	jobs := w.Jobs(ns, s.schedulerName, pods)
 
-	child, err := startChild(s.args)
+	child, err := startScheduler(ctx, vc, s)
 	if err != nil {
 		return nil, err
 	}
 	defer child.stop()
-	if err := s.ready(ctx, child.log); err != nil {
-		return nil, fmt.Errorf("%s did not become ready: %w\n%s", s.name, err, child.log.tail(20))
-	}
-	if s.volcano {
-		if err := openQueue(ctx, vc, "default"); err != nil {
-			return nil, err
-		}
-	}
 	watcher, err := watchBinds(ctx, cs, ns)
 	if err != nil {
 		return nil, err
@@ -154,7 +146,7 @@ func runPhase(ctx context.Context, cs kubernetes.Interface, vc vcclient.Interfac
 	}
 	// Stopping drains what the program had queued (its events): those writes count too.
 	child.stop()
-	writes, err := countWrites(audit, s.userAgent())
+	writes, err := countWrites(audit, s.userAgent(), "")
 	if err != nil {
 		return nil, err
 	}
@@ -182,6 +174,34 @@ func runPhase(ctx context.Context, cs kubernetes.Interface, vc vcclient.Interfac
 		"p99", r.P99Seconds, "writesPerPod", r.WritesPerPod, "bound", r.Bound, "schedulerCPUSeconds", r.SchedulerCPUSeconds,
 		"schedulerPeakRSSMiB", r.SchedulerPeakRSSMiB, "apiServerCPUSeconds", r.APIServerCPUSeconds, "nodesUsed", r.NodesUsed)
 	return r, cleanNamespace(ctx, cs, vc, ns)
+}
+
+func createNamespace(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", ns, err)
+	}
+	return nil
+}
+
+// startScheduler starts the program and waits until it is ready and, for a Volcano scheduler,
+// its queue is open; the caller stops it.
+func startScheduler(ctx context.Context, vc vcclient.Interface, s schedulerRun) (*child, error) {
+	c, err := startChild(s.args)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.ready(ctx, c.log); err != nil {
+		c.stop()
+		return nil, fmt.Errorf("%s did not become ready: %w\n%s", s.name, err, c.log.tail(20))
+	}
+	if s.volcano {
+		if err := openQueue(ctx, vc, "default"); err != nil {
+			c.stop()
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // podGroupSettle bounds the wait for vc-scheduler's last PodGroup status writes.

@@ -75,21 +75,26 @@ func (rep *report) markdown() string {
 	b.WriteString("\nvc-scheduler's API writes by verb and resource (the binder's: one `create pods/binding` per pod):\n\n")
 	for _, n := range sizes {
 		o := ours[n]
-		var keys []string
-		for k := range o.Writes {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		var parts []string
-		for _, k := range keys {
-			parts = append(parts, fmt.Sprintf("`%s` %d", k, o.Writes[k]))
-		}
-		fmt.Fprintf(&b, "- %d nodes, %d bound: %s\n", n, o.Bound, strings.Join(parts, ", "))
+		fmt.Fprintf(&b, "- %d nodes, %d bound: %s\n", n, o.Bound, writesList(o.Writes))
 		for _, u := range o.Unbound {
 			fmt.Fprintf(&b, "  - unbound: %s\n", u)
 		}
 	}
 	return b.String()
+}
+
+// writesList is writes as markdown ("`verb resource` count", comma-separated), by name.
+func writesList(writes map[string]int) string {
+	var keys []string
+	for k := range writes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("`%s` %d", k, writes[k]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // check fails on a vc-scheduler run that left pods unbound, bound a vGPU pod without its

@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"sort"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -27,12 +32,10 @@ type bindWatcher struct {
 func watchBinds(ctx context.Context, cs kubernetes.Interface, ns string) (*bindWatcher, error) {
 	w := &bindWatcher{stopCh: make(chan struct{}), sent: map[string]time.Time{}, jobOf: map[string]string{}, lastOf: map[string]time.Time{}, bound: map[string]time.Time{}, pods: map[string]*corev1.Pod{}}
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
-	seen := func(obj any) {
-		pod, ok := obj.(*corev1.Pod)
-		if !ok || pod.Spec.NodeName == "" {
+	seen := func(pod *corev1.Pod, now time.Time) {
+		if pod.Spec.NodeName == "" {
 			return
 		}
-		now := time.Now()
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		if _, ok := w.bound[pod.Name]; !ok {
@@ -40,16 +43,35 @@ func watchBinds(ctx context.Context, cs kubernetes.Interface, ns string) (*bindW
 		}
 		w.pods[pod.Name] = pod
 	}
-	_, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    seen,
-		UpdateFunc: func(_, obj any) { seen(obj) },
-	})
-	if err != nil {
+	if err := watchPods(ctx, factory, w.stopCh, seen, nil); err != nil {
 		return nil, err
 	}
-	factory.Start(w.stopCh)
-	factory.WaitForCacheSync(ctx.Done())
 	return w, nil
+}
+
+// watchPods starts the factory's pod informer, calling seen on each pod added or changed and
+// gone (unless nil) on each deleted, with the time the event was seen, until stopCh closes; it
+// returns once the cache has synced.
+func watchPods(ctx context.Context, factory informers.SharedInformerFactory, stopCh chan struct{}, seen, gone func(*corev1.Pod, time.Time)) error {
+	call := func(f func(*corev1.Pod, time.Time), obj any) {
+		if last, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = last.Obj
+		}
+		if pod, ok := obj.(*corev1.Pod); ok && f != nil {
+			f(pod, time.Now())
+		}
+	}
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { call(seen, obj) },
+		UpdateFunc: func(_, obj any) { call(seen, obj) },
+		DeleteFunc: func(obj any) { call(gone, obj) },
+	}
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(handler); err != nil {
+		return err
+	}
+	factory.Start(stopCh)
+	factory.WaitForCacheSync(ctx.Done())
+	return nil
 }
 
 func (w *bindWatcher) stop() { close(w.stopCh) }
@@ -116,4 +138,87 @@ func (w *bindWatcher) boundPods() []*corev1.Pod {
 		out = append(out, p)
 	}
 	return out
+}
+
+// ledgerWatcher keeps a gpuLedger from one watch of every pod of a scheduler name: one
+// informer, so its events come in the API server's order, and every GPU a bind or a
+// deletion touches is checked as it is seen. A pod holds its GPUs until the API server has
+// deleted it (a terminating pod still runs), as the scheduler keeps a victim's slices booked
+// until its pod is gone (pkg/scheduler/plugins/deviceshare/future.go).
+type ledgerWatcher struct {
+	stopCh chan struct{}
+	mu     sync.Mutex
+	ledger *gpuLedger
+	freed  map[string]time.Time // GPU -> when a pod last left it
+	// handover is, for each pod bound on a GPU some pod had left, the time from the latest
+	// such leave to its bind, by namespace: for a preemptor, from its last victim gone to
+	// bound.
+	handover map[string][]time.Duration
+	released map[string]int // namespace -> bound pods deleted
+}
+
+// watchLedger starts the watch with the GPUs of nodes as the capacity.
+func watchLedger(ctx context.Context, cs kubernetes.Interface, schedulerName string, nodes []corev1.Node) (*ledgerWatcher, error) {
+	w := &ledgerWatcher{stopCh: make(chan struct{}), ledger: newGPULedger(), freed: map[string]time.Time{},
+		handover: map[string][]time.Duration{}, released: map[string]int{}}
+	for i := range nodes {
+		if err := w.ledger.addNode(&nodes[i]); err != nil {
+			return nil, err
+		}
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("spec.schedulerName", schedulerName).String()
+	}))
+	hold := func(pod *corev1.Pod, now time.Time) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		var last time.Time
+		for _, gpu := range w.ledger.hold(pod) {
+			if t := w.freed[gpu]; t.After(last) {
+				last = t
+			}
+		}
+		if !last.IsZero() {
+			w.handover[pod.Namespace] = append(w.handover[pod.Namespace], now.Sub(last))
+		}
+	}
+	release := func(pod *corev1.Pod, now time.Time) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		gpus := w.ledger.release(pod.UID)
+		for _, gpu := range gpus {
+			w.freed[gpu] = now
+		}
+		if len(gpus) > 0 {
+			w.released[pod.Namespace]++
+		}
+	}
+	if err := watchPods(ctx, factory, w.stopCh, hold, release); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *ledgerWatcher) stop() { close(w.stopCh) }
+
+// ledgerSummary is what a ledgerWatcher saw so far.
+type ledgerSummary struct {
+	over       []string // each GPU ever over capacity, sorted
+	unassigned int
+	released   map[string]int
+	handover   map[string][]time.Duration
+}
+
+func (w *ledgerWatcher) summary() ledgerSummary {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := ledgerSummary{unassigned: len(w.ledger.unassigned), released: maps.Clone(w.released), handover: map[string][]time.Duration{}}
+	for _, what := range w.ledger.over {
+		s.over = append(s.over, what)
+	}
+	sort.Strings(s.over)
+	for ns, d := range w.handover {
+		s.handover[ns] = slices.Clone(d)
+	}
+	return s
 }

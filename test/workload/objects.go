@@ -87,7 +87,7 @@ func (w *Workload) Jobs(ns, schedulerName string, pods int) []Job {
 func (w *Workload) Job(ns, schedulerName, name string, p PodShape) Job {
 	job := Job{PodGroup: &schedulingv1beta1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       schedulingv1beta1.PodGroupSpec{MinMember: int32(p.Gang), Queue: "default"},
+		Spec:       schedulingv1beta1.PodGroupSpec{MinMember: int32(p.Gang), Queue: "default", PriorityClassName: p.PriorityClass},
 	}}
 	for i := 0; i < p.Gang; i++ {
 		job.Pods = append(job.Pods, w.pod(ns, schedulerName, fmt.Sprintf("%s-%d", name, i), name, p))
@@ -112,7 +112,7 @@ func (w *Workload) pod(ns, schedulerName, name, group string, p PodShape) *corev
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
 			Annotations: map[string]string{schedulingv1beta1.KubeGroupNameAnnotationKey: group}},
-		Spec: corev1.PodSpec{SchedulerName: schedulerName, Containers: []corev1.Container{{Name: "main", Image: "localhost/tiny:v1",
+		Spec: corev1.PodSpec{SchedulerName: schedulerName, PriorityClassName: p.PriorityClass, Containers: []corev1.Container{{Name: "main", Image: "localhost/tiny:v1",
 			Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits}}}},
 	}
 }

@@ -23,6 +23,18 @@ type Workload struct {
 	Mix []PodShape `json:"mix"`
 	// Arrival is how the end-to-end benchmark creates the pods.
 	Arrival Arrival `json:"arrival"`
+	// PriorityClasses are the priority classes the mixes name, with their values; the
+	// benchmark creates them.
+	PriorityClasses map[string]int32 `json:"priorityClasses,omitempty"`
+	// Preemptors, when set, is a second wave the preemption benchmark (test/benche2e
+	// preempt) creates once the first is bound, on the same nodes and with the same arrival.
+	Preemptors *Wave `json:"preemptors,omitempty"`
+}
+
+// Wave is a set of pods created after the first: how many per node, of which mix.
+type Wave struct {
+	PodsPerNode int        `json:"podsPerNode"`
+	Mix         []PodShape `json:"mix"`
 }
 
 // NodeShape is a GPU node as the device plugin registers it.
@@ -48,6 +60,9 @@ type PodShape struct {
 	VGPUs     int    `json:"vgpus"`
 	MemoryMiB int64  `json:"vgpuMemoryMiB"`
 	Cores     int64  `json:"vgpuCores"`
+	// PriorityClass, when set, is the PodGroup's and the pods' priority class: one of the
+	// workload's PriorityClasses.
+	PriorityClass string `json:"priorityClass,omitempty"`
 }
 
 // Arrival is the order and pace of creation.
@@ -85,10 +100,31 @@ func (w *Workload) validate() error {
 	if w.PodsPerNode < 1 || w.Arrival.Creators < 1 || len(w.Mix) == 0 {
 		return fmt.Errorf("podsPerNode, arrival.creators and mix are required")
 	}
+	if err := w.validateMix(); err != nil {
+		return err
+	}
+	if w.Preemptors == nil {
+		return nil
+	}
+	// MinEvictions reasons about one kind on each side.
+	if len(w.Mix) != 1 || len(w.Preemptors.Mix) != 1 {
+		return fmt.Errorf("preemptors: want one kind of pod in mix and one in preemptors.mix")
+	}
+	if err := w.PreemptorWave().validateMix(); err != nil {
+		return fmt.Errorf("preemptors: %w", err)
+	}
+	return nil
+}
+
+func (w *Workload) validateMix() error {
+	n := w.Node
 	total := 0.0
 	for i, p := range w.Mix {
 		if p.Gang < 1 || p.VGPUs < 1 || p.MemoryMiB < 1 || p.MemoryMiB > int64(n.GPUMemoryMiB) || p.Cores < 0 || p.Cores > 100 {
 			return fmt.Errorf("mix[%d]: want gang >= 1, vgpus >= 1, 1 <= vgpuMemoryMiB <= the GPU's and 0 <= vgpuCores <= 100", i)
+		}
+		if _, ok := w.PriorityClasses[p.PriorityClass]; p.PriorityClass != "" && !ok {
+			return fmt.Errorf("mix[%d]: priorityClass %q is not one of priorityClasses", i, p.PriorityClass)
 		}
 		total += p.Share
 	}
@@ -96,6 +132,43 @@ func (w *Workload) validate() error {
 		return fmt.Errorf("mix: shares add up to %g, want 1", total)
 	}
 	return nil
+}
+
+// PreemptorWave is the workload of the preemptors: w with the second wave's pods per node and
+// mix in place of the first's; nil when w has none.
+func (w *Workload) PreemptorWave() *Workload {
+	if w.Preemptors == nil {
+		return nil
+	}
+	wave := *w
+	wave.PodsPerNode, wave.Mix, wave.Preemptors = w.Preemptors.PodsPerNode, w.Preemptors.Mix, nil
+	return &wave
+}
+
+// MinEvictions is the fewest first-wave pods a preemptor must evict from a GPU that holds as
+// many of them as fit: enough to free its slot, its memory and its cores (0 when it fits
+// beside them). It is the floor the preemption benchmark holds the evictions per preemptor
+// to; 0 for a workload without preemptors.
+func (w *Workload) MinEvictions() int {
+	if w.Preemptors == nil {
+		return 0
+	}
+	low, high := w.Mix[0], w.Preemptors.Mix[0]
+	held := int64(w.podsPerGPU(low))
+	// need is the victims that make room for want of a resource the GPU has capacity of,
+	// each victim freeing per.
+	need := func(capacity, per, want int64) int {
+		if want == 0 || per == 0 {
+			return 0
+		}
+		short := want - (capacity - held*per)
+		if short <= 0 {
+			return 0
+		}
+		return int((short + per - 1) / per)
+	}
+	return max(need(int64(w.Node.Split), 1, 1), need(int64(w.Node.GPUMemoryMiB), low.MemoryMiB, high.MemoryMiB),
+		need(100, low.Cores, high.Cores))
 }
 
 // PodCount is the number of pods of a run on nodes nodes.
