@@ -103,6 +103,9 @@ func (sc *SchedulerCache) onPodDelete(obj any) {
 	sc.mu.Lock()
 	if t := sc.tasks[api.TaskID(pod.UID)]; t != nil {
 		sc.nodeChanged(sc.removeTask(t))
+		if t.Status == api.Releasing {
+			sc.noteReleased()
+		}
 	}
 	delete(sc.evicting, api.TaskID(pod.UID))
 	sc.mu.Unlock()
@@ -128,6 +131,9 @@ func (sc *SchedulerCache) setPod(pod *corev1.Pod) {
 			t.Status, t.NodeName, t.BindAnnotations, t.PreBind = api.Binding, old.NodeName, old.BindAnnotations, old.PreBind
 		}
 		oldNode = sc.removeTask(old)
+		if old.Status == api.Releasing && terminated(t.Status) {
+			sc.noteReleased()
+		}
 	}
 	newNode := sc.addTask(t)
 	sc.nodeChanged(newNode)
@@ -182,13 +188,23 @@ func (sc *SchedulerCache) noteArrival(job *api.JobInfo) {
 	if job == nil || job.PodGroup == nil || job.ValidTaskNum() < job.MinAvailable {
 		return
 	}
+	sc.signalArrival()
+}
+
+// noteReleased signals Arrivals when a releasing pod (a victim of preempt or reclaim, or one
+// being deleted) has stopped or is gone: a preemptor pipelined onto its room can now be
+// bound, and would otherwise wait up to a period. Called under mu.
+func (sc *SchedulerCache) noteReleased() { sc.signalArrival() }
+
+func (sc *SchedulerCache) signalArrival() {
 	select {
 	case sc.arrivals <- struct{}{}:
 	default: // one signal already waits
 	}
 }
 
-// Arrivals reports newly schedulable work (see noteArrival), for Scheduler.WakeOn.
+// Arrivals reports newly schedulable work (see noteArrival and noteReleased), for
+// Scheduler.WakeOn.
 func (sc *SchedulerCache) Arrivals() <-chan struct{} { return sc.arrivals }
 
 // terminated tasks no longer hold their node.

@@ -366,4 +366,33 @@ func TestArrivals(t *testing.T) {
 	if arrived(env) {
 		t.Errorf("an update of a pod already held signalled an arrival")
 	}
+
+	// A releasing pod (being deleted, as a victim is) that stops or goes frees room a
+	// preemptor may wait for; a running pod's deletion does not by itself.
+	released := []struct {
+		name  string
+		event func()
+		want  bool
+	}{
+		{"a running pod is deleted", func() {
+			env.sc.onPodDelete(newPod("g1", "1", inGroup("gang"), onNode("n1"), inPhase(corev1.PodRunning)))
+		}, false},
+		{"a running pod starts terminating", func() {
+			env.sc.onPodUpdate(nil, newPod("g2", "1", inGroup("gang"), onNode("n1"), inPhase(corev1.PodRunning), terminatingPod()))
+		}, false},
+		{"its containers stop", func() {
+			env.sc.onPodUpdate(nil, newPod("g2", "1", inGroup("gang"), onNode("n1"), inPhase(corev1.PodFailed), terminatingPod()))
+		}, true},
+		{"another terminating pod is gone", func() {
+			env.sc.onPodUpdate(nil, newPod("t2", "1", inGroup("two"), onNode("n1"), inPhase(corev1.PodRunning), terminatingPod()))
+			_ = arrived(env)
+			env.sc.onPodDelete(newPod("t2", "1", inGroup("two"), onNode("n1"), inPhase(corev1.PodRunning), terminatingPod()))
+		}, true},
+	}
+	for _, r := range released {
+		r.event()
+		if got := arrived(env); got != r.want {
+			t.Errorf("%s: signalled %v, want %v", r.name, got, r.want)
+		}
+	}
 }

@@ -207,6 +207,8 @@ func onNode(node string) podOption { return func(w *st.PodWrapper) { w.Node(node
 
 func inPhase(phase corev1.PodPhase) podOption { return func(w *st.PodWrapper) { w.Phase(phase) } }
 
+func terminatingPod() podOption { return func(w *st.PodWrapper) { w.Terminating() } }
+
 func scheduledBy(name string) podOption { return func(w *st.PodWrapper) { w.SchedulerName(name) } }
 
 func gated() podOption { return func(w *st.PodWrapper) { w.Gated() } }
