@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -152,17 +153,47 @@ func TestVGPUPreemptFreesOneGPU(t *testing.T) {
 }
 
 // A gang of two 13000 MiB vGPUs cannot fit one 24 GiB GPU however many pods leave it: it
-// evicts nothing, and its PodGroup says it is unschedulable.
+// evicts nothing, and its PodGroup says why: preemption found one pod a place (three low pods
+// would go) but not the other, whose reason is the origin (issue 38 point 5). Which of the two
+// found the place is the task order's choice, so either may be named; the pod named has the
+// same reason as its PodScheduled message.
 func TestVGPUPreemptorThatCannotFitEvictsNothing(t *testing.T) {
 	e, _, high := gpusFullOfLowPriority(t, 1, 6000)
 	ctx := context.Background()
 
+	// The words of pkg/scheduler/actions/internal/victims (AfterEvictions), spelled out: they
+	// are what users read.
+	const reason = "0/1 nodes are unavailable: 1 Insufficient volcano.sh/vgpu-memory even with every allowed victim evicted."
+	const prefix = "2/2 tasks in gang unschedulable: pod group is not ready, 2 Pending, 2 minAvailable; Pending: 2 Unschedulable. Origin reason is "
 	e.vgpuGangOfClass("high", "", high, 2, 2, 13000, 0)
-	pg := e.podGroup("high", 30*time.Second, "Unschedulable", func(pg *schedulingv1beta1.PodGroup) bool {
+	// The first cycles may write the condition before preempt has had its turn (the gang is
+	// still being enqueued): wait for the one that carries preempt's reason.
+	var origin string
+	e.podGroup("high", 30*time.Second, "Unschedulable with preempt's origin reason", func(pg *schedulingv1beta1.PodGroup) bool {
 		c := condition(pg, schedulingv1beta1.PodGroupUnschedulableType)
-		return c != nil && c.Status == corev1.ConditionTrue
+		if c == nil || c.Status != corev1.ConditionTrue {
+			return false
+		}
+		for _, pod := range []string{"high-0", "high-1"} {
+			if c.Message == prefix+pod+": "+reason {
+				origin = pod
+				return true
+			}
+		}
+		return false
 	})
-	t.Logf("the preemptor's PodGroup condition: %s", condition(pg, schedulingv1beta1.PodGroupUnschedulableType).Message)
+	eventually(t, 20*time.Second, "pod "+origin+" PodScheduled=False with the origin reason", func(ctx context.Context) (bool, string, error) {
+		p, err := e.cs.CoreV1().Pods(e.ns).Get(ctx, origin, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled {
+				return c.Status == corev1.ConditionFalse && c.Message == reason, fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message), nil
+			}
+		}
+		return false, "no PodScheduled condition", nil
+	})
 	if evicted, err := e.evictedPods(ctx); err != nil || len(evicted) != 0 {
 		t.Errorf("evicted %v (%v), want none", evicted, err)
 	}

@@ -72,7 +72,9 @@ func (a action) withinJob(ssn *framework.Session, job *api.JobInfo) {
 	sameJob := func(t *api.TaskInfo) bool { return t.Job == job.UID }
 	for _, task := range victims.PendingTasks(ssn, job) {
 		stmt := ssn.NewStatement()
-		placed := victims.Search(ssn, stmt, task, sameJob, ssn.Preemptable, a.name)
+		// Why it found no room is betweenJobs' record to give (victims.ForJob): reasons about
+		// the job's own pods alone would hide it.
+		placed, _ := victims.Search(ssn, stmt, task, sameJob, ssn.Preemptable, a.name)
 		stmt.Commit()
 		if !placed {
 			return

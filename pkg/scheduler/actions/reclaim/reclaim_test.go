@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/victims"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/reclaim"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
@@ -89,6 +90,13 @@ func queuePluginWith(queuePlugin string) []conf.Tier {
 // it over ci and returns what it evicted ("pod: reason", sorted).
 func reclaimOnce(t *testing.T, ci *api.ClusterInfo, action string, tiers []conf.Tier) []string {
 	t.Helper()
+	evicted, _ := reclaimSession(t, ci, action, tiers)
+	return evicted
+}
+
+// reclaimSession is reclaimOnce that also returns the session, closed as a cycle ends.
+func reclaimSession(t *testing.T, ci *api.ClusterInfo, action string, tiers []conf.Tier) ([]string, *framework.Session) {
+	t.Helper()
 	var evicted []string
 	cache := &frameworktest.Cache{Snap: ci, OnEvict: func(task *api.TaskInfo, reason string) error {
 		evicted = append(evicted, task.Name+": "+reason)
@@ -101,9 +109,10 @@ func reclaimOnce(t *testing.T, ci *api.ClusterInfo, action string, tiers []conf.
 		conformance.PluginName: conformance.New, proportion.PluginName: proportion.New, capacity.PluginName: capacity.New} {
 		reg.RegisterPlugin(name, build)
 	}
-	frameworktest.RunActions(t, cache, &conf.SchedulerConfiguration{Actions: action, Tiers: tiers}, reg)
+	ssn := frameworktest.RunActions(t, cache, &conf.SchedulerConfiguration{Actions: action, Tiers: tiers}, reg)
+	framework.CloseSession(ssn)
 	slices.Sort(evicted)
-	return evicted
+	return evicted, ssn
 }
 
 // declare sets a queue's spec.deserved, the share capacity gives it.
@@ -132,19 +141,29 @@ func TestReclaim(t *testing.T) {
 	guarantee3 := func(q *schedulingv1beta1.Queue) {
 		q.Spec.Guarantee.Resource = corev1.ResourceList{corev1.ResourceCPU: st.Resources("3", "")[corev1.ResourceCPU]}
 	}
+	const notReady = "tasks in gang unschedulable: pod group is not ready, "
 	cases := []struct {
 		name       string
 		a          func(*schedulingv1beta1.Queue)
 		bPending   int
 		bMin       int
 		wantEvicts int
+		// wantMessage is b's Unschedulable condition. Where the queue plugin's Preemptive
+		// stops b's reclaim, it gives no origin reason: the queue, not a node, said no.
+		wantMessage string
 	}{
-		{"b takes back its deserved half", nil, 2, 2, 2},
-		{"a gang above its deserved half takes nothing", nil, 3, 3, 0},
-		{"a job reclaims until its minimum has a place (upstream's starving rule)", nil, 3, 1, 1},
-		{"a queue that is not reclaimable gives nothing", notReclaimable, 2, 1, 0},
-		{"a queue keeps its guarantee; a gang that cannot then fit whole takes nothing", guarantee3, 2, 2, 0},
-		{"a queue keeps its guarantee; what is above it goes", guarantee3, 2, 1, 1},
+		{"b takes back its deserved half", nil, 2, 2, 2, "2/2 " + notReady + "2 Pipelined, 2 minAvailable"},
+		{"a gang above its deserved half takes nothing", nil, 3, 3, 0,
+			"3/3 " + notReady + "3 Pending, 3 minAvailable; Pending: 3 Unschedulable"},
+		{"a job reclaims until its minimum has a place (upstream's starving rule)", nil, 3, 1, 1,
+			"1/3 " + notReady + "1 Pipelined, 1 minAvailable, 2 Pending; Pending: 2 Unschedulable"},
+		{"a queue that is not reclaimable gives nothing", notReclaimable, 2, 1, 0,
+			"1/2 " + notReady + "1 minAvailable, 2 Pending; Pending: 2 Unschedulable" +
+				". Origin reason is b-0: 0/1 nodes are unavailable: 1 " + victims.ReasonNothingToEvict + "."},
+		{"a queue keeps its guarantee; a gang that cannot then fit whole takes nothing", guarantee3, 2, 2, 0,
+			"2/2 " + notReady + "2 Pending, 2 minAvailable; Pending: 2 Unschedulable"},
+		{"a queue keeps its guarantee; what is above it goes", guarantee3, 2, 1, 1,
+			"1/2 " + notReady + "1 Pending, 1 Pipelined, 1 minAvailable; Pending: 1 Unschedulable"},
 	}
 	half := declare("2", "4Gi")
 	for _, queuePlugin := range []string{proportion.PluginName, capacity.PluginName} {
@@ -159,8 +178,17 @@ func TestReclaim(t *testing.T) {
 						tc.a(a)
 					}
 				}
-				got := reclaimOnce(t, twoQueues(setup, tc.bPending, tc.bMin), reclaim.Name, queuePluginAfter(queuePlugin))
+				got, ssn := reclaimSession(t, twoQueues(setup, tc.bPending, tc.bMin), reclaim.Name, queuePluginAfter(queuePlugin))
 				checkEvicted(t, got, tc.wantEvicts, reclaim.Name)
+				var msg string
+				for _, c := range ssn.Jobs["ns/b-job"].Status.Conditions {
+					if c.Type == schedulingv1beta1.PodGroupUnschedulableType {
+						msg = c.Message
+					}
+				}
+				if msg != tc.wantMessage {
+					t.Errorf("b's condition says\n%q, want\n%q", msg, tc.wantMessage)
+				}
 			})
 		}
 	}

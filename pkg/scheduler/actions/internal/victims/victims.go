@@ -6,10 +6,17 @@
 // Unlike upstream, evictions are tried in a statement of their own per node and kept only
 // when the task then fits there (resources and every predicate): a task that would still not
 // fit evicts nothing.
+//
+// A task that finds no such node says why, node by node, in the words of the Reason
+// constants and of the predicates (the node search's own style, "0/1 nodes are unavailable:
+// 1 Insufficient cpu even with every allowed victim evicted."): a gang that evicts nothing
+// then tells its users that preemption was tried and could not help, rather than leaving
+// them the queue's or allocate's reason alone.
 package victims
 
 import (
 	"cmp"
+	"errors"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +28,22 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 )
 
+// Reasons a node gives a preemptor (or reclaimer) it cannot take, as they read after a count
+// in "0/<N> nodes are unavailable: <count> <reason>, ...". Predicates' own reasons are used
+// as they are; what still fails once the victims are gone ends with AfterEvictions.
+const (
+	// ReasonNothingToEvict: no pod on the node may be a victim at all (none running of the
+	// jobs the action may take from, or all marked volcano.sh/preemptable: "false").
+	ReasonNothingToEvict = "node(s) had no pod that may be evicted for it"
+	// ReasonNoVictimAllowed: the plugins (priority, gang, conformance, ...) let it evict none
+	// of the node's pods.
+	ReasonNoVictimAllowed = "node(s) had no pod the plugins let it evict"
+	// AfterEvictions ends the reason of a node that would still refuse the task with every
+	// victim the plugins allow gone: "Insufficient cpu" + AfterEvictions, or a predicate's
+	// reason, such as deviceshare's, + AfterEvictions.
+	AfterEvictions = " even with every allowed victim evicted"
+)
+
 // Chooser is the plugins' say on which candidates may go: Session.Preemptable or
 // Session.Reclaimable.
 type Chooser func(preemptor *api.TaskInfo, candidates []*api.TaskInfo) []*api.TaskInfo
@@ -28,10 +51,15 @@ type Chooser func(preemptor *api.TaskInfo, candidates []*api.TaskInfo) []*api.Ta
 // ForJob lets the job's pending tasks, in task order and while the job is starving, each make
 // room by Search (filter, choose and reason as there). mayEvict, when set, is asked first for
 // each task; its refusal ends the job's turn. The evictions stand only if the job is then
-// pipelined (its whole gang has a place): otherwise nothing is evicted.
+// pipelined (its whole gang has a place): otherwise nothing is evicted, and the tasks that
+// found no place get Search's explanation as their NodesFitErrors, which the pods'
+// PodScheduled condition and the PodGroup's Unschedulable condition ("Origin reason is
+// <pod>: ...", api.JobInfo.FitError) then state.
 func ForJob(ssn *framework.Session, job *api.JobInfo, mayEvict func(*api.TaskInfo) error,
 	filter func(*api.TaskInfo) bool, choose Chooser, reason string) {
 	stmt := ssn.NewStatement()
+	var placed []*api.TaskInfo
+	var unplaced map[api.TaskID]*api.FitErrors
 	for _, task := range PendingTasks(ssn, job) {
 		if !ssn.JobStarving(job) {
 			break
@@ -42,7 +70,18 @@ func ForJob(ssn *framework.Session, job *api.JobInfo, mayEvict func(*api.TaskInf
 				break
 			}
 		}
-		Search(ssn, stmt, task, filter, choose, reason)
+		r := search(ssn, stmt, task, filter, choose, reason)
+		switch {
+		case r.placed:
+			placed = append(placed, task)
+		case r.why != nil && (r.victimsSeen || job.NodesFitErrors[task.UID] == nil):
+			// A search that found no pod it might evict anywhere says less than an earlier
+			// record (allocate's, or preempt's before reclaim's): that one stands.
+			if unplaced == nil {
+				unplaced = map[api.TaskID]*api.FitErrors{}
+			}
+			unplaced[task.UID] = r.why
+		}
 	}
 	if ssn.JobPipelined(job) {
 		stmt.Commit()
@@ -50,29 +89,91 @@ func ForJob(ssn *framework.Session, job *api.JobInfo, mayEvict func(*api.TaskInf
 	}
 	klog.V(3).InfoS("Evictions would not let the job run; nothing evicted", "podGroup", klog.KRef(job.Namespace, job.Name), "action", reason)
 	stmt.Discard()
+	if len(unplaced) == 0 {
+		return
+	}
+	if job.NodesFitErrors == nil {
+		job.NodesFitErrors = map[api.TaskID]*api.FitErrors{}
+	}
+	// The tasks that found a place are not what kept the gang back: an older record of
+	// theirs (allocate's, from before any eviction) would be the PodGroup's origin reason if
+	// its pod's name sorts first. Their pods' own message says where they would go.
+	for _, t := range placed {
+		delete(job.NodesFitErrors, t.UID)
+	}
+	for uid, why := range unplaced {
+		job.NodesFitErrors[uid] = why
+	}
 }
 
 // Search makes room for preemptor on one node, by evicting candidates that filter accepts
 // and choose allows, in victim order until it fits, or those a plugin's SelectVictims picks
 // among them (deviceshare for a vGPU pod: the GPUs it will use decide), in its order; reason
 // is what the victims' Evict events say. It returns whether the task was pipelined (its
-// evictions then stand in stmt).
+// evictions then stand in stmt) and, when it was not, why not on each node (nil when
+// evictions were not what it lacked: it may not preempt, or a node has room for it as it is).
 func Search(ssn *framework.Session, stmt *framework.Statement, preemptor *api.TaskInfo,
-	filter func(*api.TaskInfo) bool, choose Chooser, reason string) bool {
+	filter func(*api.TaskInfo) bool, choose Chooser, reason string) (placed bool, why *api.FitErrors) {
+	r := search(ssn, stmt, preemptor, filter, choose, reason)
+	return r.placed, r.why
+}
+
+// outcome is what search found for a task.
+type outcome struct {
+	placed bool
+	why    *api.FitErrors
+	// victimsSeen: some node had pods the task may evict (filter's), so why is more than
+	// ReasonNothingToEvict and the predicates' refusals.
+	victimsSeen bool
+}
+
+func search(ssn *framework.Session, stmt *framework.Statement, preemptor *api.TaskInfo,
+	filter func(*api.TaskInfo) bool, choose Chooser, reason string) outcome {
 	if p := preemptor.Pod.Spec.PreemptionPolicy; p != nil && *p == corev1.PreemptNever {
-		return false
+		return outcome{}
 	}
+	why := api.NewFitErrors()
 	if err := ssn.PrePredicate(preemptor); err != nil {
-		return false
+		// Every node refuses it alike, as allocate's node search reports it.
+		status := api.NewStatus(api.UnschedulableAndUnresolvable, err.Error())
+		for _, node := range ssn.NodeList {
+			why.SetNodeError(node.Name, status)
+		}
+		if why.Nodes() == 0 {
+			return outcome{}
+		}
+		return outcome{why: why}
 	}
-	for _, node := range candidateNodes(ssn, preemptor) {
+	out := outcome{why: why}
+	roomNow := false
+	// Shared by the nodes that fail alike: a search over many nodes allocates one each.
+	nothingToEvict := api.NewStatus(api.Unschedulable, ReasonNothingToEvict)
+	noVictimAllowed := api.NewStatus(api.Unschedulable, ReasonNoVictimAllowed)
+	for _, node := range candidateNodes(ssn, preemptor, why) {
 		candidates := evictable(ssn, node, filter)
 		if len(candidates) == 0 {
+			if roomNow = roomNow || fits(ssn, preemptor, node); !roomNow {
+				why.SetNodeError(node.Name, nothingToEvict)
+			}
 			continue
 		}
+		out.victimsSeen = true
 		chosen := choose(preemptor, candidates)
 		metrics.PreemptionVictims.Set(float64(len(chosen)))
-		if len(chosen) == 0 || !enough(preemptor, node, chosen) {
+		// Every candidate, whatever the plugins allow, would leave it short: that is the
+		// node's reason, the plugins' choice could not change it.
+		if short := shortOf(preemptor, node, candidates); short != "" {
+			why.SetNodeError(node.Name, insufficient(short))
+			continue
+		}
+		if len(chosen) == 0 {
+			if roomNow = roomNow || fits(ssn, preemptor, node); !roomNow {
+				why.SetNodeError(node.Name, noVictimAllowed)
+			}
+			continue
+		}
+		if short := shortOf(preemptor, node, chosen); short != "" {
+			why.SetNodeError(node.Name, insufficient(short))
 			continue
 		}
 		metrics.PreemptionAttempts.Inc()
@@ -93,23 +194,36 @@ func Search(ssn *framework.Session, stmt *framework.Statement, preemptor *api.Ta
 			room = fits(ssn, preemptor, node)
 		}
 		if !room {
+			if refusal := refusalOf(ssn, preemptor, node); refusal != nil {
+				why.SetNodeError(node.Name, afterEvictions(refusal))
+			}
 			try.Discard()
 			continue
 		}
 		if err := try.Pipeline(preemptor, node); err != nil {
 			klog.V(3).InfoS("Pipelining the preemptor failed", "pod", klog.KRef(preemptor.Namespace, preemptor.Name), "node", node.Name, "err", err)
+			// The statement wraps the handler's error in "place <pod> on <node>: ..."; the
+			// histogram names no node, so the handler's reason is what it shows.
+			if inner := errors.Unwrap(err); inner != nil {
+				err = inner
+			}
+			why.SetNodeError(node.Name, afterEvictions(api.NewStatus(api.Error, err.Error())))
 			try.Discard()
 			continue
 		}
 		stmt.Merge(try)
-		return true
+		return outcome{placed: true}
 	}
-	return false
+	if roomNow || why.Nodes() == 0 {
+		return outcome{}
+	}
+	return out
 }
 
 // candidateNodes are the nodes the task could use once pods leave them: those whose only
-// objection is a resolvable one (too little room now), best scored first.
-func candidateNodes(ssn *framework.Session, task *api.TaskInfo) []*api.NodeInfo {
+// objection is a resolvable one (too little room now), best scored first. The others'
+// objections go to why.
+func candidateNodes(ssn *framework.Session, task *api.TaskInfo, why *api.FitErrors) []*api.NodeInfo {
 	type scored struct {
 		node  *api.NodeInfo
 		score float64
@@ -117,6 +231,7 @@ func candidateNodes(ssn *framework.Session, task *api.TaskInfo) []*api.NodeInfo 
 	var nodes []scored
 	for _, n := range ssn.NodeList {
 		if s := ssn.Predicate(task, n); s != nil && s.Code != api.Unschedulable {
+			why.SetNodeError(n.Name, s)
 			continue
 		}
 		nodes = append(nodes, scored{n, ssn.NodeOrder(task, n)})
@@ -150,19 +265,53 @@ func evictable(ssn *framework.Session, node *api.NodeInfo, filter func(*api.Task
 	return out
 }
 
-// enough: the node's future idle and every chosen victim together cover the task.
-func enough(task *api.TaskInfo, node *api.NodeInfo, chosen []*api.TaskInfo) bool {
+// shortOf is the first resource (cpu, memory, then the others by name) that the node's
+// future idle and every victim together would still lack for the task; "" when they cover it.
+func shortOf(task *api.TaskInfo, node *api.NodeInfo, victims []*api.TaskInfo) corev1.ResourceName {
 	room := node.FutureIdle()
-	for _, v := range chosen {
+	for _, v := range victims {
 		room.Add(v.Resreq)
 	}
-	return task.InitResreq.LessEqual(room, api.MissingAsZero)
+	if short := task.InitResreq.Exceeding(room, api.MissingAsZero); len(short) > 0 {
+		return short[0]
+	}
+	return ""
 }
 
 // fits: the task can be pipelined onto the node now, its resources released or free and
 // every predicate passing.
 func fits(ssn *framework.Session, task *api.TaskInfo, node *api.NodeInfo) bool {
 	return task.InitResreq.LessEqual(node.FutureIdle(), api.MissingAsZero) && ssn.Predicate(task, node) == nil
+}
+
+// refusalOf is why the task cannot be pipelined onto a node it does not fit: a predicate's
+// refusal first, as the more precise (deviceshare's names the GPU constraint where a plugin's
+// SelectVictims found no victims that free one GPU, while the node's totals would only say
+// that nothing was evicted), else the first resource its released or free room lacks, in
+// allocate's words ("Insufficient <resource>"); nil where it fits.
+func refusalOf(ssn *framework.Session, task *api.TaskInfo, node *api.NodeInfo) *api.Status {
+	if s := ssn.Predicate(task, node); s != nil {
+		return s
+	}
+	if short := task.InitResreq.Exceeding(node.FutureIdle(), api.MissingAsZero); len(short) > 0 {
+		return api.NewStatus(api.Unschedulable, "Insufficient "+string(short[0]))
+	}
+	return nil
+}
+
+// insufficient is the reason of a node that even its victims' resources would leave short.
+func insufficient(name corev1.ResourceName) *api.Status {
+	return api.NewStatus(api.Unschedulable, "Insufficient "+string(name)+AfterEvictions)
+}
+
+// afterEvictions is s for a node that still refuses with its victims gone: each reason ends
+// with AfterEvictions. s itself is left alone (predicates share their statuses).
+func afterEvictions(s *api.Status) *api.Status {
+	out := &api.Status{Code: s.Code, Plugin: s.Plugin, Reasons: make([]string, len(s.Reasons))}
+	for i, r := range s.Reasons {
+		out.Reasons[i] = r + AfterEvictions
+	}
+	return out
 }
 
 // order sorts victims lowest first: of different jobs, the job that goes last in job order
