@@ -18,18 +18,19 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/predicates"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/priority"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/proportion"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/volumes"
 )
 
 // newRegistry is newRegistryFor with the shipped device configuration, for a scheduler that
 // reads no ConfigMap (benchmarks).
 func newRegistry(allocateOpts allocate.Options) *framework.Registry {
-	return newRegistryFor(allocateOpts, deviceshare.NewStaticShared())
+	return newRegistryFor(allocateOpts, deviceshare.NewStaticShared(), nil)
 }
 
 // newRegistryFor lists every action and plugin this binary has, each plugin with the argument
-// keys it reads; the framework knows none by name. deviceshare's sessions share devices,
-// which outlives them.
-func newRegistryFor(allocateOpts allocate.Options, devices *deviceshare.Shared) *framework.Registry {
+// keys it reads; the framework knows none by name. deviceshare's sessions share devices, and
+// predicates' sessions decide claims with binding (nil: not at all); both outlive them.
+func newRegistryFor(allocateOpts allocate.Options, devices *deviceshare.Shared, binding *volumes.Binding) *framework.Registry {
 	r := framework.NewRegistry()
 	r.RegisterAction(enqueue.New())
 	r.RegisterAction(allocate.NewWithOptions(allocateOpts))
@@ -43,7 +44,7 @@ func newRegistryFor(allocateOpts allocate.Options, devices *deviceshare.Shared) 
 		gang.PluginName:        {Build: gang.New, Arguments: gang.ArgumentKeys},
 		conformance.PluginName: {Build: conformance.New, Arguments: conformance.ArgumentKeys},
 		drf.PluginName:         {Build: drf.New, Arguments: drf.ArgumentKeys},
-		predicates.PluginName:  {Build: predicates.New, Arguments: predicates.ArgumentKeys, Ignored: predicates.IgnoredArgumentKeys},
+		predicates.PluginName:  {Build: predicates.NewBuilder(binding), Arguments: predicates.ArgumentKeys, Ignored: predicates.IgnoredArgumentKeys},
 		proportion.PluginName:  {Build: proportion.New, Arguments: proportion.ArgumentKeys},
 		capacity.PluginName:    {Build: capacity.New, Arguments: capacity.ArgumentKeys},
 		overcommit.PluginName:  {Build: overcommit.New, Arguments: overcommit.ArgumentKeys},

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -29,6 +30,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/devicewatch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/deviceshare"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/volumes"
 )
 
 // configPollInterval: how often the configuration file is re-read. The kubelet refreshes a
@@ -77,15 +79,23 @@ func run(ctx context.Context, o *options) (err error) {
 	// the process; its sessions only read it.
 	devices := deviceshare.NewShared(devicewatch.NewSource(kube, confEvents.recorder))
 	metrics.Registry.MustRegister(devices.Collectors()...)
+	// kube-scheduler's volume binding watches the storage objects, and the cache's pods and
+	// nodes, from the cache's informer factory, which the cache starts.
+	kubeInformers := informers.NewSharedInformerFactory(kube, o.compat.resyncPeriod)
+	binding, err := volumes.New(ctx, kube, kubeInformers)
+	if err != nil {
+		return err
+	}
 	registry := newRegistryFor(allocate.Options{
 		MinimumFeasibleNodes:         int(o.minNodesToFind),
 		PercentageNodesToFind:        int(o.pctNodesToFind),
 		MinimumPercentageNodesToFind: int(o.minPctNodesFind),
-	}, devices)
+	}, devices, binding)
 
 	sc, err := cache.New(ctx, cache.Options{
 		SchedulerNames: o.schedulerNames, DefaultQueue: o.defaultQueue, NodeSelector: o.nodeSelector,
 		ResyncPeriod: o.compat.resyncPeriod, PriorityClass: o.compat.priorityClass, Recorder: pipe.Recorder(),
+		Informers: kubeInformers,
 	}, kube, vc)
 	if err != nil {
 		return err

@@ -128,7 +128,7 @@ func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*
 		nodeSelector:   sel,
 		bindWorkers:    cfg.BindWorkers,
 		statusWorkers:  cfg.StatusWorkers,
-		kubeInformers:  informers.NewSharedInformerFactory(kube, cfg.ResyncPeriod),
+		kubeInformers:  cfg.Informers,
 		vcInformers:    vcinformers.NewSharedInformerFactory(vc, cfg.ResyncPeriod),
 		recorder:       cfg.Recorder,
 		clock:          clock.RealClock{},
@@ -151,6 +151,9 @@ func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*
 		priorityClasses:  map[string]*schedulingv1.PriorityClass{},
 		dangling:         newDanglingReferences(),
 		arrivals:         make(chan struct{}, 1),
+	}
+	if sc.kubeInformers == nil {
+		sc.kubeInformers = informers.NewSharedInformerFactory(kube, cfg.ResyncPeriod)
 	}
 	if err := sc.addEventHandlers(cfg.PriorityClass); err != nil {
 		return nil, err
@@ -212,7 +215,15 @@ func (sc *SchedulerCache) Stop(ctx context.Context) {
 // WaitForCacheSync blocks until every informer's initial list has been handled, or ctx ends;
 // it reports whether the cache is synced.
 func (sc *SchedulerCache) WaitForCacheSync(ctx context.Context) bool {
-	return toolscache.WaitForCacheSync(ctx.Done(), sc.synced...)
+	if !toolscache.WaitForCacheSync(ctx.Done(), sc.synced...) {
+		return false
+	}
+	for _, synced := range sc.kubeInformers.WaitForCacheSync(ctx.Done()) {
+		if !synced {
+			return false
+		}
+	}
+	return true
 }
 
 // Synced reports whether every informer's initial list has been handled (for /healthz).

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"k8s.io/client-go/informers"
 	"strings"
 	"time"
 
@@ -38,6 +39,10 @@ type Options struct {
 	// StatusWorkers is the number of PodGroup, Queue and pod-condition writes in flight at
 	// once; 0 means 8.
 	StatusWorkers int
+	// Informers is the factory of the cache's pod, node and PriorityClass informers; nil, one
+	// of its own. Given one shared with kube-scheduler's volume binding
+	// (pkg/scheduler/volumes), the cache starts and waits for that one's informers too.
+	Informers informers.SharedInformerFactory
 }
 
 const (

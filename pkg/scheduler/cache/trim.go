@@ -50,7 +50,7 @@ func newTrimmer() *trimmer {
 
 // trim drops what the scheduler never reads: every object's managedFields (a PodGroup's,
 // written by its controller and by us, is larger than the rest of it); a pod's volumes
-// and its containers' commands, environment, mounts and probes (pods are only ever
+// other than claims (claimVolumes) and its containers' commands, environment, mounts and probes (pods are only ever
 // patched and bound, never written back whole), its containers' statuses, addresses and
 // conditions other than PodScheduled; a node's image list. Equal resource requirements of
 // pods' containers, and pods' equal annotation keys and short values, become one shared copy.
@@ -60,7 +60,7 @@ func (t *trimmer) trim(obj any) (any, error) {
 	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		o.Spec.Volumes = nil
+		o.Spec.Volumes = claimVolumes(o.Spec.Volumes)
 		o.Annotations = t.shareAnnotations(o.Annotations)
 		// Of the status, the scheduler reads the phase, the reason, the nominated node and
 		// its own PodScheduled condition, which it patches by type.
@@ -146,4 +146,17 @@ func (t *trimmer) shareString(s string) string {
 	}
 	t.strings[s] = s
 	return s
+}
+
+// claimVolumes are the pod's persistentVolumeClaim and ephemeral volumes, which volume
+// binding decides (pkg/scheduler/volumes); nil, sharing nothing, when it has none, as most
+// pods have only ConfigMaps, Secrets and projected tokens.
+func claimVolumes(volumes []corev1.Volume) []corev1.Volume {
+	var claims []corev1.Volume
+	for _, v := range volumes {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			claims = append(claims, v)
+		}
+	}
+	return claims
 }

@@ -191,8 +191,10 @@ func (s *Source) watch(ctx context.Context, key Key) *configMapWatch {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", key.Name).String()
 	}
 	changed := func() { s.resolveAll(key) }
+	// The client says whether it streams watch-list's initial events (a fake one does not,
+	// and a reflector waiting for their bookmark would not sync), as generated informers do.
 	store, controller := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: &cache.ListWatch{
+		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				only(&o)
 				return configMaps.List(ctx, o)
@@ -201,7 +203,7 @@ func (s *Source) watch(ctx context.Context, key Key) *configMapWatch {
 				only(&o)
 				return configMaps.Watch(ctx, o)
 			},
-		},
+		}, s.client),
 		ObjectType: &corev1.ConfigMap{},
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { changed() },

@@ -3,9 +3,15 @@
 // affinity, NoSchedule and NoExecute taints, and host ports in use. Whether the node has the
 // resources is the allocate action's check, not this plugin's.
 //
+// Pods' PersistentVolumeClaims are decided by kube-scheduler's VolumeBinding plugin
+// (predicate.VolumeBindingEnable, pkg/scheduler/volumes): a node the claims cannot use is
+// refused in kube-scheduler's words, a placement reserves the PVs it was matched to (given
+// back if the placement is undone), and the claims are bound in the bind worker before the
+// pod's Binding.
+//
 // Not checked (upstream runs kube-scheduler's plugins for them): inter-pod affinity and
-// anti-affinity, volume limits, volume zone and volume binding, pod topology spread, and
-// dynamic resource allocation. Their upstream switches are accepted and ignored.
+// anti-affinity, volume limits, volume zone, pod topology spread, and dynamic resource
+// allocation. Their upstream switches are accepted and ignored.
 //
 // The predicate runs for every (task, node) pair, so everything that depends only on the
 // pod is worked out once per task (taskFacts), the failure verdicts are built once per
@@ -23,6 +29,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/volumes"
 )
 
 // PluginName is the plugin's name in volcano-scheduler.conf.
@@ -35,6 +42,7 @@ const (
 	NodeAffinityEnable      = "predicate.NodeAffinityEnable"
 	TaintTolerationEnable   = "predicate.TaintTolerationEnable"
 	NodePortsEnable         = "predicate.NodePortsEnable"
+	VolumeBindingEnable     = "predicate.VolumeBindingEnable"
 )
 
 // IgnoredArgumentKeys are upstream's switches for checks this plugin does not make. A file
@@ -44,7 +52,6 @@ var IgnoredArgumentKeys = conf.ArgumentKeys{
 	"predicate.PodAffinityEnable",
 	"predicate.NodeVolumeLimitsEnable",
 	"predicate.VolumeZoneEnable",
-	"predicate.VolumeBindingEnable",
 	"predicate.PodTopologySpreadEnable",
 	"predicate.DynamicResourceAllocationEnable",
 	"predicate.CacheEnable",
@@ -54,7 +61,7 @@ var IgnoredArgumentKeys = conf.ArgumentKeys{
 // ArgumentKeys are the arguments New reads: the switches, upstream's unimplemented ones
 // included.
 var ArgumentKeys = append(conf.ArgumentKeys{PodNumberEnable, NodeUnschedulableEnable, NodeAffinityEnable,
-	TaintTolerationEnable, NodePortsEnable}, IgnoredArgumentKeys...)
+	TaintTolerationEnable, NodePortsEnable, VolumeBindingEnable}, IgnoredArgumentKeys...)
 
 // Reasons users see in "0/N nodes are unavailable: ...". All but the pod-number one are
 // kube-scheduler's own words.
@@ -77,7 +84,7 @@ func UntoleratedTaintReason(t *corev1.Taint) string {
 
 // checks says which checks are switched on.
 type checks struct {
-	podNumber, unschedulable, nodeAffinity, taints, hostPorts bool
+	podNumber, unschedulable, nodeAffinity, taints, hostPorts, volumeBinding bool
 }
 
 // verdicts are the session's failure statuses. They are shared by every node that fails the
@@ -117,13 +124,27 @@ type predicatesPlugin struct {
 	nodes     []*api.NodeInfo
 	portsOnce sync.Once
 	ports     hostPortIndex
+
+	// volumes is kube-scheduler's volume binding, nil in a scheduler without one (in-process
+	// benchmarks); claims holds the session's tasks that have claims.
+	volumes *volumes.Binding
+	claims  claimsByTask
 }
 
-// New builds the plugin from its predicate.<Check>Enable arguments. A value that is not a
-// bool is an error naming the argument.
-func New(args conf.Arguments) (framework.Plugin, error) {
+// New is NewBuilder without volume binding: pods' claims are not looked at.
+func New(args conf.Arguments) (framework.Plugin, error) { return NewBuilder(nil)(args) }
+
+// NewBuilder builds the plugin from its predicate.<Check>Enable arguments, deciding pods'
+// claims with binding (nil: not at all). A value that is not a bool is an error naming the
+// argument.
+func NewBuilder(binding *volumes.Binding) framework.PluginBuilder {
+	return func(args conf.Arguments) (framework.Plugin, error) { return build(args, binding) }
+}
+
+func build(args conf.Arguments, binding *volumes.Binding) (framework.Plugin, error) {
 	p := &predicatesPlugin{
-		enabled:  checks{podNumber: true, unschedulable: true, nodeAffinity: true, taints: true, hostPorts: true},
+		enabled: checks{podNumber: true, unschedulable: true, nodeAffinity: true, taints: true, hostPorts: true,
+			volumeBinding: true},
 		verdicts: newVerdicts(),
 		logger:   klog.Background(),
 	}
@@ -136,6 +157,7 @@ func New(args conf.Arguments) (framework.Plugin, error) {
 		{NodeAffinityEnable, &p.enabled.nodeAffinity},
 		{TaintTolerationEnable, &p.enabled.taints},
 		{NodePortsEnable, &p.enabled.hostPorts},
+		{VolumeBindingEnable, &p.enabled.volumeBinding},
 	}
 	for _, s := range switches {
 		if err := args.GetBool(s.on, s.key); err != nil {
@@ -147,6 +169,9 @@ func New(args conf.Arguments) (framework.Plugin, error) {
 		if err := args.GetBool(&ignored, key); err != nil {
 			return nil, err
 		}
+	}
+	if p.enabled.volumeBinding {
+		p.volumes = binding
 	}
 	return p, nil
 }
@@ -163,6 +188,10 @@ func (p *predicatesPlugin) OnSessionOpen(ssn *framework.Session) {
 			DeallocateFunc: func(e *framework.Event) { p.trackPorts(e, -1) },
 		})
 	}
+	if p.volumes != nil {
+		p.claims = claimsByTask{m: map[api.TaskID]*taskClaims{}}
+		ssn.AddEventHandler(&framework.EventHandler{AllocateFunc: p.reserveVolumes, DeallocateFunc: p.unreserveVolumes})
+	}
 }
 
 func (p *predicatesPlugin) OnSessionClose(*framework.Session) {}
@@ -173,6 +202,9 @@ func (p *predicatesPlugin) prePredicate(task *api.TaskInfo) error {
 	f := p.facts(task)
 	if p.enabled.nodeAffinity && f.affinityErr != nil {
 		return fmt.Errorf("pod %s: invalid required node affinity: %w", task.Key(), f.affinityErr)
+	}
+	if p.volumes != nil {
+		return p.readClaims(task)
 	}
 	return nil
 }
@@ -201,6 +233,9 @@ func (p *predicatesPlugin) predicate(task *api.TaskInfo, node *api.NodeInfo) *ap
 	}
 	if p.enabled.hostPorts && len(f.hostPorts) > 0 && p.portIndex().conflicts(node.Name, f.hostPorts) {
 		return p.verdicts.hostPorts
+	}
+	if p.volumes != nil && f.hasClaims {
+		return p.filterVolumes(task, n)
 	}
 	return nil
 }

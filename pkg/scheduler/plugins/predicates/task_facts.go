@@ -8,6 +8,7 @@ import (
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/internal/nodeselector"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/volumes"
 )
 
 // unschedulableTaint is how kube-scheduler reads spec.unschedulable: a pod tolerating this
@@ -28,6 +29,8 @@ type taskFacts struct {
 	tolerations      []corev1.Toleration
 	// hostPorts the pod asks for; nil for nearly every pod.
 	hostPorts []hostPort
+	// hasClaims: the pod has volumes that VolumeBinding decides.
+	hasClaims bool
 }
 
 func newTaskFacts(task *api.TaskInfo, logger klog.Logger) *taskFacts {
@@ -37,6 +40,7 @@ func newTaskFacts(task *api.TaskInfo, logger klog.Logger) *taskFacts {
 		toleratesUnschedulable: corev1helpers.TolerationsTolerateTaint(logger, pod.Spec.Tolerations, &unschedulableTaint, false),
 		tolerations:            pod.Spec.Tolerations,
 		hostPorts:              appendHostPorts(nil, pod),
+		hasClaims:              volumes.HasClaims(pod),
 	}
 	if len(pod.Spec.NodeSelector) > 0 {
 		f.nodeSelector = labels.SelectorFromSet(pod.Spec.NodeSelector)
