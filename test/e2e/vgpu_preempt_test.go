@@ -5,8 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -23,12 +21,9 @@ import (
 // after allocate.
 func chartConfWith(t *testing.T, action string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot(), "config", "volcano-scheduler.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conf := strings.Replace(string(data), `"enqueue, allocate, backfill"`, `"enqueue, allocate, `+action+`, backfill"`, 1)
-	if conf == string(data) {
+	chart := chartConf(t)
+	conf := strings.Replace(chart, `"enqueue, allocate, backfill"`, `"enqueue, allocate, `+action+`, backfill"`, 1)
+	if conf == chart {
 		t.Fatal("config/volcano-scheduler.conf: no actions line to add " + action + " to")
 	}
 	return conf
