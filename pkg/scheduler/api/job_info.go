@@ -371,11 +371,12 @@ func (j *JobInfo) TaskSchedulingReason(t *TaskInfo) (reason, msg string) {
 }
 
 // PodScheduledMessage is TaskSchedulingReason with an empty message replaced by the gang's
-// explanation, as written into the pod's PodScheduled condition and FailedScheduling event.
-func (j *JobInfo) PodScheduledMessage(t *TaskInfo) (reason, msg string) {
+// explanation (FitError, which walks every task: fitError may be one computed once per job),
+// as written into the pod's PodScheduled condition and FailedScheduling event.
+func (j *JobInfo) PodScheduledMessage(t *TaskInfo, fitError func() string) (reason, msg string) {
 	reason, msg = j.TaskSchedulingReason(t)
 	if msg == "" {
-		msg = j.FitError()
+		msg = fitError()
 	}
 	return reason, msg
 }

@@ -44,7 +44,7 @@ func TestTaskSchedulingReasonGolden(t *testing.T) {
 	}
 	// A pending task without its own fit errors reports the gang's explanation.
 	task4 := job.Tasks["ns1-task-4"]
-	if reason, msg := job.PodScheduledMessage(task4); reason != "Unschedulable" || msg != want {
+	if reason, msg := job.PodScheduledMessage(task4, job.FitError); reason != "Unschedulable" || msg != want {
 		t.Errorf("task-4: got (%q, %q)", reason, msg)
 	}
 }
@@ -58,7 +58,7 @@ func TestQueueRefusalIsThePodsMessageOnly(t *testing.T) {
 	job.AddTask(task)
 	const refusal = "queue default has no room for the pod within its deserved share: volcano.sh/vgpu-number"
 	job.QueueRefusals = map[TaskID]string{task.UID: refusal}
-	if reason, msg := job.PodScheduledMessage(task); reason != "Unschedulable" || msg != refusal {
+	if reason, msg := job.PodScheduledMessage(task, job.FitError); reason != "Unschedulable" || msg != refusal {
 		t.Errorf("pod: got (%q, %q), want (Unschedulable, %q)", reason, msg, refusal)
 	}
 	if got, want := job.FitError(), "pod group is not ready, 1 Pending, 1 minAvailable; Pending: 1 Unschedulable"; got != want {

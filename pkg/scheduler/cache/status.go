@@ -77,7 +77,7 @@ func (sc *SchedulerCache) UpdateJobStatus(job *api.JobInfo, statusChanged bool) 
 		return
 	}
 	// FitError walks every task; pods without their own reason share it, so it is computed
-	// once per job rather than once per pod (api.JobInfo.PodScheduledMessage would redo it).
+	// once per job rather than once per pod.
 	fitError := sync.OnceValue(job.FitError)
 	switch job.Status.Phase {
 	case "", schedulingv1beta1.PodGroupPending, schedulingv1beta1.PodGroupInqueue, schedulingv1beta1.PodGroupUnknown:
@@ -95,10 +95,7 @@ func (sc *SchedulerCache) UpdateJobStatus(job *api.JobInfo, statusChanged bool) 
 			if t.SchGated {
 				continue
 			}
-			reason, msg := job.TaskSchedulingReason(t)
-			if msg == "" {
-				msg = fitError()
-			}
+			reason, msg := job.PodScheduledMessage(t, fitError)
 			sc.setPodUnscheduled(t.Pod, reason, msg)
 		}
 	}

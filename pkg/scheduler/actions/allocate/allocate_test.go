@@ -112,7 +112,7 @@ func checkCase(t *testing.T, tc allocateCase, ssn *framework.Session, cache *fak
 	}
 	for pod, msg := range tc.wantPodMessages {
 		job, task := taskByName(ssn, pod)
-		if _, got := job.PodScheduledMessage(task); got != msg {
+		if _, got := job.PodScheduledMessage(task, job.FitError); got != msg {
 			t.Errorf("pod %s: message %q, want %q", pod, got, msg)
 		}
 	}

@@ -529,7 +529,7 @@ func TestVGPUPreemptorThatCannotFitSaysWhy(t *testing.T) {
 				"high-1": "0/1 nodes are unavailable: 1 " + reason + ".",
 			}
 			for _, task := range high.Tasks {
-				if _, msg := high.PodScheduledMessage(task); msg != wantPod[task.Name] {
+				if _, msg := high.PodScheduledMessage(task, high.FitError); msg != wantPod[task.Name] {
 					t.Errorf("pod %s's PodScheduled message is %q, want %q", task.Name, msg, wantPod[task.Name])
 				}
 			}

@@ -137,7 +137,7 @@ func TestGangRefusalNamesTheConstraint(t *testing.T) {
 	if !strings.HasSuffix(message, want) {
 		t.Errorf("gang condition %q\ndoes not end with %q", message, want)
 	}
-	if _, msg := job.PodScheduledMessage(taskOf(t, ssn, "w-2")); !strings.Contains(msg, "vgpu-cores 100 needs a GPU no other vGPU uses") {
+	if _, msg := job.PodScheduledMessage(taskOf(t, ssn, "w-2"), job.FitError); !strings.Contains(msg, "vgpu-cores 100 needs a GPU no other vGPU uses") {
 		t.Errorf("w-2's FailedScheduling message %q does not name the constraint", msg)
 	}
 }
