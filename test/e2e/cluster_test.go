@@ -90,13 +90,16 @@ func waitEvent(t *testing.T, cs kubernetes.Interface, timeout time.Duration, ns,
 }
 
 // eventually polls cond every 100 ms until it returns true or the deadline passes; the last
-// state it describes is in the failure message.
+// state it describes is in the failure message (a call cut short by the deadline itself, whose
+// state would only say so, does not replace the one before).
 func eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (done bool, state string, err error)) {
 	t.Helper()
 	var last string
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		done, state, err := cond(ctx)
-		last = state
+		if ctx.Err() == nil || last == "" {
+			last = state
+		}
 		return done, err
 	})
 	if err != nil {

@@ -67,6 +67,8 @@ type Manager struct {
 	// problems holds the last error logged per server, so that a kubelet
 	// that stays away is logged once, not every poll.
 	problems map[*server]string
+	// streamEnded hears from the servers when a kubelet stream closes.
+	streamEnded chan struct{}
 }
 
 // NewManager checks cfg and prepares the servers; Run starts them.
@@ -87,6 +89,7 @@ func NewManager(cfg Config, inventory *Inventory) (*Manager, error) {
 		kubeletSocket: filepath.Join(dir, filepath.Base(pluginapi.KubeletSocket)),
 		pollInterval:  cfg.PollInterval,
 		problems:      make(map[*server]string),
+		streamEnded:   make(chan struct{}, 1),
 	}
 	if m.pollInterval <= 0 {
 		m.pollInterval = defaultPollInterval
@@ -100,7 +103,9 @@ func NewManager(cfg Config, inventory *Inventory) (*Manager, error) {
 			return nil, fmt.Errorf("device plugin resources: %s and %s would share socket %s", other, res.name, res.socketName())
 		}
 		sockets[res.socketName()] = string(res.name)
-		m.servers = append(m.servers, newServer(res, inventory, dir))
+		s := newServer(res, inventory, dir)
+		s.ended = m.streamEnded
+		m.servers = append(m.servers, s)
 	}
 	return m, nil
 }
@@ -119,6 +124,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	ticker := time.NewTicker(m.pollInterval)
 	defer ticker.Stop()
 	retryDelay := firstRetry
+	var orphanCheck <-chan time.Time
 	for {
 		var retry <-chan time.Time
 		if m.reconcile(ctx) {
@@ -133,6 +139,32 @@ func (m *Manager) Run(ctx context.Context) error {
 		case <-ticker.C:
 		case <-changed:
 		case <-retry:
+		case <-m.streamEnded:
+			orphanCheck = time.After(orphanDelay)
+		case <-orphanCheck:
+			orphanCheck = nil
+			m.dropOrphans()
+		}
+	}
+}
+
+// orphanDelay is how long after a kubelet stream closed the servers are checked for one the
+// kubelet no longer watches (dropOrphans): long enough for the kubelet to finish with the
+// client whose stream closed.
+const orphanDelay = time.Second
+
+// dropOrphans makes a registered server that no kubelet stream watches register again. The
+// kubelet watches every resource it registered; when the stream of a registration it
+// replaced ends after the new one connected, its device manager disconnects the resource's
+// current client instead and marks the resource unhealthy (kubelet v1.35,
+// pkg/kubelet/cm/devicemanager/plugin/v1beta1/handler.go runClient, manager.go
+// PluginDisconnected), and pods asking for it are refused ("no healthy devices present") until
+// the plugin registers again. A plugin restart right after a kubelet restart does that.
+func (m *Manager) dropOrphans() {
+	for _, s := range m.servers {
+		if s.grpc != nil && s.registeredWith != (fileID{}) && s.streams.Load() == 0 {
+			klog.InfoS("The kubelet no longer watches the device plugin; registering again", "resource", s.res.name)
+			s.registeredWith = fileID{}
 		}
 	}
 }

@@ -227,6 +227,29 @@ func TestManagerServesRegistersAndFollowsKubelet(t *testing.T) {
 		}
 	})
 
+	// The kubelet's device manager can drop a registration of ours while it cleans up after
+	// one it replaced (see Manager.dropOrphans): the server it no longer watches registers
+	// again; those it still watches do not.
+	t.Run("a resource the kubelet stops watching registers again", func(t *testing.T) {
+		percentageCtx, stopPercentage := context.WithCancel(ctx)
+		percentage := watchDevices(t, percentageCtx, pluginClient(t, dir, "nvidia-vgpu-memory-percentage.sock"))
+		nextList(t, percentage)
+		stopPercentage()
+		select {
+		case req := <-kubelet.registrations:
+			if req.ResourceName != "volcano.sh/vgpu-memory-percentage" {
+				t.Errorf("registered %s again, want only the resource whose stream closed", req.ResourceName)
+			}
+		case <-time.After(reRegisterDeadline):
+			t.Fatalf("no registration within %s of the kubelet's stream closing", reRegisterDeadline)
+		}
+		select {
+		case req := <-kubelet.registrations:
+			t.Errorf("registered %s again, although the kubelet watches it", req.ResourceName)
+		case <-time.After(2 * orphanDelay):
+		}
+	})
+
 	t.Run("kubelet restart that clears the directory", func(t *testing.T) {
 		stopStreams()
 		kubelet.server.Stop()

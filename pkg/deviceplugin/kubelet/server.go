@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -42,6 +43,10 @@ type server struct {
 	// registeredWith identifies the kubelet socket the server last
 	// registered through; zero when not registered.
 	registeredWith fileID
+	// streams counts the kubelet's ListAndWatch streams open now; ended
+	// hears when one closes (Manager.dropOrphans).
+	streams atomic.Int32
+	ended   chan<- struct{}
 }
 
 func newServer(res resource, inventory *Inventory, dir string) *server {
@@ -114,6 +119,14 @@ func (s *server) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*plu
 // ListAndWatch sends the resource's devices, then a new list each time the
 // inventory changes in a way that changes this resource's devices.
 func (s *server) ListAndWatch(_ *pluginapi.Empty, stream pluginapi.DevicePlugin_ListAndWatchServer) error {
+	s.streams.Add(1)
+	defer func() {
+		s.streams.Add(-1)
+		select {
+		case s.ended <- struct{}{}:
+		default: // a check is already due
+		}
+	}()
 	var sent []*pluginapi.Device
 	first := true
 	for {
