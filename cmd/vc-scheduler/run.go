@@ -66,6 +66,7 @@ func run(ctx context.Context, o *options) (err error) {
 		return err
 	}
 	pipe.Start()
+	metrics.Registry.MustRegister(pipe.Collectors()...)
 	// Events recorded until the very end (the last cycle's, the last binds') are written
 	// before the process goes.
 	defer func() {

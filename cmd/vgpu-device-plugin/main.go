@@ -216,7 +216,7 @@ func run(ctx context.Context, o *options) error {
 	})
 	g.Go(func() error { return registrar.Run(ctx) })
 	g.Go(func() error { return manager.Run(ctx) })
-	g.Go(func() error { return serveMetrics(ctx, o, client, gpuBackend, registrar) })
+	g.Go(func() error { return serveMetrics(ctx, o, client, gpuBackend, registrar, pipe) })
 	return g.Wait()
 }
 
@@ -238,14 +238,16 @@ func kubeletPodsClient(ctx context.Context, client kubernetes.Interface, o *opti
 	return podresources.New(o.podResourcesSocket)
 }
 
-// serveMetrics serves the host GPUs' usage, the per-container metrics and the plugin's own counters.
-func serveMetrics(ctx context.Context, o *options, client kubernetes.Interface, gpus nvml.Backend, registrar *register.Registrar) error {
+// serveMetrics serves the host GPUs' usage, the per-container metrics and the plugin's own
+// counters (its node patches, its Events dropped).
+func serveMetrics(ctx context.Context, o *options, client kubernetes.Interface, gpus nvml.Backend, registrar *register.Registrar, pipe *events.Pipe) error {
 	reg := prometheus.NewRegistry()
 	pods := monitor.NewPodIndex(client, o.nodeName)
 	go pods.Run(ctx)
 	// Removes the cache directories of pods gone from the node (monitor.DefaultSweepGrace after).
 	go monitor.NewSweeper(assignment.ContainerCacheRoot(o.hookPath), pods, monitor.SweepConfig{}).Run(ctx)
 	reg.MustRegister(monitor.NewCollector(assignment.ContainerCacheRoot(o.hookPath), gpus, pods.Lookup), registrar.PatchesCollector())
+	reg.MustRegister(pipe.Collectors()...)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	srv := &http.Server{Addr: o.metricsAddress, Handler: mux, ReadHeaderTimeout: 10 * time.Second}

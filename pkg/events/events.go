@@ -1,7 +1,7 @@
 // Package events delivers the programs' Kubernetes Events (core/v1, as upstream Volcano's,
-// aggregated and rate-limited per object by client-go's correlator, as kube-scheduler's are)
-// and drains them at shutdown: every Event recorded before Shutdown is written to the API
-// server, or given up on after client-go's retries, before the process goes.
+// aggregated and rate-limited per object by client-go's correlator, as kube-scheduler's are),
+// several writes at once (writer.go), and drains them at shutdown: every Event recorded
+// before Shutdown is written to the API server, or given up on, before the process goes.
 //
 // A bare client-go broadcaster cannot promise that: its Shutdown cancels the goroutine that
 // writes to the API server while Events are still queued for it, and Events recorded after
@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,6 +31,7 @@ type Pipe struct {
 	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
 	sink        *markerSink
+	writer      *writer
 }
 
 // New builds a pipe that writes through kube, with component as the Events' source. It can
@@ -44,12 +46,17 @@ func New(kube kubernetes.Interface, component string) (*Pipe, error) {
 		return nil, fmt.Errorf("event scheme: %w", err)
 	}
 	b := record.NewBroadcaster()
+	w := newWriter(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	return &Pipe{
 		broadcaster: b,
 		recorder:    b.NewRecorder(scheme, corev1.EventSource{Component: component}),
-		sink:        &markerSink{EventSink: &typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")}, seen: map[string]chan struct{}{}},
+		sink:        &markerSink{EventSink: w, seen: map[string]chan struct{}{}},
+		writer:      w,
 	}, nil
 }
+
+// Collectors are the pipe's metrics: DroppedMetric.
+func (p *Pipe) Collectors() []prometheus.Collector { return []prometheus.Collector{p.writer.dropped} }
 
 // Recorder records Events on objects.
 func (p *Pipe) Recorder() record.EventRecorder { return p.recorder }
@@ -60,12 +67,12 @@ func (p *Pipe) Start() {
 	p.broadcaster.StartStructuredLogging(4)
 }
 
-// Shutdown waits until every Event recorded so far has been handled, or ctx ends, then stops
-// the broadcaster. Call it once nothing records any more.
+// Shutdown waits until every Event recorded so far has been written or given up on, or ctx
+// ends, then stops the broadcaster. Call it once nothing records any more.
 //
-// Events are handled one at a time, in order, by the broadcaster's sink goroutine, so a marker
-// recorded last reaches the sink only after all the others have been written or given up on.
-// The sink swallows the marker; it never reaches the API server.
+// Events reach the sink one at a time, in order, from the broadcaster's sink goroutine, so a
+// marker recorded last reaches it only after all the others are queued for the writer, which
+// then writes what it holds. The sink swallows the marker; it never reaches the API server.
 func (p *Pipe) Shutdown(ctx context.Context) {
 	name := "volcano-vgpu-drain-" + string(uuid.NewUUID())
 	reached := p.sink.expect(name)
@@ -73,6 +80,7 @@ func (p *Pipe) Shutdown(ctx context.Context) {
 		corev1.EventTypeNormal, drainKind, "all Events before this one are written")
 	select {
 	case <-reached:
+		p.writer.close(ctx)
 	case <-ctx.Done():
 		klog.ErrorS(ctx.Err(), "Events still queued at shutdown were not written")
 	}

@@ -2,9 +2,14 @@ package events
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,5 +47,70 @@ func TestShutdownWritesEveryQueuedEvent(t *testing.T) {
 		if e.InvolvedObject.Kind == drainKind {
 			t.Fatalf("the drain marker reached the API: %v", e.InvolvedObject)
 		}
+	}
+}
+
+// gatedSink is an API server that answers once open is closed, recording what it was sent.
+type gatedSink struct {
+	open  chan struct{}
+	mu    sync.Mutex
+	names []string
+	err   error
+}
+
+func (s *gatedSink) Create(e *corev1.Event) (*corev1.Event, error) {
+	<-s.open
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.names = append(s.names, e.Name)
+	return e, s.err
+}
+func (s *gatedSink) Update(e *corev1.Event) (*corev1.Event, error) { return e, nil }
+func (s *gatedSink) Patch(e *corev1.Event, _ []byte) (*corev1.Event, error) {
+	return s.Create(e)
+}
+
+// While the API server does not answer, the writer holds what its queue for an object can
+// and counts the rest as dropped ("queue full"), never blocking the caller; once it answers,
+// what was held is written in the order it was recorded. A write the API server refuses is
+// counted too ("API error").
+func TestWriterCountsWhatItCannotHold(t *testing.T) {
+	sink := &gatedSink{open: make(chan struct{})}
+	w := newWriter(sink)
+	const extra = 50
+	n := writerQueue + 1 + extra // one in flight, a queue full, then the extra
+	for i := range n {
+		e := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("e%05d", i)},
+			InvolvedObject: corev1.ObjectReference{Namespace: "ns", Name: "victim"}}
+		if _, err := w.Create(e); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			// The first is taken by the worker, which then waits on the API server.
+			for deadline := time.Now().Add(10 * time.Second); len(w.queueFor(e)) > 0; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the worker never took the first write")
+				}
+			}
+		}
+	}
+	if got := testutil.ToFloat64(w.dropped.WithLabelValues("queue full")); got != extra {
+		t.Errorf("dropped %v as queue full, want %d", got, extra)
+	}
+	close(sink.open)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w.close(ctx)
+	if len(sink.names) != n-extra || !slices.IsSorted(sink.names) {
+		t.Errorf("wrote %d Events (in order: %v), want the first %d in order", len(sink.names), slices.IsSorted(sink.names), n-extra)
+	}
+
+	refusing := &gatedSink{open: make(chan struct{}), err: errors.New("namespace ns is terminating")}
+	close(refusing.open)
+	w = newWriter(refusing)
+	_, _ = w.Create(&corev1.Event{InvolvedObject: corev1.ObjectReference{Namespace: "ns", Name: "p"}})
+	w.close(ctx)
+	if got := testutil.ToFloat64(w.dropped.WithLabelValues("API error")); got != 1 {
+		t.Errorf("dropped %v for an API error, want 1", got)
 	}
 }
