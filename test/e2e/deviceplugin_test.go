@@ -84,6 +84,44 @@ func (p *pluginRun) restart(t *testing.T) {
 	p.proc.stop()
 	p.proc = start(t, "vgpu-device-plugin", p.args...)
 	p.waitServing(t, 0)
+	p.waitSettled(t)
+}
+
+// waitSettled waits until the plugin has sent its lists and then been quiet for a second: no
+// registration dropped by the kubelet and made again since. Right after a restart the
+// kubelet's device manager may drop the new registration while it cleans up after the old
+// one, refusing pods ("no healthy devices present") until the plugin registers again
+// (pkg/deviceplugin/kubelet Manager.dropOrphans) and the kubelet has its lists.
+func (p *pluginRun) waitSettled(t *testing.T) {
+	t.Helper()
+	eventually(t, 30*time.Second, "the plugin settles with the kubelet", func(context.Context) (bool, string, error) {
+		var last string
+		for _, line := range strings.Split(p.proc.log.String(), "\n") {
+			if strings.Contains(line, "Sent device list to kubelet") || strings.Contains(line, "registering again") {
+				last = line
+			}
+		}
+		at, err := klogTime(last)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		quiet := time.Since(at)
+		return strings.Contains(last, "Sent device list") && quiet > time.Second, fmt.Sprintf("last %q, %s ago", last, quiet), nil
+	})
+}
+
+// klogTime is the time of a klog line of this machine ("I1206 20:23:00.561438 ...").
+func klogTime(line string) (time.Time, error) {
+	fields := strings.Fields(line)
+	if len(fields) < 2 || len(fields[0]) != 5 {
+		return time.Time{}, fmt.Errorf("not a klog line: %q", line)
+	}
+	now := time.Now()
+	at, err := time.ParseInLocation("0102 15:04:05.000000", fields[0][1:]+" "+fields[1], time.Local)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return at.AddDate(now.Year(), 0, 0), nil
 }
 
 // servedResources is how many device lists the plugin sends the kubelet: vgpu-number,

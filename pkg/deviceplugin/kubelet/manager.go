@@ -151,7 +151,7 @@ func (m *Manager) Run(ctx context.Context) error {
 // orphanDelay is how long after a kubelet stream closed the servers are checked for one the
 // kubelet no longer watches (dropOrphans): long enough for the kubelet to finish with the
 // client whose stream closed.
-const orphanDelay = time.Second
+const orphanDelay = 250 * time.Millisecond
 
 // dropOrphans makes a registered server that no kubelet stream watches register again. The
 // kubelet watches every resource it registered; when the stream of a registration it
