@@ -6,6 +6,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/enqueue"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/preempt"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/reclaim"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/binpack"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/capacity"
@@ -18,7 +19,6 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/predicates"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/priority"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/proportion"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/volumes"
 )
 
 // newRegistry is newRegistryFor with the shipped device configuration, for a scheduler that
@@ -30,7 +30,7 @@ func newRegistry(allocateOpts allocate.Options) *framework.Registry {
 // newRegistryFor lists every action and plugin this binary has, each plugin with the argument
 // keys it reads; the framework knows none by name. deviceshare's sessions share devices, and
 // predicates' sessions decide claims with binding (nil: not at all); both outlive them.
-func newRegistryFor(allocateOpts allocate.Options, devices *deviceshare.Shared, binding *volumes.Binding) *framework.Registry {
+func newRegistryFor(allocateOpts allocate.Options, devices *deviceshare.Shared, binding api.VolumeBinder) *framework.Registry {
 	r := framework.NewRegistry()
 	r.RegisterAction(enqueue.New())
 	r.RegisterAction(allocate.NewWithOptions(allocateOpts))

@@ -66,19 +66,22 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 	return &Binding{pl: pl.(*volumebinding.VolumeBinding)}, nil
 }
 
-// Claims is one placement attempt of a pod that has claims: the plugin's cycle state.
-type Claims struct {
+// Binding is the api.VolumeBinder of vc-scheduler.
+var _ api.VolumeBinder = (*Binding)(nil)
+
+// claims is one placement attempt of a pod that has claims: the plugin's cycle state.
+type claims struct {
 	state *framework.CycleState
 	pod   *corev1.Pod
 }
 
-// PreFilter reads the pod's claims: nil Claims for a pod without any; a status when no node
-// can serve it (a claim missing or being deleted, an Immediate claim not yet bound).
-func (b *Binding) PreFilter(ctx context.Context, pod *corev1.Pod) (*Claims, *api.Status) {
-	if !HasClaims(pod) {
+// PreFilter reads the pod's claims: nil for a pod without any; a status when no node can
+// serve it (a claim missing or being deleted, an Immediate claim not yet bound).
+func (b *Binding) PreFilter(ctx context.Context, pod *corev1.Pod) (api.PodClaims, *api.Status) {
+	if !api.HasClaims(pod) {
 		return nil, nil
 	}
-	c := &Claims{state: framework.NewCycleState(), pod: pod}
+	c := &claims{state: framework.NewCycleState(), pod: pod}
 	_, s := b.pl.PreFilter(ctx, c.state, pod, nil)
 	switch {
 	case s.IsSkip():
@@ -89,20 +92,10 @@ func (b *Binding) PreFilter(ctx context.Context, pod *corev1.Pod) (*Claims, *api
 	return c, nil
 }
 
-// HasClaims: the pod has a persistentVolumeClaim or an ephemeral volume, the only volumes
-// the plugin looks at; other pods need not reach it.
-func HasClaims(pod *corev1.Pod) bool {
-	for _, v := range pod.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
-			return true
-		}
-	}
-	return false
-}
-
 // Filter says whether node can serve the claims: their bound PVs reach it, and each unbound
 // claim has an available PV there or can be provisioned there.
-func (b *Binding) Filter(ctx context.Context, c *Claims, node *corev1.Node) *api.Status {
+func (b *Binding) Filter(ctx context.Context, pc api.PodClaims, node *corev1.Node) *api.Status {
+	c := pc.(*claims)
 	ni := framework.NewNodeInfo()
 	ni.SetNode(node)
 	return convert(b.pl.Filter(ctx, c.state, c.pod, ni))
@@ -110,25 +103,27 @@ func (b *Binding) Filter(ctx context.Context, c *Claims, node *corev1.Node) *api
 
 // Reserve takes, in the plugin's assume cache, the PVs the claims are matched to on node,
 // so that the next pod's Filter does not count them available.
-func (b *Binding) Reserve(ctx context.Context, c *Claims, node string) error {
+func (b *Binding) Reserve(ctx context.Context, pc api.PodClaims, node string) error {
+	c := pc.(*claims)
 	return b.pl.Reserve(ctx, c.state, c.pod, node).AsError()
 }
 
 // Unreserve gives back what Reserve took.
-func (b *Binding) Unreserve(ctx context.Context, c *Claims, node string) {
+func (b *Binding) Unreserve(ctx context.Context, pc api.PodClaims, node string) {
+	c := pc.(*claims)
 	b.pl.Unreserve(ctx, c.state, c.pod, node)
 }
 
 // Step is the pre-bind step of a placement Reserve took on node: it writes the claims'
 // bindings (or their selected node) and waits for the PV controller; its undo, or its own
 // failure, gives the reservation back.
-func (b *Binding) Step(c *Claims, node string) api.PreBindStep {
-	return &step{b: b, c: c, node: node}
+func (b *Binding) Step(pc api.PodClaims, node string) api.PreBindStep {
+	return &step{b: b, c: pc.(*claims), node: node}
 }
 
 type step struct {
 	b    *Binding
-	c    *Claims
+	c    *claims
 	node string
 }
 

@@ -2,8 +2,6 @@ package deviceshare
 
 import (
 	"context"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	clientfeatures "k8s.io/client-go/features"
 	"os"
 	"testing"
 	"time"
@@ -26,12 +24,9 @@ import (
 )
 
 // TestMain turns off client-go's watch-list streaming: volcano.sh/apis' fake clientset never
-// ends its initial list with the bookmark a watch-list reflector waits for. This test binary
-// links kube-scheduler's volume plugins (through predicates), whose feature gates replace
-// client-go's own (k8s.io/kubernetes/pkg/features), so the switch is thrown there; client-go's
-// KUBE_FEATURE_ variables are not read then.
+// ends its initial list with the bookmark a watch-list reflector waits for.
 func TestMain(m *testing.M) {
-	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(clientfeatures.WatchListClient): false}); err != nil {
+	if err := os.Setenv("KUBE_FEATURE_WatchListClient", "false"); err != nil {
 		panic(err)
 	}
 	os.Exit(m.Run())

@@ -10,13 +10,12 @@ import (
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/volumes"
 )
 
 // taskClaims is a task's claims in the session and, once a placement reserved them, the
 // node and the pre-bind step that binds them there.
 type taskClaims struct {
-	claims *volumes.Claims
+	claims api.PodClaims
 	node   string
 	step   api.PreBindStep
 }

@@ -4,7 +4,7 @@
 // resources is the allocate action's check, not this plugin's.
 //
 // Pods' PersistentVolumeClaims are decided by kube-scheduler's VolumeBinding plugin
-// (predicate.VolumeBindingEnable, pkg/scheduler/volumes): a node the claims cannot use is
+// (predicate.VolumeBindingEnable; an api.VolumeBinder, pkg/scheduler/volumes): a node the claims cannot use is
 // refused in kube-scheduler's words, a placement reserves the PVs it was matched to (given
 // back if the placement is undone), and the claims are bound in the bind worker before the
 // pod's Binding.
@@ -29,7 +29,6 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/volumes"
 )
 
 // PluginName is the plugin's name in volcano-scheduler.conf.
@@ -127,7 +126,7 @@ type predicatesPlugin struct {
 
 	// volumes is kube-scheduler's volume binding, nil in a scheduler without one (in-process
 	// benchmarks); claims holds the session's tasks that have claims.
-	volumes *volumes.Binding
+	volumes api.VolumeBinder
 	claims  claimsByTask
 }
 
@@ -137,11 +136,11 @@ func New(args conf.Arguments) (framework.Plugin, error) { return NewBuilder(nil)
 // NewBuilder builds the plugin from its predicate.<Check>Enable arguments, deciding pods'
 // claims with binding (nil: not at all). A value that is not a bool is an error naming the
 // argument.
-func NewBuilder(binding *volumes.Binding) framework.PluginBuilder {
+func NewBuilder(binding api.VolumeBinder) framework.PluginBuilder {
 	return func(args conf.Arguments) (framework.Plugin, error) { return build(args, binding) }
 }
 
-func build(args conf.Arguments, binding *volumes.Binding) (framework.Plugin, error) {
+func build(args conf.Arguments, binding api.VolumeBinder) (framework.Plugin, error) {
 	p := &predicatesPlugin{
 		enabled: checks{podNumber: true, unschedulable: true, nodeAffinity: true, taints: true, hostPorts: true,
 			volumeBinding: true},

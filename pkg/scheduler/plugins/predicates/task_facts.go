@@ -8,7 +8,6 @@ import (
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/internal/nodeselector"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/volumes"
 )
 
 // unschedulableTaint is how kube-scheduler reads spec.unschedulable: a pod tolerating this
@@ -40,7 +39,7 @@ func newTaskFacts(task *api.TaskInfo, logger klog.Logger) *taskFacts {
 		toleratesUnschedulable: corev1helpers.TolerationsTolerateTaint(logger, pod.Spec.Tolerations, &unschedulableTaint, false),
 		tolerations:            pod.Spec.Tolerations,
 		hostPorts:              appendHostPorts(nil, pod),
-		hasClaims:              volumes.HasClaims(pod),
+		hasClaims:              api.HasClaims(pod),
 	}
 	if len(pod.Spec.NodeSelector) > 0 {
 		f.nodeSelector = labels.SelectorFromSet(pod.Spec.NodeSelector)
