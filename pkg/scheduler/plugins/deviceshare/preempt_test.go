@@ -235,7 +235,8 @@ func TestPreemptVGPU(t *testing.T) {
 
 // TestPipelinedBoundOnlyOnceVictimsAreGone: a vGPU pod whose GPU is held by a pod being
 // deleted is pipelined there, not bound, even where the node's vGPU totals have room now;
-// once the pod is gone it is bound with an assignment on that GPU.
+// once the pod is gone it is bound with an assignment on that GPU, and as soon as another
+// node has room it is bound there instead.
 func TestPipelinedBoundOnlyOnceVictimsAreGone(t *testing.T) {
 	cluster := func(victimThere bool) *api.ClusterInfo {
 		low := []*corev1.Pod{runningWith(pod("other", "low", vgpuCtr("main", 1, 12000, 0)), "n1", dev(1, "12000", "0"))}
@@ -266,6 +267,18 @@ func TestPipelinedBoundOnlyOnceVictimsAreGone(t *testing.T) {
 	runAllocate(cache)
 	if len(cache.bound) != 1 || boundPerGPU(t, cache)[uuid(0)] != 1 {
 		t.Fatalf("bound %v, want high-0 on GPU 0", boundPerGPU(t, cache))
+	}
+
+	// Another node has a free GPU by now: the preemptor is bound there at once, not held back
+	// for the victim's GPU.
+	freed := cluster(true)
+	n2 := api.NewNodeInfo(gpuNode("n2", 2, gpus(1, 10, 24576, h200)))
+	n2.Devices = map[string]api.Devices{PluginName: NewDeriverFor(defaultDevices, nil).Derive(n2)}
+	freed.Nodes[n2.Name], freed.NodeList = n2, append(freed.NodeList, n2)
+	cache = &bindRecorder{snap: freed}
+	runAllocate(cache)
+	if len(cache.bound) != 1 || cache.bound[0].NodeName != "n2" || boundPerGPU(t, cache)[uuid(2)] != 1 {
+		t.Fatalf("bound %v, want high-0 on n2's free GPU", boundPerGPU(t, cache))
 	}
 }
 
