@@ -94,7 +94,7 @@ func TestWriterCountsWhatItCannotHold(t *testing.T) {
 			}
 		}
 	}
-	if got := testutil.ToFloat64(w.dropped.WithLabelValues("queue full")); got != extra {
+	if got := testutil.ToFloat64(w.dropped.WithLabelValues(dropQueueFull)); got != extra {
 		t.Errorf("dropped %v as queue full, want %d", got, extra)
 	}
 	close(sink.open)
@@ -110,7 +110,7 @@ func TestWriterCountsWhatItCannotHold(t *testing.T) {
 	w = newWriter(refusing)
 	_, _ = w.Create(&corev1.Event{InvolvedObject: corev1.ObjectReference{Namespace: "ns", Name: "p"}})
 	w.close(ctx)
-	if got := testutil.ToFloat64(w.dropped.WithLabelValues("API error")); got != 1 {
+	if got := testutil.ToFloat64(w.dropped.WithLabelValues(dropAPIError)); got != 1 {
 		t.Errorf("dropped %v for an API error, want 1", got)
 	}
 }

@@ -47,14 +47,23 @@ const (
 	dropLogEvery = 10 * time.Second
 )
 
-// DroppedMetric counts Events never written, by reason: "queue full" (more were recorded
-// than the workers' queues hold) or "API error" (the API server refused the write).
+// DroppedMetric counts Events never written, by reason: dropQueueFull (more were recorded
+// than the workers' queues hold) or dropAPIError (the API server refused the write).
 const DroppedMetric = "volcano_vgpu_events_dropped_total"
+
+const (
+	dropQueueFull = "queue full"
+	dropAPIError  = "API error"
+)
 
 func newWriter(api record.EventSink) *writer {
 	w := &writer{api: api, dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: DroppedMetric, Help: "Kubernetes Events recorded but never written to the API server, by reason.",
 	}, []string{"reason"})}
+	// Both series exist from the start, at 0, so that a scrape shows nothing was dropped.
+	for _, reason := range []string{dropQueueFull, dropAPIError} {
+		w.dropped.WithLabelValues(reason)
+	}
 	for range writers {
 		q := make(chan write, writerQueue)
 		w.queues = append(w.queues, q)
@@ -88,7 +97,7 @@ func (w *writer) enqueue(wr write) {
 	select {
 	case w.queueFor(wr.event) <- wr:
 	default:
-		w.drop("queue full", wr.event, nil)
+		w.drop(dropQueueFull, wr.event, nil)
 	}
 }
 
@@ -112,7 +121,7 @@ func (w *writer) do(wr write) {
 		_, err = w.api.Create(&e)
 	}
 	if err != nil && !errors.IsAlreadyExists(err) {
-		w.drop("API error", wr.event, err)
+		w.drop(dropAPIError, wr.event, err)
 	}
 }
 
