@@ -16,7 +16,7 @@ import (
 // a container, so an empty response is right, except for a container that
 // asks for one of them without a vGPU count: kubelet never calls the count
 // server for it, so it would start with every GPU visible and no limit at
-// all (the upstream plugin's issue #40). CountRequired refuses that
+// all, as it does under the upstream plugin. CountRequired refuses that
 // container.
 type CountRequired struct {
 	client   kubernetes.Interface
