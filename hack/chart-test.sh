@@ -44,6 +44,10 @@ renders 1 '- --legacy-handshake' --set devicePlugin.legacyHandshake=true
 renders 0 '- --legacy-handshake' --set devicePlugin.legacyHandshake=false
 renders 0 '- --legacy-handshake'
 log "chart: devicePlugin.legacyHandshake renders --legacy-handshake only when true"
+renders 1 '- {name: DP_DISABLE_HEALTHCHECKS, value: "48,all"}' --set-string 'devicePlugin.disableHealthChecks=48\,all'
+renders 1 '- {name: DP_ENABLE_HEALTHCHECKS, value: "13"}' --set-string devicePlugin.enableHealthChecks=13
+renders 0 '- {name: DP_DISABLE_HEALTHCHECKS, value: ""}'
+log "chart: devicePlugin.disableHealthChecks and enableHealthChecks reach the device plugin as DP_ variables only when set"
 renders 1 '- --env-from=prefixed'
 renders 1 '- --env-from=refuse' --set admissionPolicy.envFrom=refuse
 log "chart: admissionPolicy.envFrom reaches the device plugin as --env-from (default prefixed)"

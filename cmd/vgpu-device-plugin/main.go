@@ -94,14 +94,21 @@ func envOr(key, fallback string) string {
 	return fallback
 }
 
-// backend opens the GPU discovery the flags ask for.
+// backend opens the GPU discovery the flags ask for, with the XID health settings of
+// nvml.EnvDisableHealthChecks and nvml.EnvEnableHealthChecks (upstream's DP_ variables). A
+// word there that is not an XID is reported and skipped; the rest apply.
 func backend(o *options) (nvml.Backend, error) {
+	xids, err := nvml.XIDPolicyFromEnv(os.Getenv)
+	if err != nil {
+		klog.ErrorS(err, "XID health settings partly unreadable; the rest apply", "xids", xids.String())
+	}
+	opts := nvml.Options{XIDs: &xids}
 	var b nvml.Backend
 	switch o.nvmlMode {
 	case "real":
-		b = nvml.NewReal(nvml.Options{})
+		b = nvml.NewReal(opts)
 	case "fake":
-		f, err := nvml.NewFake(o.fakeGPUs, o.nodeName, nvml.Options{})
+		f, err := nvml.NewFake(o.fakeGPUs, o.nodeName, opts)
 		if err != nil {
 			return nil, fmt.Errorf("--fake-gpus %q: %w", o.fakeGPUs, err)
 		}

@@ -599,3 +599,19 @@ func TestKubeletAndPluginRestartUnderLoad(t *testing.T) {
 	}
 	t.Logf("%d of %d pods ran with their own assignment; %d failed with the kubelet's reason: %v", ran, len(devices), len(failed), failed)
 }
+
+// The XID health settings reach the binary as upstream's environment variables (the chart's
+// devicePlugin.disableHealthChecks and enableHealthChecks set them): XID 48 no longer makes a
+// GPU unhealthy, 13 does, and a word that is no XID is reported by name and skipped.
+func TestDevicePluginReadsXIDHealthSettings(t *testing.T) {
+	cs := client(t)
+	t.Setenv("DP_DISABLE_HEALTHCHECKS", "48, bogus")
+	t.Setenv("DP_ENABLE_HEALTHCHECKS", "13")
+	plugin := devicePlugin(t, cs, 1)
+	eventually(t, 30*time.Second, "the plugin logs its XID policy", func(context.Context) (bool, string, error) {
+		log := plugin.proc.log.String()
+		return strings.Contains(log, `xids="all XIDs are critical except 31,43,45,48,68,109"`) &&
+				strings.Contains(log, "XID health settings partly unreadable") && strings.Contains(log, `\"bogus\" is not an XID number`),
+			tail(log, 5), nil
+	})
+}
