@@ -170,13 +170,9 @@ func waitKubeletHealthy(t *testing.T, want map[corev1.ResourceName]int64) {
 	t.Helper()
 	client := podResources(t)
 	eventually(t, 60*time.Second, "the kubelet counts the plugin's devices healthy", func(ctx context.Context) (bool, string, error) {
-		resp, err := client.GetAllocatableResources(ctx, &podresourcesapi.AllocatableResourcesRequest{})
+		got, err := allocatable(ctx, client)
 		if err != nil {
 			return false, err.Error(), nil
-		}
-		got := map[corev1.ResourceName]int64{}
-		for _, d := range resp.GetDevices() {
-			got[corev1.ResourceName(d.GetResourceName())] += int64(len(d.GetDeviceIds()))
 		}
 		for name, n := range want {
 			if got[name] != n {
@@ -185,6 +181,19 @@ func waitKubeletHealthy(t *testing.T, want map[corev1.ResourceName]int64) {
 		}
 		return true, "", nil
 	})
+}
+
+// allocatable counts the devices of each resource the kubelet's pod-resources API reports.
+func allocatable(ctx context.Context, client podresourcesapi.PodResourcesListerClient) (map[corev1.ResourceName]int64, error) {
+	resp, err := client.GetAllocatableResources(ctx, &podresourcesapi.AllocatableResourcesRequest{})
+	if err != nil {
+		return nil, err
+	}
+	got := map[corev1.ResourceName]int64{}
+	for _, d := range resp.GetDevices() {
+		got[corev1.ResourceName(d.GetResourceName())] += int64(len(d.GetDeviceIds()))
+	}
+	return got, nil
 }
 
 // waitNodeFreeOfOtherVGPUPods waits until the kubelet holds vGPU devices for no pod outside
@@ -223,16 +232,11 @@ func kubeletDevices(t *testing.T) string {
 	t.Helper()
 	client := podResources(t)
 	ctx := context.Background()
-	alloc, err := client.GetAllocatableResources(ctx, &podresourcesapi.AllocatableResourcesRequest{})
+	counts, err := allocatable(ctx, client)
 	if err != nil {
 		return err.Error()
 	}
-	n := 0
-	for _, d := range alloc.GetDevices() {
-		if d.GetResourceName() == string(vgpu.DefaultCountResource) {
-			n += len(d.GetDeviceIds())
-		}
-	}
+	n := counts[vgpu.DefaultCountResource]
 	list, err := client.List(ctx, &podresourcesapi.ListPodResourcesRequest{})
 	if err != nil {
 		return err.Error()

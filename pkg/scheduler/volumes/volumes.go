@@ -75,12 +75,10 @@ type claims struct {
 	pod   *corev1.Pod
 }
 
-// PreFilter reads the pod's claims: nil for a pod without any; a status when no node can
-// serve it (a claim missing or being deleted, an Immediate claim not yet bound).
+// PreFilter reads the pod's claims: nil for a pod without any (the plugin skips it); a status
+// when no node can serve it (a claim missing or being deleted, an Immediate claim not yet
+// bound). Callers ask only for pods api.HasClaims says have some.
 func (b *Binding) PreFilter(ctx context.Context, pod *corev1.Pod) (api.PodClaims, *api.Status) {
-	if !api.HasClaims(pod) {
-		return nil, nil
-	}
 	c := &claims{state: framework.NewCycleState(), pod: pod}
 	_, s := b.pl.PreFilter(ctx, c.state, pod, nil)
 	switch {

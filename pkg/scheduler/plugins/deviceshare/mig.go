@@ -30,8 +30,7 @@ const maxMIGPositions = 32
 // in the order tried: in upstream's A100 group2, 2g.10gb x3 then 1g.5gb x1, the 1g.5gb
 // instance is position 3 and is tried first. That is upstream's numbering (its id decoder
 // walks the listed profiles), which the device plugin reads to pick the instance, and the
-// one vgpu.MIGSlot documents; the spec's "counts of earlier instances" means earlier in the
-// list.
+// one vgpu.MIGSlot documents: "earlier instances" there means earlier in the list.
 //
 // A migSharing is built per GPU when its ledger is derived and shared, unchanged, by the
 // ledger's clones; what is held lives in the GPU's usage (migInstances).

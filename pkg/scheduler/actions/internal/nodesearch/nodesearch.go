@@ -177,14 +177,21 @@ func (s *SessionSearch) Find(task *api.TaskInfo) (*api.NodeInfo, *api.FitErrors)
 
 // FailAllNodes is the record of a task that failed before any node was looked at (a
 // pre-predicate): the same reason for every node, as upstream reports it.
-func (s *SessionSearch) FailAllNodes(err error) *api.FitErrors {
+func (s *SessionSearch) FailAllNodes(err error) *api.FitErrors { return FailAll(s.nodes, err) }
+
+// FailAll records err as every node's unresolvable reason.
+func FailAll(nodes []*api.NodeInfo, err error) *api.FitErrors {
 	status := api.NewStatus(api.UnschedulableAndUnresolvable, err.Error())
 	fe := api.NewFitErrors()
-	for _, node := range s.nodes {
+	for _, node := range nodes {
 		fe.SetNodeError(node.Name, status)
 	}
 	return fe
 }
+
+// InsufficientReason is allocate's reason for a node short of a resource, in kube-scheduler's
+// words.
+func InsufficientReason(name corev1.ResourceName) string { return "Insufficient " + string(name) }
 
 // nominated returns the node a preemption nominated the pod to, when it still takes the task.
 func (s *SessionSearch) nominated(task *api.TaskInfo) *api.NodeInfo {
@@ -393,7 +400,7 @@ func fitsAmount(amount, avail float64) bool {
 func (s *SessionSearch) insufficientStatus(name corev1.ResourceName) *api.Status {
 	status, ok := s.insufficient[name]
 	if !ok {
-		status = api.NewStatus(api.Unschedulable, "Insufficient "+string(name))
+		status = api.NewStatus(api.Unschedulable, InsufficientReason(name))
 		s.insufficient[name] = status
 	}
 	return status

@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/nodesearch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/priorityqueue"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
@@ -132,18 +133,14 @@ func search(ssn *framework.Session, stmt *framework.Statement, preemptor *api.Ta
 	if p := preemptor.Pod.Spec.PreemptionPolicy; p != nil && *p == corev1.PreemptNever {
 		return outcome{}
 	}
-	why := api.NewFitErrors()
 	if err := ssn.PrePredicate(preemptor); err != nil {
 		// Every node refuses it alike, as allocate's node search reports it.
-		status := api.NewStatus(api.UnschedulableAndUnresolvable, err.Error())
-		for _, node := range ssn.NodeList {
-			why.SetNodeError(node.Name, status)
-		}
-		if why.Nodes() == 0 {
+		if len(ssn.NodeList) == 0 {
 			return outcome{}
 		}
-		return outcome{why: why}
+		return outcome{why: nodesearch.FailAll(ssn.NodeList, err)}
 	}
+	why := api.NewFitErrors()
 	out := outcome{why: why}
 	roomNow := false
 	// Shared by the nodes that fail alike: a search over many nodes allocates one each.
@@ -294,14 +291,14 @@ func refusalOf(ssn *framework.Session, task *api.TaskInfo, node *api.NodeInfo) *
 		return s
 	}
 	if short := task.InitResreq.Exceeding(node.FutureIdle(), api.MissingAsZero); len(short) > 0 {
-		return api.NewStatus(api.Unschedulable, "Insufficient "+string(short[0]))
+		return api.NewStatus(api.Unschedulable, nodesearch.InsufficientReason(short[0]))
 	}
 	return nil
 }
 
 // insufficient is the reason of a node that even its victims' resources would leave short.
 func insufficient(name corev1.ResourceName) *api.Status {
-	return api.NewStatus(api.Unschedulable, "Insufficient "+string(name)+AfterEvictions)
+	return api.NewStatus(api.Unschedulable, nodesearch.InsufficientReason(name)+AfterEvictions)
 }
 
 // afterEvictions is s for a node that still refuses with its victims gone: each reason ends
