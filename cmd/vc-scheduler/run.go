@@ -80,18 +80,14 @@ func run(ctx context.Context, o *options) (err error) {
 	// the process; its sessions only read it.
 	devices := deviceshare.NewShared(devicewatch.NewSource(kube, confEvents.recorder))
 	metrics.Registry.MustRegister(devices.Collectors()...)
-	// kube-scheduler's volume binding watches the storage objects, and the cache's pods and
-	// nodes, from the cache's informer factory, which the cache starts.
+	// kube-scheduler's volume plugins watch the storage objects, and the cache's pods and
+	// nodes, from the cache's informer factory, once a configuration asks for one of them.
 	kubeInformers := informers.NewSharedInformerFactory(kube, o.compat.resyncPeriod)
-	binding, err := volumes.New(ctx, kube, kubeInformers)
-	if err != nil {
-		return err
-	}
 	registry := newRegistryFor(allocate.Options{
 		MinimumFeasibleNodes:         int(o.minNodesToFind),
 		PercentageNodesToFind:        int(o.pctNodesToFind),
 		MinimumPercentageNodesToFind: int(o.minPctNodesFind),
-	}, devices, binding)
+	}, devices, volumes.NewSource(ctx, kube, kubeInformers))
 
 	sc, err := cache.New(ctx, cache.Options{
 		SchedulerNames: o.schedulerNames, DefaultQueue: o.defaultQueue, NodeSelector: o.nodeSelector,

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 )
 
@@ -182,4 +184,100 @@ func TestClaimThatNoNodeServesWaits(t *testing.T) {
 	if err != nil || pv.Spec.ClaimRef != nil || pv.Status.Phase != corev1.VolumeAvailable {
 		t.Errorf("PV one: %v, claimRef %v, phase %s; want it Available and unclaimed", err, pv.Spec.ClaimRef, pv.Status.Phase)
 	}
+}
+
+// labelNode sets a label on the environment's node name.
+func (e *schedulerEnv) labelNode(name, key, value string) {
+	e.t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, key, value)
+	if _, err := e.cs.CoreV1().Nodes().Patch(context.Background(), e.name+"-"+name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// attachLimit creates the CSINode of the environment's node name, allowing count volumes of
+// driver, removed when the test ends.
+func (e *schedulerEnv) attachLimit(name, driver string, count int32) {
+	e.t.Helper()
+	n := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: e.name + "-" + name}, Spec: storagev1.CSINodeSpec{
+		Drivers: []storagev1.CSINodeDriver{{Name: driver, NodeID: name, Allocatable: &storagev1.VolumeNodeResources{Count: &count}}}}}
+	if _, err := e.cs.StorageV1().CSINodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = e.cs.StorageV1().CSINodes().Delete(context.Background(), n.Name, metav1.DeleteOptions{}) })
+}
+
+// csiClaim creates a claim with the access mode, pre-bound to a CSI PV of driver carrying
+// labels (a zone), for kube-controller-manager's PV controller to bind; the PV is removed when
+// the test ends.
+func (e *schedulerEnv) csiClaim(name, driver string, mode corev1.PersistentVolumeAccessMode, labels map[string]string) {
+	e.t.Helper()
+	ctx, noClass := context.Background(), ""
+	size := corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-" + name, Labels: labels},
+		Spec: corev1.PersistentVolumeSpec{Capacity: size, AccessModes: []corev1.PersistentVolumeAccessMode{mode},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: e.ns + "-" + name}},
+			ClaimRef:                      &corev1.ObjectReference{Namespace: e.ns, Name: name}}}
+	if _, err := e.cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		_ = e.cs.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+	})
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{mode}, StorageClassName: &noClass,
+			VolumeName: pv.Name, Resources: corev1.VolumeResourceRequirements{Requests: size}}}
+	if _, err := e.cs.CoreV1().PersistentVolumeClaims(e.ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// kube-scheduler's other volume plugins, under the chart's configuration, on two kwok GPU
+// nodes in two zones whose CSINodes allow one volume of a driver each:
+//   - a pod whose bound PV is labelled with zone 2 is placed on the zone-2 node (VolumeZone);
+//   - that pod's volume fills the zone-2 node's attach limit, so a 2-pod gang with a volume
+//     each finds one slot for two pods: its earlier pod's placement counts against its later
+//     one, and the gang waits whole, saying why (NodeVolumeLimits);
+//   - a ReadWriteOncePod claim one pod runs with keeps a second pod of it pending, saying why
+//     (VolumeRestrictions).
+func TestVolumeZoneLimitsAndReadWriteOncePod(t *testing.T) {
+	e := newSchedulerEnv(t)
+	ctx := context.Background()
+	const limited, unlimited = "limited.csi.e2e", "unlimited.csi.e2e"
+	zone := func(z string) map[string]string { return map[string]string{corev1.LabelTopologyZone: e.ns + "-" + z} }
+	for _, n := range []struct{ name, zone string }{{"one", "z1"}, {"two", "z2"}} {
+		e.gpuNode(n.name, 1, 10, 24576, 0)
+		e.labelNode(n.name, corev1.LabelTopologyZone, zone(n.zone)[corev1.LabelTopologyZone])
+		e.attachLimit(n.name, limited, 1)
+	}
+	e.csiClaim("zoned", limited, corev1.ReadWriteOnce, zone("z2"))
+	e.csiClaim("first", limited, corev1.ReadWriteOnce, nil)
+	e.csiClaim("second", limited, corev1.ReadWriteOnce, nil)
+	e.csiClaim("solo", unlimited, corev1.ReadWriteOncePod, nil)
+	e.scheduler(chartConf(t))
+	claimOf := map[string]string{"zoned-0": "zoned", "pair-0": "first", "pair-1": "second", "solo-0": "solo", "again-0": "solo"}
+	mount := func(p *corev1.Pod) { mountClaim(claimOf[p.Name])(p) }
+	waitsFor := func(name, reason string) {
+		pg := e.podGroup(name, 30*time.Second, "Unschedulable: "+reason, func(pg *schedulingv1beta1.PodGroup) bool {
+			c := condition(pg, schedulingv1beta1.PodGroupUnschedulableType)
+			return c != nil && strings.Contains(c.Message, reason)
+		})
+		t.Logf("PodGroup %s: %s", name, condition(pg, schedulingv1beta1.PodGroupUnschedulableType).Message)
+		if bound, _, err := e.boundPods(ctx, name+"-"); err != nil || bound != 0 {
+			t.Errorf("%s: %d pods bound (%v), want none", name, bound, err)
+		}
+	}
+
+	e.vgpuGangOfClass("zoned", "", "", 1, 1, 2000, 0, mount)
+	if pod := podPhase(t, e.cs, e.ns, "zoned-0", corev1.PodRunning, 60*time.Second); pod.Spec.NodeName != e.name+"-two" {
+		t.Errorf("zoned-0 on %q, want %s-two, the node in its PV's zone", pod.Spec.NodeName, e.name)
+	}
+	e.vgpuGangOfClass("pair", "", "", 2, 2, 2000, 0, mount)
+	waitsFor("pair", "node(s) exceed max volume count")
+
+	e.vgpuGangOfClass("solo", "", "", 1, 1, 2000, 0, mount)
+	podPhase(t, e.cs, e.ns, "solo-0", corev1.PodRunning, 60*time.Second)
+	e.vgpuGangOfClass("again", "", "", 1, 1, 2000, 0, mount)
+	waitsFor("again", "ReadWriteOncePod access mode already in-use by another pod")
 }

@@ -272,7 +272,7 @@ func TestInformersFeedTheCache(t *testing.T) {
 }
 
 // TestTrimForCache: what the cache keeps of a pod, a node and a PodGroup is what scheduling
-// reads (of volumes, the claims volume binding decides); the rest (managed fields, other
+// reads (of volumes, those kube-scheduler's volume plugins read: claims and inline disks); the rest (managed fields, other
 // volumes, commands, environment, probes, container statuses, addresses, conditions but
 // PodScheduled, node images) is dropped.
 func TestTrimForCache(t *testing.T) {
@@ -280,6 +280,8 @@ func TestTrimForCache(t *testing.T) {
 	claimVolume := corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}
 	ephemeralVolume := corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}}
+	diskVolume := corev1.Volume{Name: "disk", VolumeSource: corev1.VolumeSource{
+		ISCSI: &corev1.ISCSIVolumeSource{TargetPortal: "10.0.0.2:3260", IQN: "iqn.2026-12.example:disk", Lun: 0}}}
 	full := func() corev1.Container {
 		return corev1.Container{Name: "main", Image: "img", Command: []string{"run"}, Args: []string{"--x"},
 			Env: []corev1.EnvVar{{Name: "A", Value: "1"}}, EnvFrom: []corev1.EnvFromSource{{Prefix: "P"}},
@@ -290,7 +292,7 @@ func TestTrimForCache(t *testing.T) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{"a": "b"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
-		Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "v"}, claimVolume, ephemeralVolume}, InitContainers: []corev1.Container{full()},
+		Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "v"}, claimVolume, ephemeralVolume, diskVolume}, InitContainers: []corev1.Container{full()},
 			Containers: []corev1.Container{full()}, Tolerations: []corev1.Toleration{{Key: "k"}}, NodeSelector: map[string]string{"n": "1"}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Reason: "r", NominatedNodeName: "n1", PodIP: "10.0.0.1",
 			PodIPs: []corev1.PodIP{{IP: "10.0.0.1"}}, HostIP: "10.1.0.1", HostIPs: []corev1.HostIP{{IP: "10.1.0.1"}},
@@ -309,7 +311,7 @@ func TestTrimForCache(t *testing.T) {
 	}
 	want := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{"a": "b"}},
-		Spec: corev1.PodSpec{Volumes: []corev1.Volume{claimVolume, ephemeralVolume}, InitContainers: []corev1.Container{kept()},
+		Spec: corev1.PodSpec{Volumes: []corev1.Volume{claimVolume, ephemeralVolume, diskVolume}, InitContainers: []corev1.Container{kept()},
 			Containers: []corev1.Container{kept()}, Tolerations: []corev1.Toleration{{Key: "k"}}, NodeSelector: map[string]string{"n": "1"}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Reason: "r", NominatedNodeName: "n1",
 			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}},

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 )
 
 // trimmer is the informers' transform: it makes each object as small as the scheduler can
@@ -50,7 +52,7 @@ func newTrimmer() *trimmer {
 
 // trim drops what the scheduler never reads: every object's managedFields (a PodGroup's,
 // written by its controller and by us, is larger than the rest of it); a pod's volumes
-// other than claims (claimVolumes) and its containers' commands, environment, mounts and probes (pods are only ever
+// other than those the volume plugins read (schedulingVolumes) and its containers' commands, environment, mounts and probes (pods are only ever
 // patched and bound, never written back whole), its containers' statuses, addresses and
 // conditions other than PodScheduled; a node's image list. Equal resource requirements of
 // pods' containers, and pods' equal annotation keys and short values, become one shared copy.
@@ -60,7 +62,7 @@ func (t *trimmer) trim(obj any) (any, error) {
 	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		o.Spec.Volumes = claimVolumes(o.Spec.Volumes)
+		o.Spec.Volumes = schedulingVolumes(o.Spec.Volumes)
 		o.Annotations = t.shareAnnotations(o.Annotations)
 		// Of the status, the scheduler reads the phase, the reason, the nominated node and
 		// its own PodScheduled condition, which it patches by type.
@@ -148,15 +150,16 @@ func (t *trimmer) shareString(s string) string {
 	return s
 }
 
-// claimVolumes are the pod's persistentVolumeClaim and ephemeral volumes, which volume
-// binding decides (pkg/scheduler/volumes); nil, sharing nothing, when it has none, as most
-// pods have only ConfigMaps, Secrets and projected tokens.
-func claimVolumes(volumes []corev1.Volume) []corev1.Volume {
-	var claims []corev1.Volume
-	for _, v := range volumes {
-		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
-			claims = append(claims, v)
+// schedulingVolumes are the pod's volumes that kube-scheduler's volume plugins read
+// (api.SchedulingVolume: claims, and inline disks that count against attach limits or cannot
+// be shared); nil, sharing nothing, when it has none, as most pods have only ConfigMaps,
+// Secrets and projected tokens.
+func schedulingVolumes(volumes []corev1.Volume) []corev1.Volume {
+	var kept []corev1.Volume
+	for i := range volumes {
+		if api.SchedulingVolume(&volumes[i]) {
+			kept = append(kept, volumes[i])
 		}
 	}
-	return claims
+	return kept
 }

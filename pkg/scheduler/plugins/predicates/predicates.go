@@ -3,15 +3,16 @@
 // affinity, NoSchedule and NoExecute taints, and host ports in use. Whether the node has the
 // resources is the allocate action's check, not this plugin's.
 //
-// Pods' PersistentVolumeClaims are decided by kube-scheduler's VolumeBinding plugin
-// (predicate.VolumeBindingEnable; an api.VolumeBinder, pkg/scheduler/volumes): a node the claims cannot use is
-// refused in kube-scheduler's words, a placement reserves the PVs it was matched to (given
-// back if the placement is undone), and the claims are bound in the bind worker before the
-// pod's Binding.
+// Pods' volumes are decided by kube-scheduler's volume plugins (an api.VolumePlugins,
+// pkg/scheduler/volumes): VolumeBinding, VolumeZone and NodeVolumeLimits, each with its
+// predicate.<Name>Enable switch, and VolumeRestrictions with any of them. A node the volumes
+// cannot use is refused in kube-scheduler's words, a placement reserves the PVs its claims
+// were matched to (given back if the placement is undone), and the claims are bound in the
+// bind worker before the pod's Binding.
 //
 // Not checked (upstream runs kube-scheduler's plugins for them): inter-pod affinity and
-// anti-affinity, volume limits, volume zone, pod topology spread, and dynamic resource
-// allocation. Their upstream switches are accepted and ignored.
+// anti-affinity, pod topology spread, and dynamic resource allocation. Their upstream
+// switches are accepted and ignored.
 //
 // The predicate runs for every (task, node) pair, so everything that depends only on the
 // pod is worked out once per task (taskFacts), the failure verdicts are built once per
@@ -42,6 +43,8 @@ const (
 	TaintTolerationEnable   = "predicate.TaintTolerationEnable"
 	NodePortsEnable         = "predicate.NodePortsEnable"
 	VolumeBindingEnable     = "predicate.VolumeBindingEnable"
+	VolumeZoneEnable        = "predicate.VolumeZoneEnable"
+	NodeVolumeLimitsEnable  = "predicate.NodeVolumeLimitsEnable"
 )
 
 // IgnoredArgumentKeys are upstream's switches for checks this plugin does not make. A file
@@ -49,8 +52,6 @@ const (
 // reported, and loading says they are not acted on.
 var IgnoredArgumentKeys = conf.ArgumentKeys{
 	"predicate.PodAffinityEnable",
-	"predicate.NodeVolumeLimitsEnable",
-	"predicate.VolumeZoneEnable",
 	"predicate.PodTopologySpreadEnable",
 	"predicate.DynamicResourceAllocationEnable",
 	"predicate.CacheEnable",
@@ -60,7 +61,8 @@ var IgnoredArgumentKeys = conf.ArgumentKeys{
 // ArgumentKeys are the arguments New reads: the switches, upstream's unimplemented ones
 // included.
 var ArgumentKeys = append(conf.ArgumentKeys{PodNumberEnable, NodeUnschedulableEnable, NodeAffinityEnable,
-	TaintTolerationEnable, NodePortsEnable, VolumeBindingEnable}, IgnoredArgumentKeys...)
+	TaintTolerationEnable, NodePortsEnable, VolumeBindingEnable, VolumeZoneEnable, NodeVolumeLimitsEnable},
+	IgnoredArgumentKeys...)
 
 // Reasons users see in "0/N nodes are unavailable: ...". All but the pod-number one are
 // kube-scheduler's own words.
@@ -83,7 +85,8 @@ func UntoleratedTaintReason(t *corev1.Taint) string {
 
 // checks says which checks are switched on.
 type checks struct {
-	podNumber, unschedulable, nodeAffinity, taints, hostPorts, volumeBinding bool
+	podNumber, unschedulable, nodeAffinity, taints, hostPorts bool
+	volumes                                                   api.VolumeChecks
 }
 
 // verdicts are the session's failure statuses. They are shared by every node that fails the
@@ -124,26 +127,27 @@ type predicatesPlugin struct {
 	portsOnce sync.Once
 	ports     hostPortIndex
 
-	// volumes is kube-scheduler's volume binding, nil in a scheduler without one (in-process
-	// benchmarks); claims holds the session's tasks that have claims.
-	volumes api.VolumeBinder
-	claims  claimsByTask
+	// volumes are kube-scheduler's volume plugins the switches turn on, nil when none is (or
+	// in a scheduler without them: in-process benchmarks); volumesOf holds the session's
+	// tasks that have volumes they read.
+	volumes   api.VolumePlugins
+	volumesOf volumesByTask
 }
 
-// New is NewBuilder without volume binding: pods' claims are not looked at.
+// New is NewBuilder without volume plugins: pods' volumes are not looked at.
 func New(args conf.Arguments) (framework.Plugin, error) { return NewBuilder(nil)(args) }
 
 // NewBuilder builds the plugin from its predicate.<Check>Enable arguments, deciding pods'
-// claims with binding (nil: not at all). A value that is not a bool is an error naming the
-// argument.
-func NewBuilder(binding api.VolumeBinder) framework.PluginBuilder {
-	return func(args conf.Arguments) (framework.Plugin, error) { return build(args, binding) }
+// volumes with the plugins source gives (nil: not at all). A value that is not a bool is an
+// error naming the argument.
+func NewBuilder(source api.VolumeSource) framework.PluginBuilder {
+	return func(args conf.Arguments) (framework.Plugin, error) { return build(args, source) }
 }
 
-func build(args conf.Arguments, binding api.VolumeBinder) (framework.Plugin, error) {
+func build(args conf.Arguments, source api.VolumeSource) (framework.Plugin, error) {
 	p := &predicatesPlugin{
 		enabled: checks{podNumber: true, unschedulable: true, nodeAffinity: true, taints: true, hostPorts: true,
-			volumeBinding: true},
+			volumes: api.VolumeChecks{Binding: true, Zone: true, Limits: true}},
 		verdicts: newVerdicts(),
 		logger:   klog.Background(),
 	}
@@ -156,7 +160,9 @@ func build(args conf.Arguments, binding api.VolumeBinder) (framework.Plugin, err
 		{NodeAffinityEnable, &p.enabled.nodeAffinity},
 		{TaintTolerationEnable, &p.enabled.taints},
 		{NodePortsEnable, &p.enabled.hostPorts},
-		{VolumeBindingEnable, &p.enabled.volumeBinding},
+		{VolumeBindingEnable, &p.enabled.volumes.Binding},
+		{VolumeZoneEnable, &p.enabled.volumes.Zone},
+		{NodeVolumeLimitsEnable, &p.enabled.volumes.Limits},
 	}
 	for _, s := range switches {
 		if err := args.GetBool(s.on, s.key); err != nil {
@@ -169,8 +175,12 @@ func build(args conf.Arguments, binding api.VolumeBinder) (framework.Plugin, err
 			return nil, err
 		}
 	}
-	if p.enabled.volumeBinding {
-		p.volumes = binding
+	if source != nil {
+		v, err := source.Volumes(p.enabled.volumes)
+		if err != nil {
+			return nil, err
+		}
+		p.volumes = v
 	}
 	return p, nil
 }
@@ -188,7 +198,7 @@ func (p *predicatesPlugin) OnSessionOpen(ssn *framework.Session) {
 		})
 	}
 	if p.volumes != nil {
-		p.claims = claimsByTask{m: map[api.TaskID]*taskClaims{}}
+		p.volumesOf = volumesByTask{m: map[api.TaskID]*taskVolumes{}}
 		ssn.AddEventHandler(&framework.EventHandler{AllocateFunc: p.reserveVolumes, DeallocateFunc: p.unreserveVolumes})
 	}
 }
@@ -203,7 +213,7 @@ func (p *predicatesPlugin) prePredicate(task *api.TaskInfo) error {
 		return fmt.Errorf("pod %s: invalid required node affinity: %w", task.Key(), f.affinityErr)
 	}
 	if p.volumes != nil {
-		return p.readClaims(task)
+		return p.readVolumes(task)
 	}
 	return nil
 }
@@ -233,8 +243,8 @@ func (p *predicatesPlugin) predicate(task *api.TaskInfo, node *api.NodeInfo) *ap
 	if p.enabled.hostPorts && len(f.hostPorts) > 0 && p.portIndex().conflicts(node.Name, f.hostPorts) {
 		return p.verdicts.hostPorts
 	}
-	if p.volumes != nil && f.hasClaims {
-		return p.filterVolumes(task, n)
+	if p.volumes != nil && f.hasVolumes {
+		return p.filterVolumes(task, node)
 	}
 	return nil
 }

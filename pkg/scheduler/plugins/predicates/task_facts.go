@@ -28,8 +28,8 @@ type taskFacts struct {
 	tolerations      []corev1.Toleration
 	// hostPorts the pod asks for; nil for nearly every pod.
 	hostPorts []hostPort
-	// hasClaims: the pod has volumes that VolumeBinding decides.
-	hasClaims bool
+	// hasVolumes: the pod has volumes that kube-scheduler's volume plugins read.
+	hasVolumes bool
 }
 
 func newTaskFacts(task *api.TaskInfo, logger klog.Logger) *taskFacts {
@@ -39,7 +39,7 @@ func newTaskFacts(task *api.TaskInfo, logger klog.Logger) *taskFacts {
 		toleratesUnschedulable: corev1helpers.TolerationsTolerateTaint(logger, pod.Spec.Tolerations, &unschedulableTaint, false),
 		tolerations:            pod.Spec.Tolerations,
 		hostPorts:              appendHostPorts(nil, pod),
-		hasClaims:              api.HasClaims(pod),
+		hasVolumes:             api.HasSchedulingVolumes(pod),
 	}
 	if len(pod.Spec.NodeSelector) > 0 {
 		f.nodeSelector = labels.SelectorFromSet(pod.Spec.NodeSelector)

@@ -1,0 +1,33 @@
+package volumes
+
+import (
+	"context"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+)
+
+// StepName names the pre-bind step in logs.
+const StepName = "volumebinding"
+
+// step is the pre-bind step of a placement Reserve took on node: it writes the claims'
+// bindings (or their selected node) and waits for the PV controller; its undo, or its own
+// failure, gives the reservation back.
+type step struct {
+	p    *Plugins
+	v    *podVolumes
+	node string
+}
+
+func (s *step) Name() string { return StepName }
+
+// PreBind hands VolumeBinding the pod as it will be bound (spec.nodeName set), as
+// kube-scheduler's assumed pod: its wait for the PV controller reads the node from it.
+func (s *step) PreBind(ctx context.Context, r *api.PreBindRequest) (api.Undo, error) {
+	assumed := *r.Pod
+	assumed.Spec.NodeName = s.node
+	if err := s.p.binding.PreBind(ctx, s.v.state, &assumed, s.node).AsError(); err != nil {
+		s.p.Unreserve(ctx, s.v, s.node)
+		return nil, err
+	}
+	return func(ctx context.Context) error { s.p.Unreserve(ctx, s.v, s.node); return nil }, nil
+}
