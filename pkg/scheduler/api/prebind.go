@@ -26,6 +26,15 @@ type PreBindStep interface {
 	PreBind(ctx context.Context, r *PreBindRequest) (Undo, error)
 }
 
+// WaitingStep is a PreBindStep that may wait long for another controller (volume binding
+// waits for the PV controller, up to its bind timeout). The binder runs a task with such a
+// step apart from its bind workers, so that the binds of other pods do not queue behind it.
+type WaitingStep interface {
+	PreBindStep
+	// MayWait marks the step; it is never called.
+	MayWait()
+}
+
 // Undo takes back what one PreBind did against the API server; its error is only logged,
 // the bind having failed already.
 type Undo func(ctx context.Context) error

@@ -57,25 +57,43 @@ func (sc *SchedulerCache) setTaskStatus(t *api.TaskInfo, status api.TaskStatus) 
 	t.Status = status
 }
 
-// processNextBind sends one Binding; false once the cache is shut down.
+// processNextBind sends one Binding; false once the cache is shut down. A task with a step
+// that may wait long (api.WaitingStep) is bound on a goroutine of its own, the worker going
+// on to the next pod: the queue holds the task (a later Bind of it waits) until it is done,
+// and Stop's drain waits for it as for the workers' binds.
 func (sc *SchedulerCache) processNextBind(ctx context.Context) bool {
 	ref, shutdown := sc.binds.Get()
 	if shutdown {
 		return false
 	}
-	defer sc.binds.Done(ref)
 
 	sc.mu.Lock()
 	t := sc.tasks[ref.UID]
 	if t == nil || t.Status != api.Binding {
 		// Deleted, or being deleted, since Bind accepted it.
 		sc.mu.Unlock()
+		sc.binds.Done(ref)
 		return true
 	}
 	pod, node, steps := t.Pod, t.NodeName, t.PreBind
 	binding := newBinding(t)
 	sc.mu.Unlock()
 
+	bind := func() {
+		defer sc.binds.Done(ref)
+		sc.bind(ctx, ref, pod, node, steps, binding)
+	}
+	if slices.ContainsFunc(steps, func(s api.PreBindStep) bool { _, waits := s.(api.WaitingStep); return waits }) {
+		go bind()
+	} else {
+		bind()
+	}
+	return true
+}
+
+// bind runs the task's pre-bind steps, then sends its Binding; a failure undoes the steps
+// done and the placement.
+func (sc *SchedulerCache) bind(ctx context.Context, ref podRef, pod *corev1.Pod, node string, steps []api.PreBindStep, binding *corev1.Binding) {
 	var done []doneStep
 	for _, step := range steps {
 		undo, err := step.PreBind(ctx, &api.PreBindRequest{Client: sc.kube, Clock: sc.clock, Pod: pod, Node: node})
@@ -83,7 +101,7 @@ func (sc *SchedulerCache) processNextBind(ctx context.Context) bool {
 			klog.V(3).InfoS("Pre-bind step failed", "pod", klog.KObj(pod), "node", node, "step", step.Name())
 			undoSteps(ctx, done, pod, node)
 			sc.bindFailed(ref, pod, node, err)
-			return true
+			return
 		}
 		if undo != nil {
 			done = append(done, doneStep{step.Name(), undo})
@@ -92,13 +110,12 @@ func (sc *SchedulerCache) processNextBind(ctx context.Context) bool {
 	if err := sc.kube.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
 		undoSteps(ctx, done, pod, node)
 		sc.bindFailed(ref, pod, node, err)
-		return true
+		return
 	}
 	klog.V(3).InfoS("Bound pod", "pod", klog.KObj(pod), "node", node)
 	sc.recorder.Eventf(pod, corev1.EventTypeNormal, EventReasonScheduled, "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
 	metrics.ScheduledPods.Inc()
 	metrics.TaskSchedulingLatency.Observe(metrics.Since(pod.CreationTimestamp.Time))
-	return true
 }
 
 // doneStep is a pre-bind step that did its work for the bind under way, and its undo.

@@ -83,3 +83,52 @@ func TestBindRunsPreBindSteps(t *testing.T) {
 		})
 	}
 }
+
+// waitingStep is a pre-bind step that may wait long: it blocks until release is closed.
+type waitingStep struct {
+	started chan struct{}
+	release chan struct{}
+}
+
+func (s waitingStep) Name() string { return "waiting" }
+func (s waitingStep) MayWait()     {}
+func (s waitingStep) PreBind(ctx context.Context, _ *api.PreBindRequest) (api.Undo, error) {
+	close(s.started)
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+	}
+	return nil, nil
+}
+
+// A task whose step waits (for the PV controller) does not hold the bind worker: the next
+// task's Binding is sent while it waits, and its own once the step is done. Stop drains it.
+func TestWaitingStepLeavesTheWorkerFree(t *testing.T) {
+	env := bindEnv(t, newPod("p1", "1", inGroup("pg1")), newPod("p2", "1", inGroup("pg1")))
+	capture := &bindingCapture{}
+	capture.install(env)
+	step := waitingStep{started: make(chan struct{}), release: make(chan struct{})}
+	first := placed(t, env, "p1", "n1", nil)
+	first.AddPreBind(step)
+	second := placed(t, env, "p2", "n1", nil)
+	for _, task := range []*api.TaskInfo{first, second} {
+		if err := env.sc.Bind(task); err != nil {
+			t.Fatalf("Bind %s: %v", task.Name, err)
+		}
+	}
+	ctx := context.Background()
+	env.sc.processNextBind(ctx) // p1: its step starts on a goroutine of its own
+	<-step.started
+	env.sc.processNextBind(ctx) // p2, on the same worker
+	capture.mu.Lock()
+	if len(capture.bindings) != 1 || capture.bindings[0].Name != "p2" {
+		t.Errorf("Bindings sent while p1's step waits: %v, want p2's", capture.bindings)
+	}
+	capture.mu.Unlock()
+
+	close(step.release)
+	env.sc.Stop(ctx)
+	if len(capture.bindings) != 2 || capture.bindings[1].Name != "p1" {
+		t.Errorf("Bindings once the step is done and the cache stopped: %v, want p2's then p1's", capture.bindings)
+	}
+}

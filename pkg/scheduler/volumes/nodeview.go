@@ -24,10 +24,23 @@ type nodeView struct {
 	pods []fwk.PodInfo
 }
 
-func newNodeView(node *api.NodeInfo) *nodeView {
-	ni := framework.NewNodeInfo()
-	ni.SetNode(node.Node)
+func newNodeView(ni *framework.NodeInfo, node *api.NodeInfo) *nodeView {
 	return &nodeView{NodeInfo: ni, node: node}
+}
+
+// nodeInfos holds, for one session, kube-scheduler's NodeInfo of each node object, without
+// pods: building one parses the node's allocatable resources, too dear to do for every pod
+// a node is tried for. The plugins only read it, from any number of Filters at once.
+type nodeInfos struct{ m sync.Map }
+
+func (c *nodeInfos) get(n *corev1.Node) *framework.NodeInfo {
+	if ni, ok := c.m.Load(n.Name); ok && ni.(*framework.NodeInfo).Node() == n {
+		return ni.(*framework.NodeInfo)
+	}
+	ni := framework.NewNodeInfo()
+	ni.SetNode(n)
+	c.m.Store(n.Name, ni)
+	return ni
 }
 
 // GetPods lists the node's pods on first call.

@@ -16,6 +16,7 @@ import (
 type Plugins struct {
 	*plugins
 	checks api.VolumeChecks
+	nodes  nodeInfos
 }
 
 var _ api.VolumePlugins = (*Plugins)(nil)
@@ -85,7 +86,7 @@ func (p *Plugins) PreFilter(ctx context.Context, pod *corev1.Pod, nodes []*api.N
 // unbound claim with an available PV there or provisionable there.
 func (p *Plugins) Filter(ctx context.Context, pv api.PodVolumes, node *api.NodeInfo) *api.Status {
 	v := pv.(*podVolumes)
-	ni := newNodeView(node)
+	ni := newNodeView(p.nodes.get(node.Node), node)
 	for _, pl := range v.filters {
 		if s := pl.Filter(ctx, v.state, v.pod, ni); !s.IsSuccess() {
 			return convert(s, pl.Name())
@@ -96,7 +97,7 @@ func (p *Plugins) Filter(ctx context.Context, pv api.PodVolumes, node *api.NodeI
 
 // Reserve takes, in VolumeBinding's assume cache, the PVs the claims are matched to on node,
 // so that the next pod's Filter does not count them available, and returns the step that
-// binds them.
+// binds them: none when every claim is bound already.
 func (p *Plugins) Reserve(ctx context.Context, pv api.PodVolumes, node string) (api.PreBindStep, error) {
 	v := pv.(*podVolumes)
 	if !v.binds {
@@ -104,6 +105,9 @@ func (p *Plugins) Reserve(ctx context.Context, pv api.PodVolumes, node string) (
 	}
 	if err := p.binding.Reserve(ctx, v.state, v.pod, node).AsError(); err != nil {
 		return nil, err
+	}
+	if s := p.binding.PreBindPreFlight(ctx, v.state, v.pod, node); s.IsSkip() {
+		return nil, nil
 	}
 	return &step{p: p, v: v, node: node}, nil
 }

@@ -11,7 +11,8 @@ const StepName = "volumebinding"
 
 // step is the pre-bind step of a placement Reserve took on node: it writes the claims'
 // bindings (or their selected node) and waits for the PV controller; its undo, or its own
-// failure, gives the reservation back.
+// failure, gives the reservation back. It waits for the PV controller, so the binder runs it
+// apart from its bind workers (api.WaitingStep).
 type step struct {
 	p    *Plugins
 	v    *podVolumes
@@ -19,6 +20,10 @@ type step struct {
 }
 
 func (s *step) Name() string { return StepName }
+
+func (s *step) MayWait() {}
+
+var _ api.WaitingStep = (*step)(nil)
 
 // PreBind hands VolumeBinding the pod as it will be bound (spec.nodeName set), as
 // kube-scheduler's assumed pod: its wait for the PV controller reads the node from it.
