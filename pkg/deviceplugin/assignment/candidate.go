@@ -197,23 +197,26 @@ func (c *candidate) admittedEntry(names vgpu.ResourceNames, key types.Namespaced
 		return reason
 	}
 	c.entry = entry
-	if phase == vgpu.BindPhaseSuccess {
-		c.toAllocate, c.again = assigned, true
-		return ""
+	if phase == vgpu.BindPhaseAllocating {
+		toAllocate, reason := decodeAnnotation(c.pod, vgpu.DevicesToAllocateAnnotation)
+		if reason != "" {
+			return reason
+		}
+		next, pending := toAllocate.NextPending()
+		switch {
+		case pending && next == entry:
+			c.toAllocate = toAllocate
+			return ""
+		case pending && next < entry:
+			return fmt.Sprintf("has container entry %d still to allocate, but the kubelet holds that container's vGPUs", next)
+		}
 	}
-	toAllocate, reason := decodeAnnotation(c.pod, vgpu.DevicesToAllocateAnnotation)
-	if reason != "" {
-		return reason
+	// Served before. An assignment with fewer entries than the pod has vGPU
+	// containers is none the scheduler wrote; it has no entry to serve again.
+	if entry >= len(assigned) {
+		return fmt.Sprintf("has %d container entries in %s, none for vGPU container %d", len(assigned), vgpu.AssignedDevicesAnnotation, entry)
 	}
-	next, pending := toAllocate.NextPending()
-	switch {
-	case pending && next == entry:
-		c.toAllocate = toAllocate
-	case !pending || entry < next:
-		c.toAllocate, c.again = assigned, true
-	default:
-		return fmt.Sprintf("has container entry %d still to allocate, but the kubelet holds that container's vGPUs", next)
-	}
+	c.toAllocate, c.again = assigned, true
 	return ""
 }
 
