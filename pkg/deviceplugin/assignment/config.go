@@ -108,7 +108,7 @@ type Config struct {
 	// KubeletPods tells which pods the kubelet admits and which of their
 	// containers hold vGPUs (podresources.Client): only a container the
 	// kubelet holds without vGPUs can be the one an Allocate is for
-	// (admittedCandidates). It must list only the pods the kubelet admits,
+	// (consider). It must list only the pods the kubelet admits,
 	// as kubelets from podresources.MinKubelet do. Nil, or when it fails
 	// (the socket not mounted), the earliest bound candidate is served
 	// (VGPU.candidates).

@@ -57,11 +57,11 @@ func TestMatchRequestWithContextReserve(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := assigned("p", 1, []corev1.Container{tt.container}, vgpu.PodDevices{{dev(gpuA, tt.booked, 0)}})
-			target, err := pick([]corev1.Pod{pod}, 1)
+			picked, err := pick([]corev1.Pod{pod}, 1)
 			if err != nil {
 				t.Fatalf("pick: %v", err)
 			}
-			_, err = containerFor(target, Config{Names: names, MemoryFactor: tt.factor, ContextReserves: tt.reserves}, testGPUs())
+			_, err = containerFor(picked, Config{Names: names, MemoryFactor: tt.factor, ContextReserves: tt.reserves}, testGPUs())
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Fatalf("refused: %v", err)

@@ -280,3 +280,25 @@ func TestAllocateServesAgainAContainerOfAPodStillAllocating(t *testing.T) {
 		t.Errorf("bind phase after c1 %q, want %q", got, vgpu.BindPhaseSuccess)
 	}
 }
+
+// A pod the kubelet holds, asking again for a container its assignment has
+// no entry for (vgpu-ids-new forged short), is passed over with its reason,
+// and the honest pod waiting behind it is served.
+func TestAllocatePassesOverAnAssignmentWithoutTheEntryToServeAgain(t *testing.T) {
+	forged, honest := twoWaiting()
+	forged = with(served(forged), func(p *corev1.Pod) { p.Annotations[vgpu.AssignedDevicesAnnotation] = "" })
+	holdings := podresources.Holdings{
+		{Namespace: "ns", Name: "first"}:  {"main": false},
+		{Namespace: "ns", Name: "second"}: {"main": false},
+	}
+	env := newTestEnv(t, 1, &forged)
+	env.alloc.cfg.KubeletPods = fakeKubeletPods{holdings: holdings}
+	_, err := env.allocate(1)
+	if want := "pod ns/first has 0 container entries in volcano.sh/vgpu-ids-new, none for vGPU container 0"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Allocate: %v, want a refusal saying %q", err, want)
+	}
+
+	env = newTestEnv(t, 1, &forged, &honest)
+	env.alloc.cfg.KubeletPods = fakeKubeletPods{holdings: holdings}
+	wantServed(t, env, gpuB)
+}

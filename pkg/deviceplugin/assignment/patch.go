@@ -33,13 +33,13 @@ func mergePatch(resourceVersion string, annotations map[string]string) []byte {
 	return data
 }
 
-// servedAnnotations records that the target's container was served: its
+// servedAnnotations records that the candidate's container was served: its
 // entry is erased from the devices still to allocate, and once no entry
 // remains the pod's hand-off is complete (bind phase success, and the
 // assignment time set to the value that sorts last in every search for
 // the oldest waiting pod).
-func servedAnnotations(t target) (annotations map[string]string, complete bool, err error) {
-	rest, err := t.toAllocate.EraseContainer(t.entry)
+func servedAnnotations(c candidate) (annotations map[string]string, complete bool, err error) {
+	rest, err := c.toAllocate.EraseContainer(c.entry)
 	if err != nil {
 		return nil, false, err
 	}

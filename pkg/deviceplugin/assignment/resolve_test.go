@@ -13,12 +13,13 @@ import (
 
 // pick is the candidate Allocate tries first, or the error it gives when
 // there is none.
-func pick(pods []corev1.Pod, count int) (target, error) {
-	candidates, reasons := findCandidates(pods, testNode, count, []string{DefaultSchedulerName})
+func pick(pods []corev1.Pod, count int) (candidate, error) {
+	cfg := Config{NodeName: testNode, Names: names, SchedulerNames: []string{DefaultSchedulerName}}
+	candidates, reasons := findCandidates(pods, cfg, count, nil)
 	if len(candidates) == 0 {
-		return target{}, noTargetError(testNode, count, reasons)
+		return candidate{}, noTargetError(testNode, count, reasons)
 	}
-	return candidates[0].target, nil
+	return candidates[0], nil
 }
 
 func TestFindTargetAndContainer(t *testing.T) {
@@ -177,10 +178,10 @@ func TestFindTargetAndContainer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			target, err := pick(tt.pods, tt.count)
+			picked, err := pick(tt.pods, tt.count)
 			if tt.wantErr != nil {
 				if err == nil {
-					t.Fatalf("picked pod %s, want error", target.pod.Name)
+					t.Fatalf("picked pod %s, want error", picked.pod.Name)
 				}
 				for _, want := range tt.wantErr {
 					if !strings.Contains(err.Error(), want) {
@@ -192,10 +193,10 @@ func TestFindTargetAndContainer(t *testing.T) {
 			if err != nil {
 				t.Fatalf("pick: %v", err)
 			}
-			if target.pod.Name != tt.wantPod || target.entry != tt.wantEntry {
-				t.Fatalf("picked pod %s entry %d, want pod %s entry %d", target.pod.Name, target.entry, tt.wantPod, tt.wantEntry)
+			if picked.pod.Name != tt.wantPod || picked.entry != tt.wantEntry {
+				t.Fatalf("picked pod %s entry %d, want pod %s entry %d", picked.pod.Name, picked.entry, tt.wantPod, tt.wantEntry)
 			}
-			container, err := containerFor(target, Config{Names: names, MemoryFactor: 1}, testGPUs())
+			container, err := containerFor(picked, Config{Names: names, MemoryFactor: 1}, testGPUs())
 			if err != nil {
 				t.Fatalf("containerFor: %v", err)
 			}
@@ -246,11 +247,11 @@ func TestContainerForRefusesInconsistentAssignments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			target, err := pick([]corev1.Pod{tt.pod}, len(mustDecode(t, tt.pod)[0]))
+			picked, err := pick([]corev1.Pod{tt.pod}, len(mustDecode(t, tt.pod)[0]))
 			if err != nil {
 				t.Fatalf("pick: %v", err)
 			}
-			_, err = containerFor(target, Config{Names: names, MemoryFactor: 1}, testGPUs())
+			_, err = containerFor(picked, Config{Names: names, MemoryFactor: 1}, testGPUs())
 			if err == nil || err.Error() != tt.wantErr {
 				t.Fatalf("error %v, want %q", err, tt.wantErr)
 			}
@@ -284,11 +285,11 @@ func TestContainerForRefusesAssignmentsThatDoNotMatchTheRequest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := assigned("p", 1, []corev1.Container{tt.container}, vgpu.PodDevices{tt.devices})
-			target, err := pick([]corev1.Pod{pod}, len(tt.devices))
+			picked, err := pick([]corev1.Pod{pod}, len(tt.devices))
 			if err != nil {
 				t.Fatalf("pick: %v", err)
 			}
-			_, err = containerFor(target, Config{Names: names, MemoryFactor: 1}, testGPUs())
+			_, err = containerFor(picked, Config{Names: names, MemoryFactor: 1}, testGPUs())
 			want := `pod ns/p container "main", entry 0 in volcano.sh/devices-to-allocate: ` + tt.wantErr
 			if err == nil || err.Error() != want {
 				t.Fatalf("error %v, want %q", err, want)

@@ -110,19 +110,19 @@ func (a *VGPU) allocate(ctx context.Context, count int, last bool) (*pluginapi.C
 		return nil, err
 	}
 	for _, c := range candidates {
-		container, err := containerFor(c.target, a.cfg, a.cfg.GPUs.GPUs())
+		container, err := containerFor(c, a.cfg, a.cfg.GPUs.GPUs())
 		if err == nil {
 			err = a.checkEnv(c.pod)
 		}
 		if err != nil {
-			a.refuse(ctx, c.target, err)
+			a.refuse(ctx, c, err)
 			reasons = append(reasons, err.Error())
 			continue
 		}
-		response, err := a.serve(ctx, c.target, container)
+		response, err := a.serve(ctx, c, container)
 		if err != nil {
 			if last || !apierrors.IsConflict(err) {
-				a.fail(ctx, c.target, err)
+				a.fail(ctx, c, err)
 			}
 			return nil, err
 		}
@@ -150,9 +150,8 @@ func (a *VGPU) kubeletHoldings(ctx context.Context) podresources.Holdings {
 }
 
 // candidates lists the pods that can be the one kubelet is admitting, most
-// likely first: from the kubelet's own list of its pods (holdings) when it
-// could be asked (admittedCandidates), else from the pods' annotations alone
-// (findCandidates).
+// likely first (findCandidates): from the kubelet's own list of its pods
+// (holdings) when it could be asked, else from the pods' annotations alone.
 //
 // Without the kubelet's list, the earliest bound candidate is not the one
 // when kubelet rejected it without calling Allocate: it does so for want of
@@ -173,14 +172,11 @@ func (a *VGPU) candidates(ctx context.Context, count int, holdings podresources.
 		if err != nil {
 			return nil, nil, err
 		}
-		if holdings != nil {
-			candidates, reasons := admittedCandidates(pods, a.cfg, count, holdings)
-			return candidates, reasons, nil
-		}
-		candidates, reasons := findCandidates(pods, a.cfg.NodeName, count, a.cfg.SchedulerNames)
-		// The bind time is the API server's clock and the advertisement the
-		// node's: they are not compared.
-		if len(candidates) < 2 || !time.Now().Before(settled) {
+		candidates, reasons := findCandidates(pods, a.cfg, count, holdings)
+		// The kubelet's list never holds a pod it rejected, so there is
+		// nothing to wait for. The bind time is the API server's clock and the
+		// advertisement the node's: they are not compared.
+		if holdings != nil || len(candidates) < 2 || !time.Now().Before(settled) {
 			return candidates, reasons, nil
 		}
 		klog.V(4).InfoS("Waiting for a rejection by the kubelet before serving the earliest bound pod",
@@ -205,21 +201,21 @@ func (a *VGPU) checkEnv(pod *corev1.Pod) error {
 
 // serve builds the container's response, prepares the host, and records
 // on the pod that the container was served.
-func (a *VGPU) serve(ctx context.Context, t target, container *corev1.Container) (*pluginapi.ContainerAllocateResponse, error) {
-	pod := t.pod
-	response, err := containerResponse(a.cfg, string(pod.UID), container, t.devices(), a.cfg.GPUs.GPUs(), a.newCacheName())
+func (a *VGPU) serve(ctx context.Context, c candidate, container *corev1.Container) (*pluginapi.ContainerAllocateResponse, error) {
+	pod := c.pod
+	response, err := containerResponse(a.cfg, string(pod.UID), container, c.devices(), a.cfg.GPUs.GPUs(), a.newCacheName())
 	if err != nil {
 		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	if err := prepareHost(a.cfg, string(pod.UID), container); err != nil {
 		return nil, fmt.Errorf("pod %s/%s container %q: %w", pod.Namespace, pod.Name, container.Name, err)
 	}
-	if t.again {
+	if c.again {
 		klog.InfoS("Allocated vGPUs again: the kubelet asks for a container served before (it restarted, or lost the answer)",
-			"pod", klog.KObj(pod), "container", container.Name, "entry", t.entry, "gpus", response.Envs[vgpu.EnvVisibleDevices])
+			"pod", klog.KObj(pod), "container", container.Name, "entry", c.entry, "gpus", response.Envs[vgpu.EnvVisibleDevices])
 		return response, nil
 	}
-	annotations, complete, err := servedAnnotations(t)
+	annotations, complete, err := servedAnnotations(c)
 	if err != nil {
 		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -229,7 +225,7 @@ func (a *VGPU) serve(ctx context.Context, t target, container *corev1.Container)
 	if complete {
 		a.releaseLock(ctx)
 	}
-	klog.InfoS("Allocated vGPUs", "pod", klog.KObj(pod), "container", container.Name, "entry", t.entry,
+	klog.InfoS("Allocated vGPUs", "pod", klog.KObj(pod), "container", container.Name, "entry", c.entry,
 		"gpus", response.Envs[vgpu.EnvVisibleDevices], "complete", complete)
 	return response, nil
 }
@@ -240,17 +236,17 @@ const EventReasonRefused = "VGPUAssignmentRefused"
 
 // refuse ends a candidate's hand-off without serving it, as fail does, and
 // says why on the pod.
-func (a *VGPU) refuse(ctx context.Context, t target, err error) {
-	a.cfg.Recorder.Event(t.pod, corev1.EventTypeWarning, EventReasonRefused, err.Error())
-	a.fail(ctx, t, err)
+func (a *VGPU) refuse(ctx context.Context, c candidate, err error) {
+	a.cfg.Recorder.Event(c.pod, corev1.EventTypeWarning, EventReasonRefused, err.Error())
+	a.fail(ctx, c, err)
 }
 
 // fail ends the pod's hand-off after err. It is best effort: the error
 // goes back to kubelet either way.
-func (a *VGPU) fail(ctx context.Context, t target, err error) {
-	klog.ErrorS(err, "Allocate failed; marking the pod's vGPU hand-off failed", "pod", klog.KObj(t.pod), "entry", t.entry)
-	if err := patchPod(ctx, a.client, t.pod, "", failedAnnotations()); err != nil {
-		klog.ErrorS(err, "Cannot mark the pod's vGPU hand-off failed", "pod", klog.KObj(t.pod))
+func (a *VGPU) fail(ctx context.Context, c candidate, err error) {
+	klog.ErrorS(err, "Allocate failed; marking the pod's vGPU hand-off failed", "pod", klog.KObj(c.pod), "entry", c.entry)
+	if err := patchPod(ctx, a.client, c.pod, "", failedAnnotations()); err != nil {
+		klog.ErrorS(err, "Cannot mark the pod's vGPU hand-off failed", "pod", klog.KObj(c.pod))
 	}
 	a.releaseLock(ctx)
 }
