@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,9 +38,38 @@ import (
 // mounted ConfigMap about once a minute, so a change is picked up soon after it lands.
 const configPollInterval = 2 * time.Second
 
-// shutdownGrace bounds how long a stopping scheduler finishes its binds, status writes and
-// Events; the chart's terminationGracePeriodSeconds leaves room for it.
-const shutdownGrace = 10 * time.Second
+// On SIGTERM the scheduler is gone within 2 s, so that a rolling update or a node drain does
+// not wait for it and its standby leads at once: the cycle in progress ends, the binds and
+// status writes it asked for are sent until bindsGrace after the signal (those not started by
+// then are handed back: their pods stay Pending for the next leader, cache.Stop), the Lease
+// is released, and the Events still queued are written until exitWithin after the signal
+// (what is left then is counted as dropped). The chart's terminationGracePeriodSeconds
+// leaves room for it.
+const (
+	bindsGrace = 500 * time.Millisecond
+	exitWithin = 1700 * time.Millisecond
+)
+
+// shutdownClock is the time ctx ended (the signal), from which the shutdown's steps share
+// their budget; a process that stops for another reason starts it on first use.
+type shutdownClock struct {
+	once  sync.Once
+	start time.Time
+}
+
+func newShutdownClock(ctx context.Context) *shutdownClock {
+	c := &shutdownClock{}
+	context.AfterFunc(ctx, c.begin)
+	return c
+}
+
+func (c *shutdownClock) begin() { c.once.Do(func() { c.start = time.Now() }) }
+
+// after is a context that ends d after the clock started, not canceled with parent.
+func (c *shutdownClock) after(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	c.begin()
+	return context.WithDeadline(context.WithoutCancel(parent), c.start.Add(d))
+}
 
 // errLeadershipLost ends a replica that stopped holding the Lease.
 var errLeadershipLost = errors.New("leader election lost")
@@ -67,10 +97,11 @@ func run(ctx context.Context, o *options) (err error) {
 	}
 	pipe.Start()
 	metrics.Registry.MustRegister(pipe.Collectors()...)
+	stopping := newShutdownClock(ctx)
 	// Events recorded until the very end (the last cycle's, the last binds') are written
 	// before the process goes.
 	defer func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+		ctx, cancel := stopping.after(ctx, exitWithin)
 		defer cancel()
 		pipe.Shutdown(ctx)
 	}()
@@ -109,17 +140,19 @@ func run(ctx context.Context, o *options) (err error) {
 
 	// Every replica keeps a warm cache (and so a truthful /healthz); only the leader schedules.
 	sc.Run(ctx)
-	// Runs after the scheduling loop has returned, before the Event pipe drains (deferred
-	// earlier, so it runs later): the binds and status writes the last cycle asked for are
-	// sent, and their Events recorded, first.
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	// Once the scheduling loop has returned: the binds and status writes the last cycle asked
+	// for are sent (before a leader's Lease is released, so that the next leader's cache sees
+	// them), and their Events recorded, before the Event pipe drains (deferred earlier, so it
+	// runs later). A replica that lost the Lease sends nothing more: another one schedules.
+	stopCache := sync.OnceFunc(func() {
+		ctx, cancel := stopping.after(ctx, bindsGrace)
 		defer cancel()
 		if errors.Is(err, errLeadershipLost) {
-			cancel() // another replica schedules now: send nothing more
+			cancel()
 		}
 		sc.Stop(ctx)
-	}()
+	})
+	defer stopCache()
 	syncCtx, cancel := context.WithTimeout(ctx, o.compat.resourceSyncTimeout)
 	synced := sc.WaitForCacheSync(syncCtx)
 	cancel()
@@ -147,7 +180,7 @@ func run(ctx context.Context, o *options) (err error) {
 		s.Run(ctx)
 		return nil
 	}
-	return runAsLeader(ctx, o, kube, s.Run)
+	return runAsLeader(ctx, o, kube, s.Run, stopCache)
 }
 
 // loadConfig reads --scheduler-conf. Without the flag the built-in configuration is used.
@@ -171,8 +204,10 @@ func loadConfig(o *options, registry conf.KnownNames, report *configReport) (*co
 }
 
 // runAsLeader schedules only while holding the Lease; losing it ends the process (as
-// upstream), so a restarted replica starts from a fresh cache.
-func runAsLeader(ctx context.Context, o *options, kube kubernetes.Interface, lead func(context.Context)) error {
+// upstream), so a restarted replica starts from a fresh cache. When ctx ends (SIGTERM) the
+// scheduling loop is stopped first, then stop sends what it asked for, and only then is the
+// Lease released, so that a standby takes over at once without racing this one's binds.
+func runAsLeader(ctx context.Context, o *options, kube kubernetes.Interface, lead func(context.Context), stop func()) error {
 	host, err := os.Hostname()
 	if err != nil {
 		return err
@@ -183,26 +218,56 @@ func runAsLeader(ctx context.Context, o *options, kube kubernetes.Interface, lea
 	if err != nil {
 		return fmt.Errorf("leader election lock %s/%s: %w", le.ResourceNamespace, le.ResourceName, err)
 	}
-	lost := make(chan struct{})
-	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   le.LeaseDuration.Duration,
-		RenewDeadline:   le.RenewDeadline.Duration,
-		RetryPeriod:     le.RetryPeriod.Duration,
-		ReleaseOnCancel: true,
-		Name:            le.ResourceName,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
-				klog.InfoS("Became leader; scheduling", "lease", klog.KRef(le.ResourceNamespace, le.ResourceName))
-				lead(ctx)
+	// The election outlives ctx until the Lease is released; led closes when the scheduling
+	// loop has returned (at once if this replica never led).
+	electionCtx, release := context.WithCancel(context.WithoutCancel(ctx))
+	defer release()
+	lost, led, leading := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	elected := make(chan struct{})
+	go func() {
+		defer close(elected)
+		leaderelection.RunOrDie(electionCtx, leaderelection.LeaderElectionConfig{
+			Lock:            lock,
+			LeaseDuration:   le.LeaseDuration.Duration,
+			RenewDeadline:   le.RenewDeadline.Duration,
+			RetryPeriod:     le.RetryPeriod.Duration,
+			ReleaseOnCancel: true,
+			Name:            le.ResourceName,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(leaderCtx context.Context) {
+					defer close(led)
+					close(leading)
+					klog.InfoS("Became leader; scheduling", "lease", klog.KRef(le.ResourceNamespace, le.ResourceName))
+					leaderCtx, cancel := context.WithCancel(leaderCtx)
+					defer cancel()
+					go func() {
+						select {
+						case <-ctx.Done():
+							cancel()
+						case <-leaderCtx.Done():
+						}
+					}()
+					lead(leaderCtx)
+				},
+				OnStoppedLeading: func() { close(lost) },
 			},
-			OnStoppedLeading: func() { close(lost) },
-		},
-	})
+		})
+	}()
 	select {
 	case <-ctx.Done():
+		select {
+		case <-leading:
+			<-led
+			stop()
+		default:
+		}
+		release()
+		<-elected
 		return nil
 	case <-lost:
+		if ctx.Err() != nil {
+			return nil
+		}
 		return errLeadershipLost
 	}
 }

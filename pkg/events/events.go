@@ -22,7 +22,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2"
 	vcscheme "volcano.sh/apis/pkg/client/clientset/versioned/scheme"
 )
 
@@ -82,7 +81,8 @@ func (p *Pipe) Shutdown(ctx context.Context) {
 	case <-reached:
 		p.writer.close(ctx)
 	case <-ctx.Done():
-		klog.ErrorS(ctx.Err(), "Events still queued at shutdown were not written")
+		// Those still in the broadcaster's queue are not counted: it does not say how many.
+		p.writer.abandon(ctx.Err())
 	}
 	p.broadcaster.Shutdown()
 }

@@ -114,3 +114,21 @@ func TestWriterCountsWhatItCannotHold(t *testing.T) {
 		t.Errorf("dropped %v for an API error, want 1", got)
 	}
 }
+
+// Writes still queued, or in flight, when the process must go are counted as dropped
+// ("shutdown"), not lost without a word.
+func TestWriterCountsWhatShutdownCutsOff(t *testing.T) {
+	sink := &gatedSink{open: make(chan struct{})}
+	defer close(sink.open)
+	w := newWriter(sink)
+	const n = 10
+	for i := range n {
+		_, _ = w.Create(&corev1.Event{InvolvedObject: corev1.ObjectReference{Namespace: "ns", Name: fmt.Sprintf("p%d", i)}})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	w.close(ctx)
+	if got := testutil.ToFloat64(w.dropped.WithLabelValues(dropShutdown)); got != n {
+		t.Errorf("dropped %v at shutdown, want %d", got, n)
+	}
+}

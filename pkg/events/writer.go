@@ -27,6 +27,8 @@ type writer struct {
 	queues  []chan write
 	workers sync.WaitGroup
 	dropped *prometheus.CounterVec
+	// queued counts the writes handed to the workers and not yet made.
+	queued atomic.Int64
 	// lastLog and unlogged rate-limit the drop log to a line per dropLogEvery.
 	lastLog  atomic.Int64
 	unlogged atomic.Int64
@@ -40,7 +42,7 @@ type write struct {
 
 const (
 	// writers is how many Event writes are in flight at once.
-	writers = 8
+	writers = 32
 	// writerQueue is how many writes each worker holds before the next is dropped.
 	writerQueue = 2048
 	// dropLogEvery bounds the drop log.
@@ -48,12 +50,14 @@ const (
 )
 
 // DroppedMetric counts Events never written, by reason: dropQueueFull (more were recorded
-// than the workers' queues hold) or dropAPIError (the API server refused the write).
+// than the workers' queues hold), dropAPIError (the API server refused the write) or
+// dropShutdown (still queued when the process had to go).
 const DroppedMetric = "volcano_vgpu_events_dropped_total"
 
 const (
 	dropQueueFull = "queue full"
 	dropAPIError  = "API error"
+	dropShutdown  = "shutdown"
 )
 
 func newWriter(api record.EventSink) *writer {
@@ -61,7 +65,7 @@ func newWriter(api record.EventSink) *writer {
 		Name: DroppedMetric, Help: "Kubernetes Events recorded but never written to the API server, by reason.",
 	}, []string{"reason"})}
 	// Both series exist from the start, at 0, so that a scrape shows nothing was dropped.
-	for _, reason := range []string{dropQueueFull, dropAPIError} {
+	for _, reason := range []string{dropQueueFull, dropAPIError, dropShutdown} {
 		w.dropped.WithLabelValues(reason)
 	}
 	for range writers {
@@ -72,6 +76,7 @@ func newWriter(api record.EventSink) *writer {
 			defer w.workers.Done()
 			for wr := range q {
 				w.do(wr)
+				w.queued.Add(-1)
 			}
 		}()
 	}
@@ -94,9 +99,11 @@ func (w *writer) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
 }
 
 func (w *writer) enqueue(wr write) {
+	w.queued.Add(1)
 	select {
 	case w.queueFor(wr.event) <- wr:
 	default:
+		w.queued.Add(-1)
 		w.drop(dropQueueFull, wr.event, nil)
 	}
 }
@@ -138,7 +145,8 @@ func (w *writer) drop(reason string, e *corev1.Event, err error) {
 		"last", klog.KRef(e.InvolvedObject.Namespace, e.InvolvedObject.Name), "eventReason", e.Reason)
 }
 
-// close writes what is queued and stops the workers, or gives up when ctx ends.
+// close writes what is queued and stops the workers, or gives up when ctx ends, counting
+// what is left as dropped.
 func (w *writer) close(ctx context.Context) {
 	for _, q := range w.queues {
 		close(q)
@@ -148,6 +156,13 @@ func (w *writer) close(ctx context.Context) {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		klog.ErrorS(ctx.Err(), "Events still queued at shutdown were not written")
+		w.abandon(ctx.Err())
 	}
+}
+
+// abandon counts and logs the writes still queued when the process goes.
+func (w *writer) abandon(err error) {
+	n := w.queued.Load()
+	w.dropped.WithLabelValues(dropShutdown).Add(float64(n))
+	klog.ErrorS(err, "Events still queued at shutdown were not written", "count", n, "metric", DroppedMetric)
 }

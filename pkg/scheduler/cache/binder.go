@@ -66,6 +66,11 @@ func (sc *SchedulerCache) processNextBind(ctx context.Context) bool {
 	if shutdown {
 		return false
 	}
+	if sc.handingBack.Load() {
+		sc.handedBack.Add(1)
+		sc.binds.Done(ref)
+		return true
+	}
 
 	sc.mu.Lock()
 	t := sc.tasks[ref.UID]

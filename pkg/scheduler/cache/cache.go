@@ -10,6 +10,7 @@ package cache
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -50,6 +51,10 @@ type SchedulerCache struct {
 	clock    clock.PassiveClock
 	// stopWorkers cancels the context of the bind, resync and status workers' API calls.
 	stopWorkers context.CancelFunc
+	// handingBack: Stop's time is up; binds and evictions not started are not sent, and
+	// handedBack counts them.
+	handingBack atomic.Bool
+	handedBack  atomic.Int64
 
 	// binds holds pods whose placement Bind accepted, for the bind workers.
 	binds workqueue.TypedInterface[podRef]
@@ -190,9 +195,12 @@ func (sc *SchedulerCache) Run(ctx context.Context) {
 	}
 }
 
-// Stop ends the workers once nothing schedules any more. Binds and status writes already
-// accepted are finished first, unless ctx ends before, when the API calls still in flight are
-// cancelled (a Binding cut off leaves its pod pending, for the next scheduler to place).
+// Stop ends the workers once nothing schedules any more. Binds, evictions and status writes
+// already accepted are sent until ctx ends; those not started by then are handed back (a pod
+// stays Pending and a victim running, for the next leader to decide again; a status is
+// written again by the next leader's cycle), and the API calls in flight are given
+// inFlightGrace to finish before they are cancelled (a Binding cut off leaves its pod
+// pending, or bound with its assignment: one request carries both).
 func (sc *SchedulerCache) Stop(ctx context.Context) {
 	sc.resyncs.ShutDown()
 	drained := make(chan struct{})
@@ -205,12 +213,23 @@ func (sc *SchedulerCache) Stop(ctx context.Context) {
 	select {
 	case <-drained:
 	case <-ctx.Done():
-		klog.ErrorS(ctx.Err(), "Binds and status writes still queued at shutdown were cancelled")
+		sc.handingBack.Store(true)
+		sc.writes.handingBack.Store(true)
+		select {
+		case <-drained:
+		case <-time.After(inFlightGrace):
+			klog.ErrorS(ctx.Err(), "API calls still in flight at shutdown were cancelled")
+		}
+		klog.InfoS("Handed back what was not started at shutdown", "bindsAndEvictions", sc.handedBack.Load(),
+			"statusWrites", sc.writes.handedBack.Load())
 	}
 	if sc.stopWorkers != nil {
 		sc.stopWorkers()
 	}
 }
+
+// inFlightGrace is how long Stop waits, once its time is up, for the API calls in flight.
+const inFlightGrace = 300 * time.Millisecond
 
 // WaitForCacheSync blocks until every informer's initial list has been handled, or ctx ends;
 // it reports whether the cache is synced.

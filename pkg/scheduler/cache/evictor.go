@@ -59,6 +59,10 @@ func (sc *SchedulerCache) processNextEvict(ctx context.Context) bool {
 		return false
 	}
 	defer sc.evictions.Done(ref)
+	if sc.handingBack.Load() {
+		sc.handedBack.Add(1)
+		return true
+	}
 
 	sc.mu.Lock()
 	t := sc.tasks[ref.UID]

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -130,5 +131,31 @@ func TestWaitingStepLeavesTheWorkerFree(t *testing.T) {
 	env.sc.Stop(ctx)
 	if len(capture.bindings) != 2 || capture.bindings[1].Name != "p1" {
 		t.Errorf("Bindings once the step is done and the cache stopped: %v, want p2's then p1's", capture.bindings)
+	}
+}
+
+// Binds not started when Stop's time is up are handed back: no Binding is sent, their pods
+// stay Pending for the next leader, and Stop returns once the workers have passed them.
+func TestStopHandsBackBindsNotStarted(t *testing.T) {
+	env := bindEnv(t, newPod("p1", "1", inGroup("pg1")), newPod("p2", "1", inGroup("pg1")))
+	capture := &bindingCapture{}
+	capture.install(env)
+	for _, name := range []string{"p1", "p2"} {
+		if err := env.sc.Bind(placed(t, env, name, "n1", nil)); err != nil {
+			t.Fatalf("Bind %s: %v", name, err)
+		}
+	}
+	expired, cancel := context.WithCancel(context.Background())
+	cancel()
+	stopped := make(chan struct{})
+	go func() { env.sc.Stop(expired); close(stopped) }()
+	for !env.sc.handingBack.Load() {
+		runtime.Gosched()
+	}
+	for env.sc.processNextBind(context.Background()) { // a worker, after the time is up
+	}
+	<-stopped
+	if len(capture.bindings) != 0 || env.sc.handedBack.Load() != 2 {
+		t.Errorf("sent %d Bindings, handed back %d; want none sent, 2 handed back", len(capture.bindings), env.sc.handedBack.Load())
 	}
 }

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
@@ -24,6 +25,10 @@ type statusWriter struct {
 	mu      sync.Mutex
 	pending map[writeKey]func(context.Context) error
 	queue   workqueue.TypedDelayingInterface[writeKey]
+	// handingBack: the cache's Stop ran out of time; writes not started are dropped (the next
+	// leader writes the status again) and counted in handedBack.
+	handingBack atomic.Bool
+	handedBack  atomic.Int64
 }
 
 func newStatusWriter() *statusWriter {
@@ -60,6 +65,10 @@ func (w *statusWriter) processNext(ctx context.Context) bool {
 	delete(w.pending, key)
 	w.mu.Unlock()
 	if write == nil {
+		return true
+	}
+	if w.handingBack.Load() {
+		w.handedBack.Add(1)
 		return true
 	}
 	if err := write(ctx); err != nil {

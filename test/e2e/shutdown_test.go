@@ -1,0 +1,100 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
+)
+
+// SIGTERM to the leading replica while it binds a burst of vGPU gangs (800 pods filling 10
+// nodes of 8 GPUs), a standby beside it,
+// as a rolling update or a node drain does: the leader exits 0 within 2 s, having released
+// its Lease, so the standby leads within a few seconds (not the 15 s lease); every pod ends
+// bound exactly once with its assignment (no GPU booked past its size); and every pod has its
+// Scheduled Event but those the leader's log counts as cut off by its 2 s (never lost
+// without a word).
+func TestSIGTERMHandsOverWithinTwoSeconds(t *testing.T) {
+	e := newSchedulerEnv(t)
+	nodes := map[string][]vgpu.NodeDevice{}
+	for i := range 10 {
+		name := fmt.Sprintf("g%d", i)
+		nodes[e.name+"-"+name] = e.gpuNode(name, 8, 10, 81920, 0)
+	}
+	le := []string{"--leader-elect=true", "--leader-elect-resource-name", e.name, "--leader-elect-lease-duration", "15s",
+		"--leader-elect-renew-deadline", "10s", "--leader-elect-retry-period", "1s"}
+	// The pods wait for the leader, so that its first cycle places them all and it is still
+	// binding them when the signal comes.
+	const gangs, size = 100, 8
+	for i := range gangs {
+		e.vgpuGang(fmt.Sprintf("burst%02d", i), "", size, 8192, 0)
+	}
+	const leading = "Became leader"
+	leader, _ := e.scheduler(seedConf(t), le...)
+	leader.logContains(t, 30*time.Second, leading)
+	standby, _ := e.scheduler(seedConf(t), le...)
+	e.waitBoundCount("burst", "at least 40", func(b int) bool { return b >= 40 }, 60*time.Second)
+	signalled := time.Now()
+	_ = leader.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-leader.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the leader did not exit within 10 s of SIGTERM")
+	}
+	exited := time.Since(signalled)
+	ctx := context.Background()
+	boundAtExit, _, err := e.boundPods(ctx, "burst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the leader exited %v after SIGTERM, %d of %d pods bound", exited.Round(time.Millisecond), boundAtExit, gangs*size)
+	if exited > 2*time.Second {
+		t.Errorf("the leader took %v to exit after SIGTERM, want at most 2 s", exited.Round(time.Millisecond))
+	}
+	if code := leader.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("the leader exited with %d after SIGTERM, want 0", code)
+	}
+	if strings.Contains(leader.log.String(), "Events dropped") {
+		t.Errorf("the leader dropped Events before it was stopped")
+	}
+	cutOff := 0
+	if m := regexp.MustCompile(`Events still queued at shutdown were not written.* count=(\d+)`).FindStringSubmatch(leader.log.String()); m != nil {
+		cutOff, _ = strconv.Atoi(m[1])
+	}
+	t.Logf("the leader's log counts %d Events cut off at shutdown", cutOff)
+	standby.logContains(t, 5*time.Second, leading)
+	t.Logf("the standby leads %v after SIGTERM", time.Since(signalled).Round(time.Millisecond))
+
+	e.waitBound("burst", gangs*size, 120*time.Second)
+	bound, problems, err := e.checkLedger(ctx, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bound != gangs*size || len(problems) > 0 {
+		t.Errorf("%d pods bound, want %d; ledger problems: %v", bound, gangs*size, problems)
+	}
+	eventually(t, 30*time.Second, "every pod's Scheduled Event but those cut off", func(ctx context.Context) (bool, string, error) {
+		evs, err := e.cs.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=Scheduled"})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		scheduled := map[string]bool{}
+		for _, ev := range evs.Items {
+			if ev.InvolvedObject.Kind == "Pod" {
+				scheduled[ev.InvolvedObject.Name] = true
+			}
+		}
+		// What was cut off may have been other Events, or writes in flight that landed.
+		return len(scheduled) >= gangs*size-cutOff, fmt.Sprintf("%d of %d pods have one, %d cut off", len(scheduled), gangs*size, cutOff), nil
+	})
+}
