@@ -156,7 +156,7 @@ func TestVGPUPreemptorThatCannotFitEvictsNothing(t *testing.T) {
 	e, _, high := gpusFullOfLowPriority(t, 1, 6000)
 	ctx := context.Background()
 
-	// The words of pkg/scheduler/actions/internal/victims (AfterEvictions), spelled out: they
+	// The words of pkg/scheduler/actions/internal/evictsearch (AfterEvictions), spelled out: they
 	// are what users read.
 	const reason = "0/1 nodes are unavailable: 1 Insufficient volcano.sh/vgpu-memory even with every allowed victim evicted."
 	const prefix = "2/2 tasks in gang unschedulable: pod group is not ready, 2 Pending, 2 minAvailable; Pending: 2 Unschedulable. Origin reason is "

@@ -7,8 +7,9 @@
 // starving job's tasks preempt lower-priority tasks of the same job.
 //
 // A preemptor is only pipelined: it is bound by a later cycle's allocate, once its victims
-// are gone. Victim choice per node, and the rule that a task that would not fit evicts
-// nothing, are in actions/internal/victims.
+// are gone. The turn each starving job gets, victim choice per node, and the rule that a task
+// that would not fit evicts nothing, are in actions/internal/evictsearch; this package says
+// what a job may evict.
 //
 // Volcano v1.15 adds gangpreempt, which chooses victims a job at a time. A configuration
 // written for it runs this action under that name: this one too evicts only for a gang that
@@ -18,63 +19,42 @@
 package preempt
 
 import (
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/victims"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/evictsearch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 )
 
-// Name is the action's name in volcano-scheduler.conf.
-const Name = "preempt"
+// Name is the action's name in volcano-scheduler.conf; GangName, Volcano v1.15's name for its
+// gang-aware preemption, which runs this action.
+const Name, GangName = "preempt", "gangpreempt"
 
-// GangName is Volcano v1.15's name for its gang-aware preemption, which runs this action.
-const GangName = "gangpreempt"
+// New is the action under Name, NewGang under GangName.
+func New() framework.Action     { return evictsearch.NewAction(Name, rules) }
+func NewGang() framework.Action { return evictsearch.NewAction(GangName, rules) }
 
-// action is the action under one of its names. The name is also what a victim's Evict event
-// says it was evicted for, as upstream's preempt and gangpreempt each give their own.
-type action struct{ name string }
+// rules: a starving job first evicts pods of other jobs of its queue, then, if still
+// starving, its own lower-priority pods.
+var rules = evictsearch.Rules{Scope: betweenJobs, Then: withinJob}
 
-// New is the action under Name.
-func New() framework.Action { return action{Name} }
-
-// NewGang is the action under GangName.
-func NewGang() framework.Action { return action{GangName} }
-
-func (a action) Name() string { return a.name }
-
-func (a action) Execute(ssn *framework.Session) {
-	queues, starving := victims.StarvingJobs(ssn)
-	for _, queue := range queues {
-		for _, job := range starving[queue.UID] {
-			a.betweenJobs(ssn, queue, job)
-		}
-	}
-	for _, queue := range queues {
-		for _, job := range starving[queue.UID] {
-			if ssn.JobStarving(job) {
-				a.withinJob(ssn, job)
-			}
-		}
-	}
-}
-
-// betweenJobs lets the job's pending tasks evict pods of other jobs of its queue.
-func (a action) betweenJobs(ssn *framework.Session, queue *api.QueueInfo, job *api.JobInfo) {
-	otherJobOfQueue := func(t *api.TaskInfo) bool {
+// betweenJobs lets a job evict the pods of the other jobs of its queue that the plugins'
+// Preemptable allows.
+func betweenJobs(ssn *framework.Session, queue *api.QueueInfo) (evictsearch.Scope, bool) {
+	ofQueue := func(t *api.TaskInfo) bool {
 		j := ssn.Jobs[t.Job]
-		return t.Job != job.UID && j != nil && j.Queue == queue.UID
+		return j != nil && j.Queue == queue.UID
 	}
-	victims.ForJob(ssn, job, nil, otherJobOfQueue, ssn.Preemptable, a.name)
+	return evictsearch.Scope{Candidates: ofQueue, Choose: ssn.Preemptable}, true
 }
 
 // withinJob lets the job's pending tasks evict its own lower-priority running tasks, each
 // eviction committed at once, as upstream's.
-func (a action) withinJob(ssn *framework.Session, job *api.JobInfo) {
+func withinJob(ssn *framework.Session, job *api.JobInfo, reason string) {
 	sameJob := func(t *api.TaskInfo) bool { return t.Job == job.UID }
-	for _, task := range victims.PendingTasks(ssn, job) {
+	for _, task := range evictsearch.PendingTasks(ssn, job) {
 		stmt := ssn.NewStatement()
-		// Why it found no room is betweenJobs' record to give (victims.ForJob): reasons about
-		// the job's own pods alone would hide it.
-		placed, _ := victims.Search(ssn, stmt, task, sameJob, ssn.Preemptable, a.name)
+		// Why it found no room is the first turn's record to give (evictsearch's): reasons
+		// about the job's own pods alone would hide it.
+		placed, _ := evictsearch.Search(ssn, stmt, task, sameJob, ssn.Preemptable, reason)
 		stmt.Commit()
 		if !placed {
 			return

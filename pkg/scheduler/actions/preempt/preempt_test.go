@@ -14,7 +14,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/backfill"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/enqueue"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/victims"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/evictsearch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/preempt"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
@@ -161,32 +161,32 @@ func TestPreempt(t *testing.T) {
 		{"equal priority evicts nothing", func(c *cluster) {
 			c.job("ns", "low", 10, 1, 4, 0, "1", nil)
 			c.job("ns", "high", 10, 2, 0, 2, "1", nil)
-		}, nil, pending2 + ". Origin reason is high-0: " + oneNode(victims.ReasonNoVictimAllowed)},
+		}, nil, pending2 + ". Origin reason is high-0: " + oneNode(evictsearch.ReasonNoVictimAllowed)},
 		{"a gang at its minimum is never cut below it", func(c *cluster) {
 			c.job("ns", "low", 1, 3, 4, 0, "1", nil)
 			c.job("ns", "high", 10, 2, 0, 2, "1", nil)
-		}, nil, pending2 + ". Origin reason is high-1: " + oneNode(victims.ReasonNoVictimAllowed)},
+		}, nil, pending2 + ". Origin reason is high-1: " + oneNode(evictsearch.ReasonNoVictimAllowed)},
 		{"non-preemptable pods are never victims", func(c *cluster) {
 			c.job("ns", "low", 1, 1, 4, 0, "1", nonPreemptable)
 			c.job("ns", "high", 10, 1, 0, 1, "1", nil)
-		}, nil, pending1 + ". Origin reason is high-0: " + oneNode(victims.ReasonNothingToEvict)},
+		}, nil, pending1 + ". Origin reason is high-0: " + oneNode(evictsearch.ReasonNothingToEvict)},
 		{"kube-system pods are never victims", func(c *cluster) {
 			c.job("kube-system", "low", 1, 1, 4, 0, "1", nil)
 			c.job("kube-system", "high", 10, 1, 0, 1, "1", nil)
-		}, nil, pending1 + ". Origin reason is high-0: " + oneNode(victims.ReasonNoVictimAllowed)},
+		}, nil, pending1 + ". Origin reason is high-0: " + oneNode(evictsearch.ReasonNoVictimAllowed)},
 		{"critical pods are never victims", func(c *cluster) {
 			c.job("ns", "low", 1, 1, 4, 0, "1", func(w *st.PodWrapper) { w.PriorityClassName("system-node-critical") })
 			c.job("ns", "high", 10, 1, 0, 1, "1", nil)
-		}, nil, pending1 + ". Origin reason is high-0: " + oneNode(victims.ReasonNoVictimAllowed)},
+		}, nil, pending1 + ". Origin reason is high-0: " + oneNode(evictsearch.ReasonNoVictimAllowed)},
 		{"a preemptor that cannot fit evicts nothing", func(c *cluster) {
 			c.job("ns", "low", 1, 1, 4, 0, "1", nil)
 			c.job("ns", "high", 10, 1, 0, 1, "5", nil)
-		}, nil, pending1 + ". Origin reason is high-0: " + oneNode("Insufficient cpu"+victims.AfterEvictions)},
+		}, nil, pending1 + ". Origin reason is high-0: " + oneNode("Insufficient cpu"+evictsearch.AfterEvictions)},
 		{"a gang that cannot fit whole evicts nothing", func(c *cluster) {
 			c.job("ns", "low", 1, 1, 4, 0, "1", nil)
 			c.job("ns", "high", 10, 3, 0, 3, "2", nil)
 		}, nil, "3/3 tasks in gang unschedulable: pod group is not ready, 3 Pending, 3 minAvailable; Pending: 3 Unschedulable" +
-			". Origin reason is high-1: " + oneNode("Insufficient cpu"+victims.AfterEvictions)},
+			". Origin reason is high-1: " + oneNode("Insufficient cpu"+evictsearch.AfterEvictions)},
 		{"preemptionPolicy Never never preempts", func(c *cluster) {
 			c.job("ns", "low", 1, 1, 4, 0, "1", nil)
 			c.job("ns", "high", 10, 1, 0, 1, "1", never)
@@ -254,7 +254,7 @@ func TestPreemptWithNothingToEvictKeepsAllocateReason(t *testing.T) {
 	nonPreemptable := func(w *st.PodWrapper) { w.Annotation(schedulingv1beta1.PodPreemptable, "false") }
 	for _, tc := range []struct{ actions, want string }{
 		{allocate.Name + ", " + preempt.Name, pending1 + ". Origin reason is high-0: " + oneNode("Insufficient cpu")},
-		{preempt.Name, pending1 + ". Origin reason is high-0: " + oneNode(victims.ReasonNothingToEvict)},
+		{preempt.Name, pending1 + ". Origin reason is high-0: " + oneNode(evictsearch.ReasonNothingToEvict)},
 	} {
 		t.Run(tc.actions, func(t *testing.T) {
 			c := newCluster("4")
@@ -289,7 +289,7 @@ func TestPreemptorThatAPredicateStillRefuses(t *testing.T) {
 	if len(evicted) != 0 {
 		t.Errorf("evicted %v, want none", evicted)
 	}
-	want := pending1 + ". Origin reason is high-0: " + oneNode(predicates.ReasonPodNumberExceeded+victims.AfterEvictions)
+	want := pending1 + ". Origin reason is high-0: " + oneNode(predicates.ReasonPodNumberExceeded+evictsearch.AfterEvictions)
 	if msg := unschedulableMessage(t, ssn, "high"); msg != want {
 		t.Errorf("the preemptor's condition says\n%q, want\n%q", msg, want)
 	}

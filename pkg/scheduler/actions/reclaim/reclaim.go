@@ -5,8 +5,9 @@
 // allows, such as those of queues above their deserved share. A job's evictions stand only
 // when the whole job is then pipelined.
 //
-// Victim choice per node, and the rule that a task that would not fit evicts nothing, are in
-// actions/internal/victims; the reclaimer is bound by a later cycle once its victims are gone.
+// The turn each starving job gets, victim choice per node, and the rule that a task that
+// would not fit evicts nothing, are in actions/internal/evictsearch; this package says what a
+// job may evict. The reclaimer is bound by a later cycle once its victims are gone.
 //
 // Volcano v1.15's gangreclaim runs this action under that name, as gangpreempt runs preempt
 // and with the same differences (see package preempt); here it is gang's Reclaimable that
@@ -16,45 +17,31 @@ package reclaim
 import (
 	"k8s.io/klog/v2"
 
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/victims"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/evictsearch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 )
 
-// Name is the action's name in volcano-scheduler.conf.
-const Name = "reclaim"
+// Name is the action's name in volcano-scheduler.conf; GangName, Volcano v1.15's name for its
+// gang-aware reclaim, which runs this action.
+const Name, GangName = "reclaim", "gangreclaim"
 
-// GangName is Volcano v1.15's name for its gang-aware reclaim, which runs this action.
-const GangName = "gangreclaim"
+// New is the action under Name, NewGang under GangName.
+func New() framework.Action     { return evictsearch.NewAction(Name, rules) }
+func NewGang() framework.Action { return evictsearch.NewAction(GangName, rules) }
 
-// action is the action under one of its names. The name is also what a victim's Evict event
-// says it was evicted for, as upstream's reclaim and gangreclaim each give their own.
-type action struct{ name string }
+// rules: a starving job takes from other queues only, in a single turn.
+var rules = evictsearch.Rules{Scope: otherQueues}
 
-// New is the action under Name.
-func New() framework.Action { return action{Name} }
-
-// NewGang is the action under GangName.
-func NewGang() framework.Action { return action{GangName} }
-
-func (a action) Name() string { return a.name }
-
-func (a action) Execute(ssn *framework.Session) {
-	queues, starving := victims.StarvingJobs(ssn)
-	for _, queue := range queues {
-		if ssn.Overused(queue) {
-			klog.V(3).InfoS("Queue is overused; it reclaims nothing", "queue", queue.Name)
-			continue
-		}
-		for _, job := range starving[queue.UID] {
-			a.reclaimFor(ssn, queue, job)
-		}
+// otherQueues lets the jobs of a queue that is not overused evict the pods of other,
+// reclaimable queues that the plugins' Reclaimable allows, for the tasks the plugins'
+// Preemptive lets the queue take resources back for.
+func otherQueues(ssn *framework.Session, queue *api.QueueInfo) (evictsearch.Scope, bool) {
+	if ssn.Overused(queue) {
+		klog.V(3).InfoS("Queue is overused; it reclaims nothing", "queue", queue.Name)
+		return evictsearch.Scope{}, false
 	}
-}
-
-// reclaimFor lets the job's pending tasks evict pods of other, reclaimable queues.
-func (a action) reclaimFor(ssn *framework.Session, queue *api.QueueInfo, job *api.JobInfo) {
-	otherReclaimableQueue := func(t *api.TaskInfo) bool {
+	ofReclaimableQueue := func(t *api.TaskInfo) bool {
 		j := ssn.Jobs[t.Job]
 		if j == nil || j.Queue == queue.UID {
 			return false
@@ -63,7 +50,7 @@ func (a action) reclaimFor(ssn *framework.Session, queue *api.QueueInfo, job *ap
 		return q != nil && reclaimable(q)
 	}
 	mayReclaim := func(t *api.TaskInfo) error { return ssn.Preemptive(queue, t) }
-	victims.ForJob(ssn, job, mayReclaim, otherReclaimableQueue, ssn.Reclaimable, a.name)
+	return evictsearch.Scope{MayEvict: mayReclaim, Candidates: ofReclaimableQueue, Choose: ssn.Reclaimable}, true
 }
 
 // reclaimable: the queue's spec.reclaimable, true when unset.

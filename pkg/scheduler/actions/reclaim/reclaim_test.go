@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/victims"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/evictsearch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/reclaim"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
@@ -159,7 +159,7 @@ func TestReclaim(t *testing.T) {
 			"1/3 " + notReady + "1 Pipelined, 1 minAvailable, 2 Pending; Pending: 2 Unschedulable"},
 		{"a queue that is not reclaimable gives nothing", notReclaimable, 2, 1, 0,
 			"1/2 " + notReady + "1 minAvailable, 2 Pending; Pending: 2 Unschedulable" +
-				". Origin reason is b-0: 0/1 nodes are unavailable: 1 " + victims.ReasonNothingToEvict + "."},
+				". Origin reason is b-0: 0/1 nodes are unavailable: 1 " + evictsearch.ReasonNothingToEvict + "."},
 		{"a queue keeps its guarantee; a gang that cannot then fit whole takes nothing", guarantee3, 2, 2, 0,
 			"2/2 " + notReady + "2 Pending, 2 minAvailable; Pending: 2 Unschedulable"},
 		{"a queue keeps its guarantee; what is above it goes", guarantee3, 2, 1, 1,

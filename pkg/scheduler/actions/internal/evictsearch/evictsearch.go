@@ -1,7 +1,9 @@
-// Package victims is what preempt and reclaim share: the starving jobs that may evict, and
-// for each pending task of one, a node where evicting some of the pods the plugins allow
-// makes room, those evictions and the task pipelined onto the node's releasing resources
-// kept in the job's statement only when the whole job is then pipelined.
+// Package evictsearch is what preempt and reclaim share: the action itself, which gives each
+// starving job in turn the pods it may evict (an action's own Rules say which), and the search
+// that follows: for each pending task of the job, a node where evicting some of those pods
+// makes room, those evictions and the task pipelined onto the node's releasing resources kept
+// in the job's statement only when the whole job is then pipelined. Which pods the plugins let
+// go is theirs to say (framework's Preemptable, Reclaimable and SelectVictims).
 //
 // Unlike upstream, evictions are tried in a statement of their own per node and kept only
 // when the task then fits there (resources and every predicate): a task that would still not
@@ -12,7 +14,7 @@
 // 1 Insufficient cpu even with every allowed victim evicted."): a gang that evicts nothing
 // then tells its users that preemption was tried and could not help, rather than leaving
 // them the queue's or allocate's reason alone.
-package victims
+package evictsearch
 
 import (
 	"cmp"
@@ -23,7 +25,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/nodesearch"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/priorityqueue"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
@@ -49,15 +50,15 @@ const (
 // Session.Reclaimable.
 type Chooser func(preemptor *api.TaskInfo, candidates []*api.TaskInfo) []*api.TaskInfo
 
-// ForJob lets the job's pending tasks, in task order and while the job is starving, each make
-// room by Search (filter, choose and reason as there). mayEvict, when set, is asked first for
-// each task; its refusal ends the job's turn. The evictions stand only if the job is then
-// pipelined (its whole gang has a place): otherwise nothing is evicted, and the tasks that
-// found no place get Search's explanation as their NodesFitErrors, which the pods'
-// PodScheduled condition and the PodGroup's Unschedulable condition ("Origin reason is
-// <pod>: ...", api.JobInfo.FitError) then state.
-func ForJob(ssn *framework.Session, job *api.JobInfo, mayEvict func(*api.TaskInfo) error,
-	filter func(*api.TaskInfo) bool, choose Chooser, reason string) {
+// forJob lets the job's pending tasks, in task order and while the job is starving, each make
+// room by Search, evicting pods of other jobs that scope allows (reason as there).
+// scope.MayEvict, when set, is asked first for each task; its refusal ends the job's turn. The
+// evictions stand only if the job is then pipelined (its whole gang has a place): otherwise
+// nothing is evicted, and the tasks that found no place get Search's explanation as their
+// NodesFitErrors, which the pods' PodScheduled condition and the PodGroup's Unschedulable
+// condition ("Origin reason is <pod>: ...", api.JobInfo.FitError) then state.
+func forJob(ssn *framework.Session, job *api.JobInfo, scope Scope, reason string) {
+	otherJob := func(t *api.TaskInfo) bool { return t.Job != job.UID && scope.Candidates(t) }
 	stmt := ssn.NewStatement()
 	var placed []*api.TaskInfo
 	var unplaced map[api.TaskID]*api.FitErrors
@@ -65,13 +66,13 @@ func ForJob(ssn *framework.Session, job *api.JobInfo, mayEvict func(*api.TaskInf
 		if !ssn.JobStarving(job) {
 			break
 		}
-		if mayEvict != nil {
-			if err := mayEvict(task); err != nil {
+		if scope.MayEvict != nil {
+			if err := scope.MayEvict(task); err != nil {
 				klog.V(3).InfoS("Pod may not evict", "pod", klog.KRef(task.Namespace, task.Name), "action", reason, "reason", err)
 				break
 			}
 		}
-		r := search(ssn, stmt, task, filter, choose, reason)
+		r := search(ssn, stmt, task, otherJob, scope.Choose, reason)
 		switch {
 		case r.placed:
 			placed = append(placed, task)
@@ -147,7 +148,7 @@ func search(ssn *framework.Session, stmt *framework.Statement, preemptor *api.Ta
 	nothingToEvict := api.NewStatus(api.Unschedulable, ReasonNothingToEvict)
 	noVictimAllowed := api.NewStatus(api.Unschedulable, ReasonNoVictimAllowed)
 	for _, node := range candidateNodes(ssn, preemptor, why) {
-		candidates := evictable(ssn, node, filter)
+		candidates := candidatesOn(ssn, node, filter)
 		if len(candidates) == 0 {
 			if roomNow = roomNow || fits(ssn, preemptor, node); !roomNow {
 				why.SetNodeError(node.Name, nothingToEvict)
@@ -243,9 +244,9 @@ func candidateNodes(ssn *framework.Session, task *api.TaskInfo, why *api.FitErro
 	return out
 }
 
-// evictable are the session's tasks on node that may be victims at all: running or bound,
+// candidatesOn are the session's tasks on node that may be victims at all: running or bound,
 // asking for something, not marked volcano.sh/preemptable: "false", and accepted by filter.
-func evictable(ssn *framework.Session, node *api.NodeInfo, filter func(*api.TaskInfo) bool) []*api.TaskInfo {
+func candidatesOn(ssn *framework.Session, node *api.NodeInfo, filter func(*api.TaskInfo) bool) []*api.TaskInfo {
 	var out []*api.TaskInfo
 	for uid, nt := range node.Tasks {
 		job := ssn.Jobs[nt.Job]
@@ -322,37 +323,6 @@ func order(ssn *framework.Session, victims []*api.TaskInfo) {
 		}
 		return byJob(ssn.Jobs[r.Job], ssn.Jobs[l.Job])
 	})
-}
-
-// StarvingJobs are the admitted, valid, starving jobs with pending tasks, by queue; queues
-// in queue order, each queue's jobs in job order.
-func StarvingJobs(ssn *framework.Session) ([]*api.QueueInfo, map[api.QueueID][]*api.JobInfo) {
-	byQueue := map[api.QueueID][]*api.JobInfo{}
-	order := priorityqueue.New(ssn.QueueOrderFn)
-	for _, job := range ssn.Jobs {
-		if job.IsPending() || len(job.TaskStatusIndex[api.Pending]) == 0 {
-			continue
-		}
-		if res := ssn.JobValid(job); res != nil {
-			continue
-		}
-		queue := ssn.Queues[job.Queue]
-		if queue == nil || !ssn.JobStarving(job) {
-			continue
-		}
-		if _, ok := byQueue[queue.UID]; !ok {
-			order.Push(queue)
-		}
-		byQueue[queue.UID] = append(byQueue[queue.UID], job)
-	}
-	var queues []*api.QueueInfo
-	for order.Len() > 0 {
-		q := order.Pop()
-		queues = append(queues, q)
-		jobs := byQueue[q.UID]
-		slices.SortStableFunc(jobs, compareBy(ssn.JobOrderFn))
-	}
-	return queues, byQueue
 }
 
 // PendingTasks are the job's tasks waiting for a node, in task order; gated and best-effort

@@ -5,6 +5,11 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 )
 
+// The plugins' say on evictions, which preempt and reclaim ask (their search for victims is
+// actions/internal/evictsearch): whether a job still wants what it has not got (JobStarving),
+// whether its queue may take resources back (Preemptive), which pods a task may evict
+// (Preemptable, Reclaimable) and which of those make room on a node (SelectVictims).
+
 // EvictableFn answers, for a preemptor (or reclaimer) task, which of the candidate tasks its
 // plugin lets it evict. abstain true: the plugin has no say on this preemptor, and victims
 // is not read. A plugin that has a say and allows none returns no victims.
@@ -49,22 +54,22 @@ func preemptiveFlag(o *conf.PluginOption) *bool  { return o.EnablePreemptive }
 func jobStarvingFlag(o *conf.PluginOption) *bool { return o.EnabledJobStarving }
 
 // Preemptable is the victims preemptor may evict among candidates, by the plugins whose
-// enablePreemptable is on (see victims).
+// enablePreemptable is on (see evictable).
 func (ssn *Session) Preemptable(preemptor *api.TaskInfo, candidates []*api.TaskInfo) []*api.TaskInfo {
-	return victims(ssn.chains().preemptable, preemptor, candidates)
+	return evictable(ssn.chains().preemptable, preemptor, candidates)
 }
 
 // Reclaimable is Preemptable for reclaim, by the plugins whose enableReclaimable is on.
 func (ssn *Session) Reclaimable(reclaimer *api.TaskInfo, candidates []*api.TaskInfo) []*api.TaskInfo {
-	return victims(ssn.chains().reclaimable, reclaimer, candidates)
+	return evictable(ssn.chains().reclaimable, reclaimer, candidates)
 }
 
-// victims combines the chain tier by tier, as upstream: within a tier, the candidates every
+// evictable combines the chain tier by tier, as upstream: within a tier, the candidates every
 // plugin with a say allows (the intersection, in candidate order); the first tier in which a
 // plugin has a say decides. Unlike upstream, a plugin with a say that allows none ends it
 // with no victims whatever later tiers say: a plugin that protects every candidate (a gang at
 // its minimum, kube-system pods) is never overruled. No plugin with a say: no victims.
-func victims(c chain[EvictableFn], preemptor *api.TaskInfo, candidates []*api.TaskInfo) []*api.TaskInfo {
+func evictable(c chain[EvictableFn], preemptor *api.TaskInfo, candidates []*api.TaskInfo) []*api.TaskInfo {
 	var allowed map[api.TaskID]bool // nil until a plugin of the deciding tier has a say
 	for i, l := range c {
 		if allowed != nil && l.tier != c[i-1].tier {

@@ -32,9 +32,9 @@ func (e *evictor) OnSessionOpen(ssn *Session) {
 }
 func (e *evictor) OnSessionClose(*Session) {}
 
-// Victims follow upstream's tier rule (intersection within the first tier with a say), with
+// evictable follows upstream's tier rule (intersection within the first tier with a say), with
 // the one documented difference: a plugin with a say that allows none is final.
-func TestVictimTierRules(t *testing.T) {
+func TestEvictableTierRules(t *testing.T) {
 	cases := []struct {
 		name  string
 		tiers [][]*evictor
@@ -78,7 +78,7 @@ func TestVictimTierRules(t *testing.T) {
 }
 
 // A plugin whose enablePreemptable is off has no say, whatever it registers.
-func TestVictimsFollowFlags(t *testing.T) {
+func TestEvictableFollowsFlags(t *testing.T) {
 	off := false
 	reg := NewRegistry()
 	a, b := &evictor{name: "a", allow: []int{}}, &evictor{name: "b", allow: []int{0}}
