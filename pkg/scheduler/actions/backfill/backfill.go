@@ -4,9 +4,9 @@
 // when the job is ready.
 //
 // Left out: upstream also takes back best-effort tasks that an earlier action pipelined and
-// places them again. Nothing here pipelines a best-effort task (allocate skips them and there
-// is no preempt or reclaim yet), and the framework has no way to undo another action's
-// placement.
+// places them again. Nothing here pipelines a best-effort task (allocate skips them, and
+// preempt and reclaim evict only for tasks that request something: evictsearch.PendingTasks),
+// and the framework has no way to undo another action's placement.
 package backfill
 
 import (
