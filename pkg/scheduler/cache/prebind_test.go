@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 // recordingStep is a pre-bind step that records its calls and its undo's, and fails with err.
@@ -53,7 +54,7 @@ func TestBindRunsPreBindSteps(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env := bindEnv(t, newPod("p1", "1", inGroup("pg1")))
+			env := bindEnv(t, st.Pod("p1", "1", "").Group("pg1").Obj())
 			capture := &bindingCapture{err: tt.bindErr}
 			capture.install(env)
 			var calls []string
@@ -74,7 +75,7 @@ func TestBindRunsPreBindSteps(t *testing.T) {
 			if tt.wantEvent == "" {
 				return
 			}
-			if got := strings.Join(env.events.take(), "\n"); !strings.Contains(got, tt.wantEvent) {
+			if got := strings.Join(env.events.Take(), "\n"); !strings.Contains(got, tt.wantEvent) {
 				t.Errorf("events %q, want %q", got, tt.wantEvent)
 			}
 			if got := describeCache(env.sc); got[0] != "job ns/pg1 [pg queue=default] p1=Pending" {
