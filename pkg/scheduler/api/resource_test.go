@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 const (
@@ -15,14 +17,6 @@ const (
 	vgpuCores  = corev1.ResourceName("volcano.sh/vgpu-cores")
 	nvidiaGPU  = corev1.ResourceName("nvidia.com/gpu")
 )
-
-func list(pairs ...string) corev1.ResourceList {
-	l := corev1.ResourceList{}
-	for i := 0; i < len(pairs); i += 2 {
-		l[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
-	}
-	return l
-}
 
 // res builds a Resource directly in internal units: cpu millicores, memory
 // bytes, then scalar name/milli pairs.
@@ -47,22 +41,22 @@ func TestNewResource(t *testing.T) {
 		{name: "empty", list: nil, want: &Resource{}},
 		{
 			name: "cpu in millicores, memory in bytes",
-			list: list("cpu", "1500m", "memory", "2Gi"),
+			list: st.Resources("1500m", "2Gi"),
 			want: &Resource{MilliCPU: 1500, Memory: 2 << 30},
 		},
 		{
 			name: "vGPU scalars in milli-units",
-			list: list(string(vgpuNumber), "1", string(vgpuMemory), "2000", string(vgpuCores), "30"),
+			list: st.Resources("", "", string(vgpuNumber), "1", string(vgpuMemory), "2000", string(vgpuCores), "30"),
 			want: res(0, 0, vgpuNumber, 1000, vgpuMemory, 2_000_000, vgpuCores, 30_000),
 		},
 		{
 			name: "pods is a scalar and the task limit",
-			list: list("pods", "110"),
+			list: st.Resources("", "", "pods", "110"),
 			want: &Resource{ScalarResources: map[corev1.ResourceName]float64{"pods": 110_000}, MaxTaskNum: 110},
 		},
 		{
 			name: "quota counts are dropped, zero scalars kept",
-			list: list("count/pods", "10", string(nvidiaGPU), "0"),
+			list: st.Resources("", "", "count/pods", "10", string(nvidiaGPU), "0"),
 			want: res(0, 0, nvidiaGPU, 0),
 		},
 	}
@@ -130,7 +124,7 @@ func TestArithmetic(t *testing.T) {
 }
 
 func TestCloneIsDeep(t *testing.T) {
-	original := NewResource(list("cpu", "1", "pods", "10", string(vgpuMemory), "100"))
+	original := NewResource(st.Resources("1", "", "pods", "10", string(vgpuMemory), "100"))
 	clone := original.Clone()
 	if !reflect.DeepEqual(clone, original) {
 		t.Fatalf("Clone = %v, want %v", clone, original)
@@ -232,7 +226,7 @@ func TestLessEqual(t *testing.T) {
 
 func TestExceedingWithDimension(t *testing.T) {
 	// The lab 8 queue: capability of 8 cores, 8 GiB and 4000 MiB of vGPU memory.
-	capability := NewResource(list("cpu", "8", "memory", "8Gi", string(vgpuMemory), "4000"))
+	capability := NewResource(st.Resources("8", "8Gi", string(vgpuMemory), "4000"))
 	tests := []struct {
 		name     string
 		l, req   *Resource
@@ -242,35 +236,35 @@ func TestExceedingWithDimension(t *testing.T) {
 		{name: "nil request always fits", l: res(1e9, 1e18)},
 		{
 			name: "within capability",
-			l:    NewResource(list("cpu", "2", string(vgpuMemory), "3000", "pods", "1")),
-			req:  NewResource(list("cpu", "1", string(vgpuMemory), "3000", "pods", "1")),
+			l:    NewResource(st.Resources("2", "", string(vgpuMemory), "3000", "pods", "1")),
+			req:  NewResource(st.Resources("1", "", string(vgpuMemory), "3000", "pods", "1")),
 		},
 		{
 			name:     "vGPU memory over capability",
-			l:        NewResource(list("cpu", "1", string(vgpuMemory), "5000")),
-			req:      NewResource(list("cpu", "1", string(vgpuMemory), "5000")),
+			l:        NewResource(st.Resources("1", "", string(vgpuMemory), "5000")),
+			req:      NewResource(st.Resources("1", "", string(vgpuMemory), "5000")),
 			exceeded: []corev1.ResourceName{vgpuMemory},
 		},
 		{
 			name: "only requested dimensions are compared",
-			l:    NewResource(list("cpu", "100", string(vgpuMemory), "1000")),
-			req:  NewResource(list(string(vgpuMemory), "1000")),
+			l:    NewResource(st.Resources("100", "", string(vgpuMemory), "1000")),
+			req:  NewResource(st.Resources("", "", string(vgpuMemory), "1000")),
 		},
 		{
 			name:     "requested dimension the capability lacks counts as zero",
-			l:        NewResource(list(string(nvidiaGPU), "1")),
-			req:      NewResource(list(string(nvidiaGPU), "1")),
+			l:        NewResource(st.Resources("", "", string(nvidiaGPU), "1")),
+			req:      NewResource(st.Resources("", "", string(nvidiaGPU), "1")),
 			exceeded: []corev1.ResourceName{nvidiaGPU},
 		},
 		{
 			name: "pods is ignored",
-			l:    NewResource(list("pods", "1000")),
-			req:  NewResource(list("pods", "1")),
+			l:    NewResource(st.Resources("", "", "pods", "1000")),
+			req:  NewResource(st.Resources("", "", "pods", "1")),
 		},
 		{
 			name:     "cpu and memory and scalars, in stable order",
-			l:        NewResource(list("cpu", "9", "memory", "9Gi", string(vgpuMemory), "5000", string(vgpuNumber), "1")),
-			req:      NewResource(list("cpu", "1", "memory", "1Gi", string(vgpuMemory), "1", string(vgpuNumber), "1")),
+			l:        NewResource(st.Resources("9", "9Gi", string(vgpuMemory), "5000", string(vgpuNumber), "1")),
+			req:      NewResource(st.Resources("1", "1Gi", string(vgpuMemory), "1", string(vgpuNumber), "1")),
 			exceeded: []corev1.ResourceName{"cpu", "memory", vgpuMemory, vgpuNumber},
 		},
 	}
@@ -288,7 +282,7 @@ func TestExceedingWithDimension(t *testing.T) {
 }
 
 func TestGetAndToResourceList(t *testing.T) {
-	in := list("cpu", "1500m", "memory", "1Gi", "pods", "110", string(vgpuMemory), "2000")
+	in := st.Resources("1500m", "1Gi", "pods", "110", string(vgpuMemory), "2000")
 	r := NewResource(in)
 	if r.Get("cpu") != 1500 || r.Get("memory") != 1<<30 || r.Get(vgpuMemory) != 2_000_000 || r.Get(nvidiaGPU) != 0 {
 		t.Errorf("Get returned the wrong amounts for %v", r)
@@ -320,10 +314,8 @@ func TestString(t *testing.T) {
 // A vGPU task's request against a node's idle resources, the comparison the
 // allocate action makes for every task and candidate node.
 func benchmarkPair() (task, idle *Resource) {
-	task = NewResource(list("cpu", "1", "memory", "2Gi", "pods", "1",
-		string(vgpuNumber), "1", string(vgpuMemory), "2000", string(vgpuCores), "30"))
-	idle = NewResource(list("cpu", "64", "memory", "512Gi", "pods", "110", "ephemeral-storage", "1Ti",
-		"hugepages-1Gi", "0", "hugepages-2Mi", "0",
+	task = NewResource(st.Resources("1", "2Gi", "pods", "1", string(vgpuNumber), "1", string(vgpuMemory), "2000", string(vgpuCores), "30"))
+	idle = NewResource(st.Resources("64", "512Gi", "pods", "110", "ephemeral-storage", "1Ti", "hugepages-1Gi", "0", "hugepages-2Mi", "0",
 		string(vgpuNumber), "80", string(vgpuMemory), "655360", string(vgpuCores), "800"))
 	return task, idle
 }

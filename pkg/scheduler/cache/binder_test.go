@@ -20,6 +20,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 // bindingCapture answers "create pods/binding" with err and keeps what was sent.
@@ -45,7 +46,7 @@ func (c *bindingCapture) install(env *testEnv) {
 func bindEnv(t *testing.T, pods ...*corev1.Pod) *testEnv {
 	t.Helper()
 	env := newTestEnv(t, Options{})
-	env.add(t, newNode("n1", "4", nil), newQueue("default"), newPodGroup("pg1", "", 1))
+	env.add(t, st.Node("n1", st.Resources("4", "")).Obj(), newQueue("default"), newPodGroup("pg1", "", 1))
 	for _, p := range pods {
 		env.add(t, p)
 	}
@@ -64,7 +65,7 @@ func placed(t *testing.T, env *testEnv, name, node string, annotations map[strin
 
 func TestBindSuccess(t *testing.T) {
 	ctx := context.Background()
-	env := bindEnv(t, newPod("p1", "1", inGroup("pg1")))
+	env := bindEnv(t, st.Pod("p1", "1", "").Group("pg1").Obj())
 	capture := &bindingCapture{}
 	capture.install(env)
 	assignment := map[string]string{"volcano.sh/vgpu-ids-new": "GPU-0,NVIDIA,2000,30:;", "volcano.sh/vgpu-node": "n1"}
@@ -97,7 +98,7 @@ func TestBindSuccess(t *testing.T) {
 		t.Errorf("binding (-want +got):\n%s", diff)
 	}
 	wantEvents := []string{"Pod ns/p1 Normal Scheduled: Successfully assigned ns/p1 to n1"}
-	if got := env.events.take(); !reflect.DeepEqual(got, wantEvents) {
+	if got := env.events.Take(); !reflect.DeepEqual(got, wantEvents) {
 		t.Errorf("events %q, want %q", got, wantEvents)
 	}
 	if got := describeCache(env.sc); !reflect.DeepEqual(got, want) {
@@ -116,23 +117,23 @@ func TestBindRefused(t *testing.T) {
 	}{
 		{
 			name:    "the node's idle resources cannot take the pod",
-			pods:    []*corev1.Pod{newPod("big", "3", inGroup("pg1")), newPod("other", "2", onNode("n1"), inPhase(corev1.PodRunning))},
+			pods:    []*corev1.Pod{st.Pod("big", "3", "").Group("pg1").Obj(), st.Pod("other", "2", "").Node("n1").Phase(corev1.PodRunning).Obj()},
 			pod:     "big",
 			node:    "n1",
 			wantErr: "insufficient [cpu]",
 		},
 		{
 			name:    "the node is unknown",
-			pods:    []*corev1.Pod{newPod("p1", "1", inGroup("pg1"))},
+			pods:    []*corev1.Pod{st.Pod("p1", "1", "").Group("pg1").Obj()},
 			pod:     "p1",
 			node:    "n9",
 			wantErr: "the node is not in the cache",
 		},
 		{
 			name: "the node object was deleted",
-			pods: []*corev1.Pod{newPod("p1", "1", inGroup("pg1")), newPod("other", "1", onNode("n1"), inPhase(corev1.PodRunning))},
+			pods: []*corev1.Pod{st.Pod("p1", "1", "").Group("pg1").Obj(), st.Pod("other", "1", "").Node("n1").Phase(corev1.PodRunning).Obj()},
 			prepare: func(t *testing.T, env *testEnv) {
-				env.sc.onNodeDelete(newNode("n1", "4", nil))
+				env.sc.onNodeDelete(st.Node("n1", st.Resources("4", "")).Obj())
 			},
 			pod:     "p1",
 			node:    "n1",
@@ -140,7 +141,7 @@ func TestBindRefused(t *testing.T) {
 		},
 		{
 			name: "the pod is already being bound",
-			pods: []*corev1.Pod{newPod("p1", "1", inGroup("pg1"))},
+			pods: []*corev1.Pod{st.Pod("p1", "1", "").Group("pg1").Obj()},
 			prepare: func(t *testing.T, env *testEnv) {
 				if err := env.sc.Bind(placed(t, env, "p1", "n1", nil)); err != nil {
 					t.Fatalf("first Bind: %v", err)
@@ -152,9 +153,9 @@ func TestBindRefused(t *testing.T) {
 		},
 		{
 			name: "the pod was deleted",
-			pods: []*corev1.Pod{newPod("p1", "1", inGroup("pg1"))},
+			pods: []*corev1.Pod{st.Pod("p1", "1", "").Group("pg1").Obj()},
 			prepare: func(t *testing.T, env *testEnv) {
-				env.sc.onPodDelete(newPod("p1", "1"))
+				env.sc.onPodDelete(st.Pod("p1", "1", "").Obj())
 			},
 			pod:     "p1",
 			node:    "n1",
@@ -202,7 +203,7 @@ func TestBindFailure(t *testing.T) {
 			name: "the bind happened after all (a timeout): the re-read shows it",
 			apiServer: func(t *testing.T, env *testEnv) {
 				mustCreate(t, env.kube.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"),
-					newPod("p1", "1", inGroup("pg1"), onNode("n1"), resourceVersion("7")), "ns"))
+					st.Pod("p1", "1", "").Group("pg1").Node("n1").ResourceVersion("7").Obj(), "ns"))
 			},
 			wantAfter: []string{"job ns/pg1 [pg queue=default] p1=Bound@n1", "node n1: idle cpu 3000, tasks p1"},
 		},
@@ -217,7 +218,7 @@ func TestBindFailure(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			env := bindEnv(t, newPod("p1", "1", inGroup("pg1")))
+			env := bindEnv(t, st.Pod("p1", "1", "").Group("pg1").Obj())
 			capture := &bindingCapture{err: apierrors.NewInternalError(errors.New("etcd timeout"))}
 			capture.install(env)
 
@@ -232,7 +233,7 @@ func TestBindFailure(t *testing.T) {
 			}
 			msg := "failed to bind to node n1: Internal error occurred: etcd timeout"
 			wantEvents := []string{"Pod ns/p1 Warning FailedScheduling: " + msg}
-			if got := env.events.take(); !reflect.DeepEqual(got, wantEvents) {
+			if got := env.events.Take(); !reflect.DeepEqual(got, wantEvents) {
 				t.Errorf("events %q, want %q", got, wantEvents)
 			}
 			env.drainWrites(ctx)
@@ -286,18 +287,18 @@ func TestBindWorkers(t *testing.T) {
 	defer cancel()
 	env := newTestEnv(t, Options{BindWorkers: 4})
 	const pods = 40
-	mustCreate(t, env.kube.Tracker().Add(newNode("n1", "64", nil)))
+	mustCreate(t, env.kube.Tracker().Add(st.Node("n1", st.Resources("64", "")).Obj()))
 	mustCreate(t, env.vc.Tracker().Add(newQueue("default")))
 	mustCreate(t, env.vc.Tracker().Add(newPodGroup("pg1", "", pods)))
 	for i := range pods {
-		mustCreate(t, env.kube.Tracker().Add(newPod(fmt.Sprintf("p%02d", i), "1", inGroup("pg1"))))
+		mustCreate(t, env.kube.Tracker().Add(st.Pod(fmt.Sprintf("p%02d", i), "1", "").Group("pg1").Obj()))
 	}
 	env.kube.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
 		if action.GetSubresource() != "binding" {
 			return false, nil, nil
 		}
 		b := action.(clienttesting.CreateAction).GetObject().(*corev1.Binding)
-		bound := newPod(b.Name, "1", inGroup("pg1"), onNode(b.Target.Name), resourceVersion("2"))
+		bound := st.Pod(b.Name, "1", "").Group("pg1").Node(b.Target.Name).ResourceVersion("2").Obj()
 		for k, v := range b.Annotations {
 			bound.Annotations[k] = v
 		}

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 // taskList is derived device state for the tests: the node's tasks and their statuses.
@@ -79,9 +80,9 @@ func TestDeviceDeriver(t *testing.T) {
 		want    []string
 		devices map[string]api.Devices
 	}{
-		{"node update", func() { env.sc.onNodeSet(newNode("n1", "8", nil)) }, []string{"derive n1 (none)"}, map[string]api.Devices{}},
-		{"pending pod", func() { env.add(t, newPod("p1", "1", inGroup("pg1"))) }, nil, map[string]api.Devices{}},
-		{"running pod", func() { env.add(t, newPod("p2", "1", onNode("n1"), inPhase(corev1.PodRunning))) },
+		{"node update", func() { env.sc.onNodeSet(st.Node("n1", st.Resources("8", "")).Obj()) }, []string{"derive n1 (none)"}, map[string]api.Devices{}},
+		{"pending pod", func() { env.add(t, st.Pod("p1", "1", "").Group("pg1").Obj()) }, nil, map[string]api.Devices{}},
+		{"running pod", func() { env.add(t, st.Pod("p2", "1", "").Node("n1").Phase(corev1.PodRunning).Obj()) },
 			[]string{"derive n1 [p2=Running]"}, map[string]api.Devices{"n1": taskList{"p2=Running"}}},
 		{"bind accepted", func() {
 			if err := env.sc.Bind(placed(t, env, "p1", "n1", nil)); err != nil {
@@ -91,15 +92,15 @@ func TestDeviceDeriver(t *testing.T) {
 		{"bind refused by the API server", func() { env.sc.processNextBind(ctx) },
 			[]string{"derive n1 [p2=Running]"}, map[string]api.Devices{"n1": taskList{"p2=Running"}}},
 		{"pod finished", func() {
-			env.sc.onPodUpdate(nil, newPod("p2", "1", onNode("n1"), inPhase(corev1.PodSucceeded), resourceVersion("2")))
+			env.sc.onPodUpdate(nil, st.Pod("p2", "1", "").Node("n1").Phase(corev1.PodSucceeded).ResourceVersion("2").Obj())
 		}, []string{"derive n1 (none)"}, map[string]api.Devices{}},
-		{"pod on a node not known", func() { env.add(t, newPod("p3", "1", onNode("n2"), inPhase(corev1.PodRunning))) }, nil, map[string]api.Devices{}},
+		{"pod on a node not known", func() { env.add(t, st.Pod("p3", "1", "").Node("n2").Phase(corev1.PodRunning).Obj()) }, nil, map[string]api.Devices{}},
 		{"device configuration changed", env.sc.RederiveDevices, []string{"derive n1 (none)"}, map[string]api.Devices{}},
-		{"node object of the pod arrives", func() { env.sc.onNodeSet(newNode("n2", "8", nil)) },
+		{"node object of the pod arrives", func() { env.sc.onNodeSet(st.Node("n2", st.Resources("8", "")).Obj()) },
 			[]string{"derive n2 [p3=Running]"}, map[string]api.Devices{"n2": taskList{"p3=Running"}}},
-		{"node deleted with a pod on it", func() { env.sc.onNodeDelete(newNode("n2", "8", nil)) }, nil, map[string]api.Devices{}},
-		{"pod on the deleted node", func() { env.add(t, newPod("p4", "1", onNode("n2"), inPhase(corev1.PodRunning))) }, nil, map[string]api.Devices{}},
-		{"deleted node comes back", func() { env.sc.onNodeSet(newNode("n2", "8", nil)) },
+		{"node deleted with a pod on it", func() { env.sc.onNodeDelete(st.Node("n2", st.Resources("8", "")).Obj()) }, nil, map[string]api.Devices{}},
+		{"pod on the deleted node", func() { env.add(t, st.Pod("p4", "1", "").Node("n2").Phase(corev1.PodRunning).Obj()) }, nil, map[string]api.Devices{}},
+		{"deleted node comes back", func() { env.sc.onNodeSet(st.Node("n2", st.Resources("8", "")).Obj()) },
 			[]string{"derive n2 [p3=Running p4=Running]"}, map[string]api.Devices{"n2": taskList{"p3=Running", "p4=Running"}}},
 	}
 	for _, s := range steps {
@@ -117,9 +118,9 @@ func TestDeviceDeriver(t *testing.T) {
 
 	// Many changes to a node between two snapshots: one derivation.
 	for i := range 5 {
-		env.add(t, newPod(fmt.Sprintf("q%d", i), "1", onNode("n1"), inPhase(corev1.PodRunning)))
+		env.add(t, st.Pod(fmt.Sprintf("q%d", i), "1", "").Node("n1").Phase(corev1.PodRunning).Obj())
 	}
-	env.sc.onNodeSet(newNode("n1", "8", nil))
+	env.sc.onNodeSet(st.Node("n1", st.Resources("8", "")).Obj())
 	snapshotDevices(env.sc)
 	if got, want := spy.take(), []string{"derive n1 [q0=Running q1=Running q2=Running q3=Running q4=Running]"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("six changes, then a snapshot: derived %q, want %q", got, want)
@@ -131,7 +132,7 @@ func TestDeviceDeriver(t *testing.T) {
 func TestSnapshotDevicesArePrivate(t *testing.T) {
 	env := bindEnv(t)
 	env.sc.AddDeviceDeriver(&deriverSpy{})
-	env.add(t, newPod("p1", "1", onNode("n1"), inPhase(corev1.PodRunning)))
+	env.add(t, st.Pod("p1", "1", "").Node("n1").Phase(corev1.PodRunning).Obj())
 	first := env.sc.Snapshot().Nodes["n1"].Devices["spy"].(taskList)
 	first[0] = "changed by a session"
 	if got := snapshotDevices(env.sc)["n1"]; !reflect.DeepEqual(got, taskList{"p1=Running"}) {
@@ -145,7 +146,7 @@ func TestSnapshotDevicesArePrivate(t *testing.T) {
 func TestNodesClaimedBy(t *testing.T) {
 	env := bindEnv(t)
 	spy := &deriverSpy{}
-	env.sc.onNodeSet(newNode("gpu-0", "8", map[string]string{"spy": "yes"}))
+	env.sc.onNodeSet(st.Node("gpu-0", st.Resources("8", "")).Labels(map[string]string{"spy": "yes"}).Obj())
 	env.sc.AddDeviceDeriver(spy)
 	steps := []struct {
 		what string
@@ -153,10 +154,14 @@ func TestNodesClaimedBy(t *testing.T) {
 		want int
 	}{
 		{"known before the deriver was added", func() {}, 1},
-		{"a second node claimed", func() { env.sc.onNodeSet(newNode("gpu-1", "8", map[string]string{"spy": "yes"})) }, 2},
-		{"a node without the devices", func() { env.sc.onNodeSet(newNode("cpu-0", "8", nil)) }, 2},
-		{"a node loses them", func() { env.sc.onNodeSet(newNode("gpu-1", "8", nil)) }, 1},
-		{"a claimed node is deleted", func() { env.sc.onNodeDelete(newNode("gpu-0", "8", map[string]string{"spy": "yes"})) }, 0},
+		{"a second node claimed", func() {
+			env.sc.onNodeSet(st.Node("gpu-1", st.Resources("8", "")).Labels(map[string]string{"spy": "yes"}).Obj())
+		}, 2},
+		{"a node without the devices", func() { env.sc.onNodeSet(st.Node("cpu-0", st.Resources("8", "")).Obj()) }, 2},
+		{"a node loses them", func() { env.sc.onNodeSet(st.Node("gpu-1", st.Resources("8", "")).Obj()) }, 1},
+		{"a claimed node is deleted", func() {
+			env.sc.onNodeDelete(st.Node("gpu-0", st.Resources("8", "")).Labels(map[string]string{"spy": "yes"}).Obj())
+		}, 0},
 	}
 	for _, step := range steps {
 		step.do()

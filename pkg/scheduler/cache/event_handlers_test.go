@@ -15,6 +15,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 type step func(t *testing.T, env *testEnv)
@@ -43,7 +44,7 @@ func deleting(obj runtime.Object) step {
 
 func binding(pod, node string) step {
 	return func(t *testing.T, env *testEnv) {
-		task := api.NewTaskInfo(newPod(pod, "1", inGroup("pg1")))
+		task := api.NewTaskInfo(st.Pod(pod, "1", "").Group("pg1").Obj())
 		task.NodeName = node
 		if err := env.sc.Bind(task); err != nil {
 			t.Fatalf("Bind: %v", err)
@@ -52,7 +53,7 @@ func binding(pod, node string) step {
 }
 
 func TestEventHandlers(t *testing.T) {
-	n1 := newNode("n1", "4", nil)
+	n1 := st.Node("n1", st.Resources("4", "")).Obj()
 	tests := []struct {
 		name  string
 		opts  Options
@@ -61,75 +62,75 @@ func TestEventHandlers(t *testing.T) {
 	}{
 		{
 			name:  "a pending pod joins its job and holds no node",
-			steps: []step{adding(n1, newPod("p1", "1", inGroup("pg1")))},
+			steps: []step{adding(n1, st.Pod("p1", "1", "").Group("pg1").Obj())},
 			want:  []string{"job ns/pg1 p1=Pending", "node n1: idle cpu 4000, tasks none"},
 		},
 		{
 			name:  "a running pod counts on its node",
-			steps: []step{adding(n1, newPod("p1", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning)))},
+			steps: []step{adding(n1, st.Pod("p1", "1", "").Group("pg1").Node("n1").Phase(corev1.PodRunning).Obj())},
 			want:  []string{"job ns/pg1 p1=Running@n1", "node n1: idle cpu 3000, tasks p1"},
 		},
 		{
 			name:  "another scheduler's pod on a node counts there, outside any job",
-			steps: []step{adding(n1, newPod("p1", "1", scheduledBy("default-scheduler"), onNode("n1"), inPhase(corev1.PodRunning)))},
+			steps: []step{adding(n1, st.Pod("p1", "1", "").SchedulerName("default-scheduler").Node("n1").Phase(corev1.PodRunning).Obj())},
 			want:  []string{"node n1: idle cpu 3000, tasks p1"},
 		},
 		{
 			name:  "another scheduler's pod not yet on a node is ignored",
-			steps: []step{adding(n1, newPod("p1", "1", scheduledBy("default-scheduler"), inGroup("pg1")))},
+			steps: []step{adding(n1, st.Pod("p1", "1", "").SchedulerName("default-scheduler").Group("pg1").Obj())},
 			want:  []string{"node n1: idle cpu 4000, tasks none"},
 		},
 		{
 			name:  "a pod without the group annotation counts on its node only",
-			steps: []step{adding(n1, newPod("p1", "1", onNode("n1")))},
+			steps: []step{adding(n1, st.Pod("p1", "1", "").Node("n1").Obj())},
 			want:  []string{"node n1: idle cpu 3000, tasks p1"},
 		},
 		{
 			name:  "a finished pod stays in its job but frees its node",
-			steps: []step{adding(n1, newPod("p1", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodSucceeded)))},
+			steps: []step{adding(n1, st.Pod("p1", "1", "").Group("pg1").Node("n1").Phase(corev1.PodSucceeded).Obj())},
 			want:  []string{"job ns/pg1 p1=Succeeded@n1", "node n1: idle cpu 4000, tasks none"},
 		},
 		{
 			name: "a pod update moves the pod onto its node",
 			steps: []step{
-				adding(n1, newPod("p1", "1", inGroup("pg1"))),
-				updatingPod(newPod("p1", "1", inGroup("pg1"), onNode("n1"), resourceVersion("2"))),
+				adding(n1, st.Pod("p1", "1", "").Group("pg1").Obj()),
+				updatingPod(st.Pod("p1", "1", "").Group("pg1").Node("n1").ResourceVersion("2").Obj()),
 			},
 			want: []string{"job ns/pg1 p1=Bound@n1", "node n1: idle cpu 3000, tasks p1"},
 		},
 		{
 			name: "deleting the last pod of a job without PodGroup forgets the job and frees the node",
 			steps: []step{
-				adding(n1, newPod("p1", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning))),
-				deleting(newPod("p1", "1")),
+				adding(n1, st.Pod("p1", "1", "").Group("pg1").Node("n1").Phase(corev1.PodRunning).Obj()),
+				deleting(st.Pod("p1", "1", "").Obj()),
 			},
 			want: []string{"node n1: idle cpu 4000, tasks none"},
 		},
 		{
 			name: "deleting a pod keeps the job of an existing PodGroup",
 			steps: []step{
-				adding(n1, newPodGroup("pg1", "", 1), newPod("p1", "1", inGroup("pg1"))),
-				deleting(newPod("p1", "1")),
+				adding(n1, newPodGroup("pg1", "", 1), st.Pod("p1", "1", "").Group("pg1").Obj()),
+				deleting(st.Pod("p1", "1", "").Obj()),
 			},
 			want: []string{"job ns/pg1 [pg queue=default]", "node n1: idle cpu 4000, tasks none"},
 		},
 		{
 			name: "a deleted PodGroup leaves its pods counting on their nodes",
 			steps: []step{
-				adding(n1, newPodGroup("pg1", "q1", 1), newPod("p1", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning))),
+				adding(n1, newPodGroup("pg1", "q1", 1), st.Pod("p1", "1", "").Group("pg1").Node("n1").Phase(corev1.PodRunning).Obj()),
 				deleting(newPodGroup("pg1", "q1", 1)),
 			},
 			want: []string{"job ns/pg1 p1=Running@n1", "node n1: idle cpu 3000, tasks p1"},
 		},
 		{
 			name:  "a pod on a node not seen yet is accounted until the node arrives",
-			steps: []step{adding(newPod("p1", "1", onNode("n2"), inPhase(corev1.PodRunning)))},
+			steps: []step{adding(st.Pod("p1", "1", "").Node("n2").Phase(corev1.PodRunning).Obj())},
 			want:  []string{"node n2 (no object): idle cpu -1000, tasks p1"},
 		},
 		{
 			name: "a node arriving after its pods starts with their usage",
 			steps: []step{
-				adding(newPod("p1", "1", onNode("n1"), inPhase(corev1.PodRunning))),
+				adding(st.Pod("p1", "1", "").Node("n1").Phase(corev1.PodRunning).Obj()),
 				adding(n1),
 			},
 			want: []string{"node n1: idle cpu 3000, tasks p1"},
@@ -137,7 +138,7 @@ func TestEventHandlers(t *testing.T) {
 		{
 			name: "a deleted node keeps its pods' usage until they go",
 			steps: []step{
-				adding(n1, newPod("p1", "1", onNode("n1"), inPhase(corev1.PodRunning))),
+				adding(n1, st.Pod("p1", "1", "").Node("n1").Phase(corev1.PodRunning).Obj()),
 				deleting(n1),
 			},
 			want: []string{"node n1 (no object): idle cpu 3000, tasks p1"},
@@ -145,49 +146,50 @@ func TestEventHandlers(t *testing.T) {
 		{
 			name: "a deleted node is forgotten with its last pod",
 			steps: []step{
-				adding(n1, newPod("p1", "1", onNode("n1"), inPhase(corev1.PodRunning))),
+				adding(n1, st.Pod("p1", "1", "").Node("n1").Phase(corev1.PodRunning).Obj()),
 				deleting(n1),
-				deleting(newPod("p1", "1")),
+				deleting(st.Pod("p1", "1", "").Obj()),
 			},
 			want: nil,
 		},
 		{
-			name:  "nodes outside the node selector are not taken",
-			opts:  Options{NodeSelector: []string{"pool:gpu", "zone:a"}},
-			steps: []step{adding(newNode("n1", "4", map[string]string{"pool": "cpu"}), newNode("n2", "4", map[string]string{"pool": "gpu"}), newNode("n3", "4", map[string]string{"zone": "a"}))},
-			want:  []string{"node n2: idle cpu 4000, tasks none", "node n3: idle cpu 4000, tasks none"},
+			name: "nodes outside the node selector are not taken",
+			opts: Options{NodeSelector: []string{"pool:gpu", "zone:a"}},
+			steps: []step{adding(st.Node("n1", st.Resources("4", "")).Label("pool", "cpu").Obj(),
+				st.Node("n2", st.Resources("4", "")).Label("pool", "gpu").Obj(), st.Node("n3", st.Resources("4", "")).Label("zone", "a").Obj())},
+			want: []string{"node n2: idle cpu 4000, tasks none", "node n3: idle cpu 4000, tasks none"},
 		},
 		{
 			name:  "pods of every configured scheduler name are taken",
 			opts:  Options{SchedulerNames: []string{"volcano", "gpu-scheduler"}},
-			steps: []step{adding(newPod("p1", "1", inGroup("pg1"), scheduledBy("gpu-scheduler")), newPod("p2", "1", inGroup("pg1"), scheduledBy("other")))},
+			steps: []step{adding(st.Pod("p1", "1", "").Group("pg1").SchedulerName("gpu-scheduler").Obj(), st.Pod("p2", "1", "").Group("pg1").SchedulerName("other").Obj())},
 			want:  []string{"job ns/pg1 p1=Pending"},
 		},
 		{
 			name: "an update of a pod whose bind is in flight keeps the placement",
 			steps: []step{
-				adding(n1, newPodGroup("pg1", "", 1), newPod("p1", "1", inGroup("pg1"))),
+				adding(n1, newPodGroup("pg1", "", 1), st.Pod("p1", "1", "").Group("pg1").Obj()),
 				binding("p1", "n1"),
-				updatingPod(newPod("p1", "1", inGroup("pg1"), resourceVersion("2"), withCondition(corev1.PodCondition{Type: "Custom"}))),
+				updatingPod(st.Pod("p1", "1", "").Group("pg1").ResourceVersion("2").Condition(corev1.PodCondition{Type: "Custom"}).Obj()),
 			},
 			want: []string{"job ns/pg1 [pg queue=default] p1=Binding@n1", "node n1: idle cpu 3000, tasks p1"},
 		},
 		{
 			name: "the informer showing the bind makes the pod Bound",
 			steps: []step{
-				adding(n1, newPodGroup("pg1", "", 1), newPod("p1", "1", inGroup("pg1"))),
+				adding(n1, newPodGroup("pg1", "", 1), st.Pod("p1", "1", "").Group("pg1").Obj()),
 				binding("p1", "n1"),
-				updatingPod(newPod("p1", "1", inGroup("pg1"), onNode("n1"), resourceVersion("2"))),
+				updatingPod(st.Pod("p1", "1", "").Group("pg1").Node("n1").ResourceVersion("2").Obj()),
 			},
 			want: []string{"job ns/pg1 [pg queue=default] p1=Bound@n1", "node n1: idle cpu 3000, tasks p1"},
 		},
 		{
 			name: "a pod being deleted while its bind is in flight is no longer Binding",
 			steps: []step{
-				adding(n1, newPodGroup("pg1", "", 1), newPod("p1", "1", inGroup("pg1"))),
+				adding(n1, newPodGroup("pg1", "", 1), st.Pod("p1", "1", "").Group("pg1").Obj()),
 				binding("p1", "n1"),
 				updatingPod(func() *corev1.Pod {
-					p := newPod("p1", "1", inGroup("pg1"), resourceVersion("2"))
+					p := st.Pod("p1", "1", "").Group("pg1").ResourceVersion("2").Obj()
 					p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 					return p
 				}()),
@@ -238,9 +240,9 @@ func TestInformersFeedTheCache(t *testing.T) {
 	defer cancel()
 	env := newTestEnv(t, Options{NodeSelector: []string{"pool:gpu"}})
 	gpu := map[string]string{"pool": "gpu"}
-	for _, o := range []runtime.Object{newNode("n1", "4", gpu), newNode("n2", "4", nil),
-		newPod("p1", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning)),
-		newPod("p2", "1", scheduledBy("other"))} {
+	for _, o := range []runtime.Object{st.Node("n1", st.Resources("4", "")).Labels(gpu).Obj(), st.Node("n2", st.Resources("4", "")).Obj(),
+		st.Pod("p1", "1", "").Group("pg1").Node("n1").Phase(corev1.PodRunning).Obj(),
+		st.Pod("p2", "1", "").SchedulerName("other").Obj()} {
 		mustCreate(t, env.kube.Tracker().Add(o))
 	}
 	for _, o := range []runtime.Object{newPodGroup("pg1", "", 1), newQueue("default")} {
@@ -259,7 +261,7 @@ func TestInformersFeedTheCache(t *testing.T) {
 	}
 
 	// n1 loses its label: it leaves the cache's schedulable nodes, its pod's usage stays.
-	if _, err := env.kube.CoreV1().Nodes().Update(ctx, newNode("n1", "4", nil), metav1.UpdateOptions{}); err != nil {
+	if _, err := env.kube.CoreV1().Nodes().Update(ctx, st.Node("n1", st.Resources("4", "")).Obj(), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	want = []string{"job ns/pg1 [pg queue=default] p1=Running@n1", "node n1 (no object): idle cpu 3000, tasks p1"}
@@ -351,11 +353,11 @@ func TestArrivals(t *testing.T) {
 		want bool
 	}{
 		{"a gang's PodGroup before its pods", []runtime.Object{newPodGroup("gang", "default", 2)}, false},
-		{"its first pod", []runtime.Object{newPod("g1", "1", inGroup("gang"))}, false},
-		{"its last pod", []runtime.Object{newPod("g2", "1", inGroup("gang"))}, true},
-		{"a pod before its PodGroup", []runtime.Object{newPod("s1", "1", inGroup("single"))}, false},
+		{"its first pod", []runtime.Object{st.Pod("g1", "1", "").Group("gang").Obj()}, false},
+		{"its last pod", []runtime.Object{st.Pod("g2", "1", "").Group("gang").Obj()}, true},
+		{"a pod before its PodGroup", []runtime.Object{st.Pod("s1", "1", "").Group("single").Obj()}, false},
 		{"then the PodGroup", []runtime.Object{newPodGroup("single", "default", 1)}, true},
-		{"two single pods", []runtime.Object{newPodGroup("two", "default", 1), newPod("t1", "1", inGroup("two")), newPod("t2", "1", inGroup("two"))}, true},
+		{"two single pods", []runtime.Object{newPodGroup("two", "default", 1), st.Pod("t1", "1", "").Group("two").Obj(), st.Pod("t2", "1", "").Group("two").Obj()}, true},
 	}
 	env := newTestEnv(t, Options{})
 	for _, s := range steps {
@@ -368,7 +370,7 @@ func TestArrivals(t *testing.T) {
 	if arrived(env) {
 		t.Errorf("a second signal after one was taken")
 	}
-	env.sc.onPodUpdate(nil, newPod("t1", "1", inGroup("two"), resourceVersion("2")))
+	env.sc.onPodUpdate(nil, st.Pod("t1", "1", "").Group("two").ResourceVersion("2").Obj())
 	if arrived(env) {
 		t.Errorf("an update of a pod already held signalled an arrival")
 	}
@@ -381,18 +383,18 @@ func TestArrivals(t *testing.T) {
 		want  bool
 	}{
 		{"a running pod is deleted", func() {
-			env.sc.onPodDelete(newPod("g1", "1", inGroup("gang"), onNode("n1"), inPhase(corev1.PodRunning)))
+			env.sc.onPodDelete(st.Pod("g1", "1", "").Group("gang").Node("n1").Phase(corev1.PodRunning).Obj())
 		}, false},
 		{"a running pod starts terminating", func() {
-			env.sc.onPodUpdate(nil, newPod("g2", "1", inGroup("gang"), onNode("n1"), inPhase(corev1.PodRunning), terminatingPod()))
+			env.sc.onPodUpdate(nil, st.Pod("g2", "1", "").Group("gang").Node("n1").Phase(corev1.PodRunning).Terminating().Obj())
 		}, false},
 		{"its containers stop", func() {
-			env.sc.onPodUpdate(nil, newPod("g2", "1", inGroup("gang"), onNode("n1"), inPhase(corev1.PodFailed), terminatingPod()))
+			env.sc.onPodUpdate(nil, st.Pod("g2", "1", "").Group("gang").Node("n1").Phase(corev1.PodFailed).Terminating().Obj())
 		}, true},
 		{"another terminating pod is gone", func() {
-			env.sc.onPodUpdate(nil, newPod("t2", "1", inGroup("two"), onNode("n1"), inPhase(corev1.PodRunning), terminatingPod()))
+			env.sc.onPodUpdate(nil, st.Pod("t2", "1", "").Group("two").Node("n1").Phase(corev1.PodRunning).Terminating().Obj())
 			_ = arrived(env)
-			env.sc.onPodDelete(newPod("t2", "1", inGroup("two"), onNode("n1"), inPhase(corev1.PodRunning), terminatingPod()))
+			env.sc.onPodDelete(st.Pod("t2", "1", "").Group("two").Node("n1").Phase(corev1.PodRunning).Terminating().Obj())
 		}, true},
 	}
 	for _, r := range released {

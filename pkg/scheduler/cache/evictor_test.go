@@ -15,6 +15,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 // An accepted eviction counts the pod as Releasing at once (an update in between does not
@@ -22,7 +23,7 @@ import (
 // Warning Evict event, and deletes it with its own grace period, for that pod's UID only.
 func TestEvictMarksThenDeletes(t *testing.T) {
 	ctx := context.Background()
-	env := bindEnv(t, newPod("p1", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning)))
+	env := bindEnv(t, st.Pod("p1", "1", "").Group("pg1").Node("n1").Phase(corev1.PodRunning).Obj())
 	var deletes []metav1.DeleteOptions
 	env.kube.PrependReactor("delete", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		deletes = append(deletes, a.(clienttesting.DeleteActionImpl).DeleteOptions)
@@ -40,7 +41,7 @@ func TestEvictMarksThenDeletes(t *testing.T) {
 		t.Errorf("a second Evict of a Releasing pod was accepted")
 	}
 	// An informer update (a label, say) before the delete keeps it Releasing.
-	env.sc.onPodUpdate(nil, newPod("p1", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning), resourceVersion("2")))
+	env.sc.onPodUpdate(nil, st.Pod("p1", "1", "").Group("pg1").Node("n1").Phase(corev1.PodRunning).ResourceVersion("2").Obj())
 	if got := describeCache(env.sc); !reflect.DeepEqual(got, want) {
 		t.Errorf("cache after an update:\n got  %q\n want %q", got, want)
 	}
@@ -52,7 +53,7 @@ func TestEvictMarksThenDeletes(t *testing.T) {
 	if len(deletes) != 1 || deletes[0].Preconditions == nil || *deletes[0].Preconditions.UID != "uid-p1" || deletes[0].GracePeriodSeconds != nil {
 		t.Errorf("delete options %+v, want the pod's UID as precondition and its own grace period", deletes)
 	}
-	if got, want := env.events.take(), []string{"Pod ns/p1 Warning Evict: Pod is evicted, because of preempted by ns/high"}; !slices.Equal(got, want) {
+	if got, want := env.events.Take(), []string{"Pod ns/p1 Warning Evict: Pod is evicted, because of preempted by ns/high"}; !slices.Equal(got, want) {
 		t.Errorf("events %q, want %q", got, want)
 	}
 	var patched *corev1.PodCondition
@@ -77,7 +78,7 @@ func TestEvictMarksThenDeletes(t *testing.T) {
 // a later cycle to decide.
 func TestEvictFailureRestoresThePod(t *testing.T) {
 	ctx := context.Background()
-	env := bindEnv(t, newPod("p1", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning)))
+	env := bindEnv(t, st.Pod("p1", "1", "").Group("pg1").Node("n1").Phase(corev1.PodRunning).Obj())
 	env.kube.PrependReactor("delete", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("etcd is down")
 	})
@@ -97,7 +98,7 @@ func TestEvictFailureRestoresThePod(t *testing.T) {
 
 // Only a pod running (or bound) where the cache holds it can be evicted.
 func TestEvictRefusesAPodNotRunning(t *testing.T) {
-	env := bindEnv(t, newPod("p1", "1", inGroup("pg1")))
+	env := bindEnv(t, st.Pod("p1", "1", "").Group("pg1").Obj())
 	task := taskNamed(t, sessionJob(t, env.sc, "ns/pg1"), "p1")
 	if err := env.sc.Evict(task, "x"); err == nil {
 		t.Errorf("a pending pod's eviction was accepted")

@@ -6,12 +6,10 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -37,7 +35,7 @@ type testEnv struct {
 	sc     *SchedulerCache
 	kube   *kubefake.Clientset
 	vc     *vcfake.Clientset
-	events *eventLog
+	events *st.EventLog
 	clock  *clocktesting.FakePassiveClock
 }
 
@@ -48,7 +46,7 @@ func newTestEnv(t testing.TB, opts Options) *testEnv {
 	env := &testEnv{
 		kube:   kubefake.NewClientset(),
 		vc:     newVolcanoClientset(),
-		events: &eventLog{},
+		events: &st.EventLog{},
 		clock:  clocktesting.NewFakePassiveClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
 	}
 	sc, err := newCache(opts, env.kube, env.vc)
@@ -155,72 +153,7 @@ func describeCache(sc *SchedulerCache) []string {
 	return out
 }
 
-// eventLog is an EventRecorder that keeps what it was given.
-type eventLog struct {
-	mu     sync.Mutex
-	events []string
-}
-
-func (l *eventLog) Event(obj runtime.Object, eventType, reason, message string) {
-	kind := fmt.Sprintf("%T", obj)
-	if m, ok := obj.(metav1.Object); ok {
-		kind = strings.TrimPrefix(kind[strings.LastIndex(kind, ".")+1:], "*") + " " + m.GetNamespace() + "/" + m.GetName()
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.events = append(l.events, kind+" "+eventType+" "+reason+": "+message)
-}
-
-func (l *eventLog) Eventf(obj runtime.Object, eventType, reason, format string, args ...any) {
-	l.Event(obj, eventType, reason, fmt.Sprintf(format, args...))
-}
-
-func (l *eventLog) AnnotatedEventf(obj runtime.Object, _ map[string]string, eventType, reason, format string, args ...any) {
-	l.Eventf(obj, eventType, reason, format, args...)
-}
-
-// take returns the events recorded since the last take.
-func (l *eventLog) take() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := l.events
-	l.events = nil
-	return out
-}
-
-// Object builders. Everything lives in namespace "ns"; pods belong to this scheduler.
-
-type podOption func(*st.PodWrapper)
-
-func newPod(name, cpu string, opts ...podOption) *corev1.Pod {
-	w := st.MakePod().Namespace("ns").UID("uid-" + name).Name(name).ResourceVersion("1").SchedulerName("volcano").
-		Container(st.Resources(cpu, ""))
-	for _, o := range opts {
-		o(w)
-	}
-	return w.Obj()
-}
-
-func inGroup(pg string) podOption { return func(w *st.PodWrapper) { w.Group(pg) } }
-
-func onNode(node string) podOption { return func(w *st.PodWrapper) { w.Node(node) } }
-
-func inPhase(phase corev1.PodPhase) podOption { return func(w *st.PodWrapper) { w.Phase(phase) } }
-
-func terminatingPod() podOption { return func(w *st.PodWrapper) { w.Terminating() } }
-
-func scheduledBy(name string) podOption { return func(w *st.PodWrapper) { w.SchedulerName(name) } }
-
-func gated() podOption { return func(w *st.PodWrapper) { w.Gated() } }
-
-func withCondition(c corev1.PodCondition) podOption { return func(w *st.PodWrapper) { w.Condition(c) } }
-
-func resourceVersion(rv string) podOption { return func(w *st.PodWrapper) { w.ResourceVersion(rv) } }
-
-func newNode(name, cpu string, labels map[string]string) *corev1.Node {
-	list := st.Resources(cpu, "", "pods", "110")
-	return st.MakeNode().Name(name).Labels(labels).Allocatable(list).Capacity(list).Obj()
-}
+// Object builders, beside st.Pod and st.Node. Everything lives in namespace "ns".
 
 func newPodGroup(name, queue string, minMember int32) *schedulingv1beta1.PodGroup {
 	return st.MakePodGroup().Namespace("ns").Name(name).UID("uid-pg-" + name).ResourceVersion("1").

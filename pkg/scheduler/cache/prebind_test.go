@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 // recordingStep is a pre-bind step that records its calls and its undo's, and fails with err.
@@ -54,7 +55,7 @@ func TestBindRunsPreBindSteps(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env := bindEnv(t, newPod("p1", "1", inGroup("pg1")))
+			env := bindEnv(t, st.Pod("p1", "1", "").Group("pg1").Obj())
 			capture := &bindingCapture{err: tt.bindErr}
 			capture.install(env)
 			var calls []string
@@ -75,7 +76,7 @@ func TestBindRunsPreBindSteps(t *testing.T) {
 			if tt.wantEvent == "" {
 				return
 			}
-			if got := strings.Join(env.events.take(), "\n"); !strings.Contains(got, tt.wantEvent) {
+			if got := strings.Join(env.events.Take(), "\n"); !strings.Contains(got, tt.wantEvent) {
 				t.Errorf("events %q, want %q", got, tt.wantEvent)
 			}
 			if got := describeCache(env.sc); got[0] != "job ns/pg1 [pg queue=default] p1=Pending" {
@@ -105,7 +106,7 @@ func (s waitingStep) PreBind(ctx context.Context, _ *api.PreBindRequest) (api.Un
 // A task whose step waits (for the PV controller) does not hold the bind worker: the next
 // task's Binding is sent while it waits, and its own once the step is done. Stop drains it.
 func TestWaitingStepLeavesTheWorkerFree(t *testing.T) {
-	env := bindEnv(t, newPod("p1", "1", inGroup("pg1")), newPod("p2", "1", inGroup("pg1")))
+	env := bindEnv(t, st.Pod("p1", "1", "").Group("pg1").Obj(), st.Pod("p2", "1", "").Group("pg1").Obj())
 	capture := &bindingCapture{}
 	capture.install(env)
 	step := waitingStep{started: make(chan struct{}), release: make(chan struct{})}
@@ -137,7 +138,7 @@ func TestWaitingStepLeavesTheWorkerFree(t *testing.T) {
 // Binds not started when Stop's time is up are handed back: no Binding is sent, their pods
 // stay Pending for the next leader, and Stop returns once the workers have passed them.
 func TestStopHandsBackBindsNotStarted(t *testing.T) {
-	env := bindEnv(t, newPod("p1", "1", inGroup("pg1")), newPod("p2", "1", inGroup("pg1")))
+	env := bindEnv(t, st.Pod("p1", "1", "").Group("pg1").Obj(), st.Pod("p2", "1", "").Group("pg1").Obj())
 	capture := &bindingCapture{}
 	capture.install(env)
 	for _, name := range []string{"p1", "p2"} {

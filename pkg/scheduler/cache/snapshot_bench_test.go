@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 // BenchmarkSnapshot: the per-cycle copy at the scale of the performance targets, 1,000 nodes
@@ -13,17 +15,17 @@ func BenchmarkSnapshot(b *testing.B) {
 	env := newTestEnv(b, Options{})
 	env.sc.onQueueSet(newQueue("default"))
 	for i := range 1000 {
-		env.sc.onNodeSet(newNode(fmt.Sprintf("n%04d", i), "64", nil))
+		env.sc.onNodeSet(st.Node(fmt.Sprintf("n%04d", i), st.Resources("64", "")).Obj())
 	}
 	for g := range 1250 {
 		group := fmt.Sprintf("pg%04d", g)
 		env.sc.onPodGroupSet(newPodGroup(group, "", 8))
 		for i := range 8 {
-			opts := []podOption{inGroup(group)}
+			pod := st.Pod(fmt.Sprintf("%s-w-%d", group, i), "1", "").Group(group)
 			if g%2 == 0 {
-				opts = append(opts, onNode(fmt.Sprintf("n%04d", (g*8+i)%1000)), inPhase(corev1.PodRunning))
+				pod.Node(fmt.Sprintf("n%04d", (g*8+i)%1000)).Phase(corev1.PodRunning)
 			}
-			env.sc.onPodAdd(newPod(fmt.Sprintf("%s-w-%d", group, i), "1", opts...))
+			env.sc.onPodAdd(pod.Obj())
 		}
 	}
 	b.ReportAllocs()

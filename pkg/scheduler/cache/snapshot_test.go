@@ -14,6 +14,7 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 func priorityClass(name string, value int32, globalDefault bool) *schedulingv1.PriorityClass {
@@ -48,9 +49,9 @@ func TestSnapshotContents(t *testing.T) {
 		{
 			name: "a job is in only when its PodGroup and its queue exist",
 			objs: []runtime.Object{newQueue("default"), newQueue("q1"),
-				newPodGroup("ok", "q1", 1), newPod("a", "1", inGroup("ok")),
-				newPod("b", "1", inGroup("no-podgroup")),
-				newPodGroup("no-queue", "missing", 1), newPod("c", "1", inGroup("no-queue"))},
+				newPodGroup("ok", "q1", 1), st.Pod("a", "1", "").Group("ok").Obj(),
+				st.Pod("b", "1", "").Group("no-podgroup").Obj(),
+				newPodGroup("no-queue", "missing", 1), st.Pod("c", "1", "").Group("no-queue").Obj()},
 			wantJobs: []string{"ns/ok queue=q1 priority=0 tasks=1"},
 		},
 		{
@@ -76,8 +77,8 @@ func TestSnapshotContents(t *testing.T) {
 		},
 		{
 			name: "nodes are in name order; nodes known only from pods are left out",
-			objs: []runtime.Object{newNode("n3", "1", nil), newNode("n1", "1", nil), newNode("n2", "1", nil),
-				newPod("p", "1", onNode("gone"), inPhase(corev1.PodRunning))},
+			objs: []runtime.Object{st.Node("n3", st.Resources("1", "")).Obj(), st.Node("n1", st.Resources("1", "")).Obj(), st.Node("n2", st.Resources("1", "")).Obj(),
+				st.Pod("p", "1", "").Node("gone").Phase(corev1.PodRunning).Obj()},
 			wantNodes: []string{"n1", "n2", "n3"},
 		},
 	}
@@ -103,9 +104,9 @@ func TestSnapshotContents(t *testing.T) {
 // that the cache, and so the next snapshot, did not see it.
 func TestSnapshotIsolation(t *testing.T) {
 	env := newTestEnv(t, Options{})
-	env.add(t, newNode("n1", "4", nil), newNode("n2", "4", nil), newQueue("default"), newPodGroup("pg1", "", 2),
-		newPod("run", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning)),
-		newPod("wait", "1", inGroup("pg1")))
+	env.add(t, st.Node("n1", st.Resources("4", "")).Obj(), st.Node("n2", st.Resources("4", "")).Obj(), newQueue("default"), newPodGroup("pg1", "", 2),
+		st.Pod("run", "1", "").Group("pg1").Node("n1").Phase(corev1.PodRunning).Obj(),
+		st.Pod("wait", "1", "").Group("pg1").Obj())
 	want := env.sc.Snapshot()
 	cacheBefore := describeCache(env.sc)
 
@@ -152,7 +153,7 @@ func TestDanglingReferences(t *testing.T) {
 	}{
 		{
 			name: "PodGroup naming a missing queue",
-			objs: []runtime.Object{newPodGroup("pg1", "q1", 1), newPod("p1", "1", inGroup("pg1"))},
+			objs: []runtime.Object{newPodGroup("pg1", "q1", 1), st.Pod("p1", "1", "").Group("pg1").Obj()},
 			fix:  func(env *testEnv) { env.sc.onQueueSet(newQueue("q1")) },
 			breaks: func(env *testEnv) {
 				env.sc.onQueueDelete(newQueue("q1"))
@@ -161,9 +162,9 @@ func TestDanglingReferences(t *testing.T) {
 		},
 		{
 			name: "pod naming a missing PodGroup",
-			objs: []runtime.Object{newPod("p1", "1", inGroup("pg1")),
+			objs: []runtime.Object{st.Pod("p1", "1", "").Group("pg1").Obj(),
 				// Pods already on a node wait for nothing: no report for them.
-				newPod("p2", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning))},
+				st.Pod("p2", "1", "").Group("pg1").Node("n1").Phase(corev1.PodRunning).Obj()},
 			fix:    func(env *testEnv) { env.sc.onPodGroupSet(newPodGroup("pg1", "", 1)) },
 			breaks: func(env *testEnv) { env.sc.onPodGroupDelete(newPodGroup("pg1", "", 1)) },
 			want:   "Pod ns/p1 Warning PodGroupNotFound: PodGroup ns/pg1 named by annotation scheduling.k8s.io/group-name does not exist; the pod is not scheduled until it does",
@@ -172,7 +173,7 @@ func TestDanglingReferences(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env := newTestEnv(t, Options{})
-			env.add(t, newQueue("default"), newPodGroup("other", "", 1), newPod("o1", "1", inGroup("other")))
+			env.add(t, newQueue("default"), newPodGroup("other", "", 1), st.Pod("o1", "1", "").Group("other").Obj())
 			env.add(t, tt.objs...)
 			cycle := func(after time.Duration) []string {
 				t.Helper()
@@ -184,7 +185,7 @@ func TestDanglingReferences(t *testing.T) {
 				if snap.Jobs["ns/pg1"] != nil {
 					t.Fatalf("the job with a missing reference is in the snapshot")
 				}
-				return env.events.take()
+				return env.events.Take()
 			}
 			expect := func(what string, got []string, want ...string) {
 				t.Helper()

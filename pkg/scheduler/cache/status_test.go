@@ -35,8 +35,8 @@ func onlyPrefixed(events []string, prefix string) []string {
 }
 
 func TestUpdateJobStatusPodGroup(t *testing.T) {
-	running := newPod("p1", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning))
-	pending := newPod("p1", "1", inGroup("pg1"))
+	running := st.Pod("p1", "1", "").Group("pg1").Node("n1").Phase(corev1.PodRunning).Obj()
+	pending := st.Pod("p1", "1", "").Group("pg1").Obj()
 	tests := []struct {
 		name          string
 		pod           *corev1.Pod
@@ -95,7 +95,7 @@ func TestUpdateJobStatusPodGroup(t *testing.T) {
 					t.Errorf("the written PodGroup lost its spec: %+v", sent)
 				}
 			}
-			if got := onlyPrefixed(env.events.take(), "PodGroup"); !reflect.DeepEqual(got, tt.wantEvents) {
+			if got := onlyPrefixed(env.events.Take(), "PodGroup"); !reflect.DeepEqual(got, tt.wantEvents) {
 				t.Errorf("PodGroup events:\n got  %q\n want %q", got, tt.wantEvents)
 			}
 		})
@@ -106,7 +106,7 @@ func TestUpdateJobStatusPodGroup(t *testing.T) {
 // and keeps the newer spec.
 func TestUpdatePodGroupConflict(t *testing.T) {
 	ctx := context.Background()
-	env := bindEnv(t, newPod("p1", "1", inGroup("pg1")))
+	env := bindEnv(t, st.Pod("p1", "1", "").Group("pg1").Obj())
 	newer := newPodGroup("pg1", "", 3)
 	newer.ResourceVersion = "2"
 	mustCreate(t, env.vc.Tracker().Update(podGroupsResource, newer, "ns"))
@@ -142,12 +142,12 @@ func TestUpdateJobStatusPodConditions(t *testing.T) {
 	full.SetNodeError("n1", api.NewStatus(api.Unschedulable, "Insufficient cpu"))
 	fullMsg := "0/1 nodes are unavailable: 1 Insufficient cpu."
 	env := bindEnv(t,
-		newPod("fits-nowhere", "8", inGroup("pg1")),
-		newPod("gated", "8", inGroup("pg1"), gated()),
-		newPod("would-fit", "1", inGroup("pg1")),
-		newPod("already-told", "8", inGroup("pg1"), withCondition(corev1.PodCondition{
-			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: api.ReasonUnschedulable, Message: fullMsg})),
-		newPod("running", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning)),
+		st.Pod("fits-nowhere", "8", "").Group("pg1").Obj(),
+		st.Pod("gated", "8", "").Group("pg1").Gated().Obj(),
+		st.Pod("would-fit", "1", "").Group("pg1").Obj(),
+		st.Pod("already-told", "8", "").Group("pg1").Condition(corev1.PodCondition{
+			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: api.ReasonUnschedulable, Message: fullMsg}).Obj(),
+		st.Pod("running", "1", "").Group("pg1").Node("n1").Phase(corev1.PodRunning).Obj(),
 	)
 	cycle := func(prepare func(job *api.JobInfo)) (events, patched []string) {
 		t.Helper()
@@ -167,7 +167,7 @@ func TestUpdateJobStatusPodConditions(t *testing.T) {
 			patched = append(patched, a.(clienttesting.PatchAction).GetName())
 		}
 		sort.Strings(patched)
-		events = onlyPrefixed(env.events.take(), "Pod ")
+		events = onlyPrefixed(env.events.Take(), "Pod ")
 		sort.Strings(events)
 		return events, patched
 	}
@@ -226,7 +226,7 @@ func TestUpdateJobStatusPodConditions(t *testing.T) {
 // TestFailedConditionWriteIsRetried: a patch that fails is sent again by the next cycle.
 func TestFailedConditionWriteIsRetried(t *testing.T) {
 	ctx := context.Background()
-	env := bindEnv(t, newPod("p1", "8", inGroup("pg1")))
+	env := bindEnv(t, st.Pod("p1", "8", "").Group("pg1").Obj())
 	fail := true
 	env.kube.PrependReactor("patch", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
 		if fail {
@@ -263,8 +263,8 @@ func TestNoWritesForArrivingGangOrRepeatedEvent(t *testing.T) {
 	created := metav1.NewTime(env.clock.Now())
 	pg := st.MakePodGroup().Namespace("ns").Name("gang").UID("uid-pg-gang").ResourceVersion("1").
 		MinMember(4).Phase(schedulingv1beta1.PodGroupInqueue).CreatedAt(created).Obj()
-	env.add(t, newNode("n1", "4", nil), newQueue("default"), pg,
-		newPod("gang-0", "1", inGroup("gang")), newPod("gang-1", "1", inGroup("gang")))
+	env.add(t, st.Node("n1", st.Resources("4", "")).Obj(), newQueue("default"), pg,
+		st.Pod("gang-0", "1", "").Group("gang").Obj(), st.Pod("gang-1", "1", "").Group("gang").Obj())
 	cycle := func() (events, patched []string) {
 		t.Helper()
 		job := sessionJob(t, env.sc, "ns/gang")
@@ -274,7 +274,7 @@ func TestNoWritesForArrivingGangOrRepeatedEvent(t *testing.T) {
 		for _, a := range actionsOn(env.kube.Actions(), "patch", corev1.SchemeGroupVersion.WithResource("pods"), "status") {
 			patched = append(patched, a.(clienttesting.PatchAction).GetName())
 		}
-		return env.events.take(), patched
+		return env.events.Take(), patched
 	}
 
 	env.clock.SetTime(created.Add(api.GangArrivalGrace - time.Second))
@@ -293,7 +293,7 @@ func TestNoWritesForArrivingGangOrRepeatedEvent(t *testing.T) {
 		t.Errorf("same decision again: events %q, patches %q; want none", events, patched)
 	}
 
-	env.add(t, newPod("gang-2", "1", inGroup("gang")))
+	env.add(t, st.Pod("gang-2", "1", "").Group("gang").Obj())
 	events, _ = cycle()
 	if want := "PodGroup ns/gang Warning Unschedulable: 3/3 tasks in gang unschedulable: "; len(onlyPrefixed(events, want)) != 1 {
 		t.Errorf("message changed (a third pod): events %q, want one %q", events, want)
@@ -305,14 +305,14 @@ func TestNoWritesForArrivingGangOrRepeatedEvent(t *testing.T) {
 // waiting and becomes ready again gets each event again.
 func TestPodGroupEventsNotRepeated(t *testing.T) {
 	ctx := context.Background()
-	env := bindEnv(t, newPod("p1", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning)))
+	env := bindEnv(t, st.Pod("p1", "1", "").Group("pg1").Node("n1").Phase(corev1.PodRunning).Obj())
 	cycle := func(phase schedulingv1beta1.PodGroupPhase, running int32) []string {
 		t.Helper()
 		job := sessionJob(t, env.sc, "ns/pg1")
 		job.Status.Phase, job.Status.Running = phase, running
 		env.sc.UpdateJobStatus(job, true)
 		env.drainWrites(ctx)
-		return onlyPrefixed(env.events.take(), "PodGroup")
+		return onlyPrefixed(env.events.Take(), "PodGroup")
 	}
 	scheduled := []string{"PodGroup ns/pg1 Normal Scheduled: pod group is ready"}
 	for i, step := range []struct {
@@ -336,7 +336,7 @@ func TestPodGroupEventsNotRepeated(t *testing.T) {
 // changes under it (another writer, at a newer version), the same status is sent again.
 func TestPodGroupStatusNotSentTwice(t *testing.T) {
 	ctx := context.Background()
-	env := bindEnv(t, newPod("p1", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning)))
+	env := bindEnv(t, st.Pod("p1", "1", "").Group("pg1").Node("n1").Phase(corev1.PodRunning).Obj())
 	updates := func(rv string) int {
 		t.Helper()
 		job := sessionJob(t, env.sc, "ns/pg1")
@@ -362,7 +362,7 @@ func TestPodGroupStatusNotSentTwice(t *testing.T) {
 // waits for Inqueue to create them, is written at once.
 func TestStatusWriteWaits(t *testing.T) {
 	ctx := context.Background()
-	env := bindEnv(t, newPod("p1", "1", inGroup("pg1"), onNode("n1"), inPhase(corev1.PodRunning)))
+	env := bindEnv(t, st.Pod("p1", "1", "").Group("pg1").Node("n1").Phase(corev1.PodRunning).Obj())
 	env.sc.statusWriteDelay = 300 * time.Millisecond
 	closeSession := func(name api.JobID, phase schedulingv1beta1.PodGroupPhase, running int32) {
 		job := sessionJob(t, env.sc, name)
@@ -427,12 +427,12 @@ func TestStatusWriteDelayByJob(t *testing.T) {
 	arriving.CreationTimestamp = metav1.NewTime(now)
 	late := newPodGroup("late", "", 2)
 	late.CreationTimestamp = metav1.NewTime(now.Add(-api.GangArrivalGrace))
-	env.add(t, newNode("n1", "4", nil), newQueue("default"), vcjob, arriving, late,
+	env.add(t, st.Node("n1", st.Resources("4", "")).Obj(), newQueue("default"), vcjob, arriving, late,
 		newPodGroup("starting", "", 1), newPodGroup("running", "", 1), newPodGroup("binding", "", 1), newPodGroup("pipelined", "", 1),
-		newPod("a-0", "1", inGroup("arriving")), newPod("l-0", "1", inGroup("late")), newPod("b-0", "1", inGroup("binding")),
-		newPod("p-0", "1", inGroup("pipelined")),
-		newPod("s-0", "1", inGroup("starting"), onNode("n1")),
-		newPod("r-0", "1", inGroup("running"), onNode("n1"), inPhase(corev1.PodRunning)))
+		st.Pod("a-0", "1", "").Group("arriving").Obj(), st.Pod("l-0", "1", "").Group("late").Obj(), st.Pod("b-0", "1", "").Group("binding").Obj(),
+		st.Pod("p-0", "1", "").Group("pipelined").Obj(),
+		st.Pod("s-0", "1", "").Group("starting").Node("n1").Obj(),
+		st.Pod("r-0", "1", "").Group("running").Node("n1").Phase(corev1.PodRunning).Obj())
 	for _, tc := range []struct {
 		job api.JobID
 		// placed, when set, is the job's pod placed in the session with status placedAs:

@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 func podAsking(limits, requests corev1.ResourceList) *corev1.Pod {
@@ -18,7 +20,7 @@ func podAsking(limits, requests corev1.ResourceList) *corev1.Pod {
 }
 
 func vgpuList(cpu, memoryMiB string) corev1.ResourceList {
-	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), "volcano.sh/vgpu-memory": resource.MustParse(memoryMiB)}
+	return st.Resources(cpu, "", "volcano.sh/vgpu-memory", memoryMiB)
 }
 
 func sameMap(a, b corev1.ResourceList) bool {

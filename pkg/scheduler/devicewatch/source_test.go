@@ -17,6 +17,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
@@ -58,35 +59,6 @@ func configMap(key Key, resourceVersion, data string) *corev1.ConfigMap {
 		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, ResourceVersion: resourceVersion},
 		Data:       map[string]string{vgpu.DeviceConfigKey: data},
 	}
-}
-
-// eventSpy records the Events a Source records, with the object each is on.
-type eventSpy struct {
-	mu     sync.Mutex
-	events []string
-}
-
-func (e *eventSpy) Event(obj runtime.Object, eventType, reason, message string) {
-	cm := obj.(*corev1.ConfigMap)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.events = append(e.events, fmt.Sprintf("%s/%s %s %s: %s", cm.Namespace, cm.Name, eventType, reason, message))
-}
-
-func (e *eventSpy) Eventf(obj runtime.Object, eventType, reason, format string, args ...interface{}) {
-	e.Event(obj, eventType, reason, fmt.Sprintf(format, args...))
-}
-
-func (e *eventSpy) AnnotatedEventf(obj runtime.Object, _ map[string]string, eventType, reason, format string, args ...interface{}) {
-	e.Eventf(obj, eventType, reason, format, args...)
-}
-
-func (e *eventSpy) take() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	out := e.events
-	e.events = nil
-	return out
 }
 
 // changeCounter counts OnChange calls.
@@ -138,12 +110,12 @@ type testSource struct {
 func (s *testSource) Use(key Key) vgpu.NvidiaConfig { return s.Select(s.ctx, key) }
 
 // newTestSource is a Source over a fake clientset holding objects.
-func newTestSource(t *testing.T, objects ...runtime.Object) (*testSource, *kubefake.Clientset, *eventSpy, *changeCounter) {
+func newTestSource(t *testing.T, objects ...runtime.Object) (*testSource, *kubefake.Clientset, *st.EventLog, *changeCounter) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	client := kubefake.NewClientset(objects...)
-	events, changes := &eventSpy{}, &changeCounter{}
+	events, changes := &st.EventLog{}, &changeCounter{}
 	s := &testSource{Source: NewSource(client, events), ctx: ctx}
 	s.OnChange(changes.inc)
 	return s, client, events, changes
@@ -215,7 +187,7 @@ func TestMissingConfigMapServesDefaults(t *testing.T) {
 	if got := changes.take(); got != 1 {
 		t.Errorf("OnChange called %d times, want once (another ConfigMap in use)", got)
 	}
-	if got := events.take(); got != nil {
+	if got := events.Take(); got != nil {
 		t.Errorf("events %q, want none", got)
 	}
 }
@@ -284,7 +256,7 @@ func TestConfigMapFollowed(t *testing.T) {
 	if got := s.InUse().ResourceNames(); got != vgpu.DefaultResourceNames() {
 		t.Errorf("names after the deletion %+v, want the defaults", got)
 	}
-	if got := events.take(); got != nil {
+	if got := events.Take(); got != nil {
 		t.Errorf("events %q, want none", got)
 	}
 }
@@ -303,8 +275,8 @@ func TestMalformedConfigMapKeepsLastGood(t *testing.T) {
 	if got := changes.take(); got != 1 {
 		t.Errorf("OnChange called %d times for the first Use, want 1", got)
 	}
-	got := events.take()
-	if len(got) != 1 || !strings.HasPrefix(got[0], "gpu-system/gpu-slices Warning "+InvalidReason+": ConfigMap gpu-system/gpu-slices: ") ||
+	got := events.Take()
+	if len(got) != 1 || !strings.HasPrefix(got[0], "ConfigMap gpu-system/gpu-slices Warning "+InvalidReason+": ConfigMap gpu-system/gpu-slices: ") ||
 		!strings.Contains(got[0], "nvidia.resourceCountName") {
 		t.Errorf("events %q, want one Warning on the ConfigMap naming it and the field", got)
 	}
@@ -322,7 +294,7 @@ func TestMalformedConfigMapKeepsLastGood(t *testing.T) {
 	if _, err := client.CoreV1().ConfigMaps(slices.Namespace).Update(ctx, noKey, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the bad update is reported", func() bool { return len(events.take()) == 1 })
+	eventually(t, "the bad update is reported", func() bool { return len(events.Take()) == 1 })
 	if got := s.InUse().ResourceNames(); got != sliceNames {
 		t.Errorf("names %+v after a bad update, want the last good ones", got)
 	}
@@ -332,7 +304,7 @@ func TestMalformedConfigMapKeepsLastGood(t *testing.T) {
 
 	// The same resourceVersion again (a relist) is not reported twice.
 	s.resolve(s.resolved[slices])
-	if got := events.take(); got != nil {
+	if got := events.Take(); got != nil {
 		t.Errorf("the same resourceVersion reported again: %q", got)
 	}
 }

@@ -1,4 +1,4 @@
-package framework
+package framework_test
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 )
 
 // evictor allows the candidates at the given indexes, or abstains when allow is nil.
@@ -16,7 +18,7 @@ type evictor struct {
 }
 
 func (e *evictor) Name() string { return e.name }
-func (e *evictor) OnSessionOpen(ssn *Session) {
+func (e *evictor) OnSessionOpen(ssn *framework.Session) {
 	fn := func(_ *api.TaskInfo, candidates []*api.TaskInfo) ([]*api.TaskInfo, bool) {
 		if e.allow == nil {
 			return nil, true
@@ -30,7 +32,7 @@ func (e *evictor) OnSessionOpen(ssn *Session) {
 	ssn.AddPreemptableFn(e.name, fn)
 	ssn.AddReclaimableFn(e.name, fn)
 }
-func (e *evictor) OnSessionClose(*Session) {}
+func (e *evictor) OnSessionClose(*framework.Session) {}
 
 // evictable follows upstream's tier rule (intersection within the first tier with a say), with
 // the one documented difference: a plugin with a say that allows none is final.
@@ -51,7 +53,7 @@ func TestEvictableTierRules(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ssn := tiersSession(cluster(1, 4), tc.tiers)
+			ssn := frameworktest.OpenTiers(&frameworktest.Cache{Snap: cluster(1, 4)}, allocateOnly, tc.tiers...)
 			job := ssn.Jobs["ns/pg"]
 			var candidates []*api.TaskInfo
 			for i := 1; i < 4; i++ {
@@ -80,16 +82,16 @@ func TestEvictableTierRules(t *testing.T) {
 // A plugin whose enablePreemptable is off has no say, whatever it registers.
 func TestEvictableFollowsFlags(t *testing.T) {
 	off := false
-	reg := NewRegistry()
+	reg := framework.NewRegistry()
 	a, b := &evictor{name: "a", allow: []int{}}, &evictor{name: "b", allow: []int{0}}
 	for _, p := range []*evictor{a, b} {
-		reg.RegisterPlugin(p.name, func(conf.Arguments) (Plugin, error) { return p, nil })
+		reg.RegisterPlugin(p.name, func(conf.Arguments) (framework.Plugin, error) { return p, nil })
 	}
 	cfg := &conf.SchedulerConfiguration{Actions: "preempt", Tiers: []conf.Tier{
 		{Plugins: []conf.PluginOption{{Name: "a", EnabledPreemptable: &off}}},
 		{Plugins: []conf.PluginOption{{Name: "b", EnabledReclaimable: &off}}},
 	}}
-	ssn := OpenSession(&fakeCache{snap: cluster(1, 2)}, cfg, reg)
+	ssn := framework.OpenSession(&frameworktest.Cache{Snap: cluster(1, 2)}, cfg, reg)
 	job := ssn.Jobs["ns/pg"]
 	candidates := []*api.TaskInfo{job.Tasks["uid-1"]}
 	if got := ssn.Preemptable(job.Tasks["uid-0"], candidates); len(got) != 1 {
@@ -108,7 +110,7 @@ type starver struct {
 }
 
 func (s *starver) Name() string { return s.name }
-func (s *starver) OnSessionOpen(ssn *Session) {
+func (s *starver) OnSessionOpen(ssn *framework.Session) {
 	ssn.AddJobStarvingFn(s.name, func(*api.JobInfo) bool { return s.starving })
 	ssn.AddPreemptiveFn(s.name, func(*api.QueueInfo, *api.TaskInfo) error {
 		if s.refuse {
@@ -117,7 +119,7 @@ func (s *starver) OnSessionOpen(ssn *Session) {
 		return nil
 	})
 }
-func (s *starver) OnSessionClose(*Session) {}
+func (s *starver) OnSessionClose(*framework.Session) {}
 
 func TestJobStarvingAndPreemptive(t *testing.T) {
 	cases := []struct {
@@ -133,7 +135,7 @@ func TestJobStarvingAndPreemptive(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ssn := tiersSession(cluster(1, 1), tc.tiers)
+			ssn := frameworktest.OpenTiers(&frameworktest.Cache{Snap: cluster(1, 1)}, allocateOnly, tc.tiers...)
 			job := ssn.Jobs["ns/pg"]
 			if got := ssn.JobStarving(job); got != tc.wantStarving {
 				t.Errorf("JobStarving = %v, want %v", got, tc.wantStarving)
@@ -153,7 +155,7 @@ type selector struct {
 }
 
 func (s *selector) Name() string { return s.name }
-func (s *selector) OnSessionOpen(ssn *Session) {
+func (s *selector) OnSessionOpen(ssn *framework.Session) {
 	ssn.AddVictimSelectFn(s.name, func(_ *api.TaskInfo, _ *api.NodeInfo, candidates []*api.TaskInfo) ([]*api.TaskInfo, bool) {
 		if s.pick == nil {
 			return nil, true
@@ -165,7 +167,7 @@ func (s *selector) OnSessionOpen(ssn *Session) {
 		return out, false
 	})
 }
-func (s *selector) OnSessionClose(*Session) {}
+func (s *selector) OnSessionClose(*framework.Session) {}
 
 // The first plugin with a say picks the victims, in its order; none with a say leaves the
 // choice to the caller.
@@ -183,7 +185,7 @@ func TestSelectVictims(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ssn := tiersSession(cluster(1, 4), tc.tiers)
+			ssn := frameworktest.OpenTiers(&frameworktest.Cache{Snap: cluster(1, 4)}, allocateOnly, tc.tiers...)
 			job := ssn.Jobs["ns/pg"]
 			var candidates []*api.TaskInfo
 			for i := 1; i < 4; i++ {

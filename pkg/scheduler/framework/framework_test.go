@@ -1,4 +1,4 @@
-package framework
+package framework_test
 
 import (
 	"errors"
@@ -7,103 +7,47 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
-// fakeCache records what leaves the session.
-type fakeCache struct {
-	snap     *api.ClusterInfo
-	bound    []string
-	bindErr  error
-	statuses map[api.JobID]bool
-	evicted  []string
-	evictErr error
-}
-
-func (c *fakeCache) Evict(t *api.TaskInfo, reason string) error {
-	if c.evictErr != nil {
-		return c.evictErr
-	}
-	c.evicted = append(c.evicted, t.Name+": "+reason)
-	return nil
-}
-
-func (c *fakeCache) Snapshot() *api.ClusterInfo { return c.snap }
-func (c *fakeCache) Bind(t *api.TaskInfo) error {
-	if c.bindErr != nil {
-		return c.bindErr
-	}
-	c.bound = append(c.bound, t.Name+"@"+t.NodeName)
-	return nil
-}
-func (c *fakeCache) UpdateJobStatus(j *api.JobInfo, changed bool) {
-	if c.statuses == nil {
-		c.statuses = map[api.JobID]bool{}
-	}
-	c.statuses[j.UID] = changed
-}
-func (c *fakeCache) UpdateQueueStatus(*api.QueueInfo, *api.Resource)     {}
-func (c *fakeCache) RecordJobEvent(*api.JobInfo, string, string, string) {}
-
+// cluster is a queue "default", nodes n0, n1... of 4 cpu and 10 pods, and job ns/pg of pods
+// pg-w-0, pg-w-1... (UID uid-0, uid-1...) of 1 cpu each, all pending, minMember all of them.
 func cluster(nodes, pods int) *api.ClusterInfo {
-	ci := &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{}, Queues: map[api.QueueID]*api.QueueInfo{}}
-	ci.Queues["default"] = api.NewQueueInfo(st.MakeQueue().Name("default").Obj())
+	var infos []*api.NodeInfo
 	for i := 0; i < nodes; i++ {
-		n := api.NewNodeInfo(st.MakeNode().Name(fmt.Sprintf("n%d", i)).Allocatable(st.Resources("4", "", "pods", "10")).Obj())
-		ci.Nodes[n.Name] = n
-		ci.NodeList = append(ci.NodeList, n)
+		infos = append(infos, api.NewNodeInfo(st.Node(fmt.Sprintf("n%d", i), st.Resources("4", "", "pods", "10")).Obj()))
 	}
-	pg := st.MakePodGroup().Namespace("ns").Name("pg").MinMember(int32(pods)).Obj()
-	job := api.NewJobInfo("ns/pg")
-	job.SetPodGroup(pg, "default")
+	var ps []*corev1.Pod
 	for i := 0; i < pods; i++ {
-		pod := st.MakePod().Namespace("ns").UID(fmt.Sprintf("uid-%d", i)).Name(fmt.Sprintf("pg-w-%d", i)).Group("pg").
-			Container(st.Resources("1", "")).Obj()
-		job.AddTask(api.NewTaskInfo(pod))
+		ps = append(ps, st.MakePod().Namespace("ns").UID(fmt.Sprintf("uid-%d", i)).Name(fmt.Sprintf("pg-w-%d", i)).Group("pg").
+			Container(st.Resources("1", "")).Obj())
 	}
-	ci.Jobs[job.UID] = job
+	ci := frameworktest.ClusterOf(infos, frameworktest.JobOf(st.MakePodGroup().Namespace("ns").Name("pg").MinMember(int32(pods)).Obj(), ps...))
+	ci.Queues["default"] = api.NewQueueInfo(st.MakeQueue().Name("default").Obj())
 	return ci
 }
+
+// allocateOnly is the configuration the sessions of these tests open with, before their tiers.
+var allocateOnly = conf.SchedulerConfiguration{Actions: "allocate"}
 
 // counter is a plugin that counts placements through event handlers, to show Discard runs
 // every undo.
 type counter struct{ placed int }
 
 func (c *counter) Name() string { return "counter" }
-func (c *counter) OnSessionOpen(ssn *Session) {
-	ssn.AddEventHandler(&EventHandler{
-		AllocateFunc:   func(*Event) { c.placed++ },
-		DeallocateFunc: func(*Event) { c.placed-- },
+func (c *counter) OnSessionOpen(ssn *framework.Session) {
+	ssn.AddEventHandler(&framework.EventHandler{
+		AllocateFunc:   func(*framework.Event) { c.placed++ },
+		DeallocateFunc: func(*framework.Event) { c.placed-- },
 	})
 }
-func (c *counter) OnSessionClose(*Session) {}
-
-func openTestSession(t *testing.T, cache *fakeCache, plugin Plugin) *Session {
-	t.Helper()
-	reg := NewRegistry()
-	reg.RegisterPlugin(plugin.Name(), func(conf.Arguments) (Plugin, error) { return plugin, nil })
-	cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: plugin.Name()}}}}}
-	return OpenSession(cache, cfg, reg)
-}
-
-// tiersSession opens a session over snap whose configuration has the plugins in tiers, each
-// built as itself.
-func tiersSession[P Plugin](snap *api.ClusterInfo, tiers [][]P) *Session {
-	reg := NewRegistry()
-	cfg := &conf.SchedulerConfiguration{Actions: "allocate"}
-	for _, tier := range tiers {
-		var opts []conf.PluginOption
-		for _, p := range tier {
-			reg.RegisterPlugin(p.Name(), func(conf.Arguments) (Plugin, error) { return p, nil })
-			opts = append(opts, conf.PluginOption{Name: p.Name()})
-		}
-		cfg.Tiers = append(cfg.Tiers, conf.Tier{Plugins: opts})
-	}
-	return OpenSession(&fakeCache{snap: snap}, cfg, reg)
-}
+func (c *counter) OnSessionClose(*framework.Session) {}
 
 // withoutLastTransaction strips the one field Discard changes on purpose.
 func withoutLastTransaction(ci *api.ClusterInfo) *api.ClusterInfo {
@@ -116,10 +60,10 @@ func withoutLastTransaction(ci *api.ClusterInfo) *api.ClusterInfo {
 }
 
 func TestDiscardRestoresSessionExactly(t *testing.T) {
-	cache := &fakeCache{snap: cluster(2, 3)}
+	cache := &frameworktest.Cache{Snap: cluster(2, 3)}
 	before := cluster(2, 3)
 	cnt := &counter{}
-	ssn := openTestSession(t, cache, cnt)
+	ssn := frameworktest.OpenTiers(cache, allocateOnly, []framework.Plugin{cnt})
 	job := ssn.Jobs["ns/pg"]
 	stmt := ssn.NewStatement()
 	i := 0
@@ -150,14 +94,14 @@ func TestDiscardRestoresSessionExactly(t *testing.T) {
 	if cnt.placed != 0 {
 		t.Errorf("event handlers not undone: %d", cnt.placed)
 	}
-	if len(cache.bound) != 0 {
-		t.Errorf("a discarded statement reached the binder: %v", cache.bound)
+	if len(cache.Bound) != 0 {
+		t.Errorf("a discarded statement reached the binder: %v", cache.Binds())
 	}
 }
 
 func TestCommitBindsAllocationsOnly(t *testing.T) {
-	cache := &fakeCache{snap: cluster(1, 2)}
-	ssn := openTestSession(t, cache, &counter{})
+	cache := &frameworktest.Cache{Snap: cluster(1, 2)}
+	ssn := frameworktest.OpenTiers(cache, allocateOnly, []framework.Plugin{&counter{}})
 	stmt := ssn.NewStatement()
 	job := ssn.Jobs["ns/pg"]
 	task0, task1 := job.Tasks["uid-0"], job.Tasks["uid-1"]
@@ -168,8 +112,8 @@ func TestCommitBindsAllocationsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	stmt.Commit()
-	if !reflect.DeepEqual(cache.bound, []string{"pg-w-0@n0"}) {
-		t.Errorf("bound %v", cache.bound)
+	if !reflect.DeepEqual(cache.Binds(), map[string]string{"ns/pg-w-0": "n0"}) {
+		t.Errorf("bound %v", cache.Binds())
 	}
 	if task0.Status != api.Binding || task1.Status != api.Pipelined {
 		t.Errorf("statuses %v %v", task0.Status, task1.Status)
@@ -177,9 +121,9 @@ func TestCommitBindsAllocationsOnly(t *testing.T) {
 }
 
 func TestCommitUndoesRefusedBind(t *testing.T) {
-	cache := &fakeCache{snap: cluster(1, 1), bindErr: errors.New("node changed")}
+	cache := &frameworktest.Cache{Snap: cluster(1, 1), OnBind: func(*api.TaskInfo) error { return errors.New("node changed") }}
 	cnt := &counter{}
-	ssn := openTestSession(t, cache, cnt)
+	ssn := frameworktest.OpenTiers(cache, allocateOnly, []framework.Plugin{cnt})
 	stmt := ssn.NewStatement()
 	task := ssn.Jobs["ns/pg"].Tasks["uid-0"]
 	if err := stmt.Allocate(task, ssn.NodeList[0]); err != nil {
@@ -195,15 +139,15 @@ func TestCommitUndoesRefusedBind(t *testing.T) {
 type refuser struct{ counter }
 
 func (r *refuser) Name() string { return "refuser" }
-func (r *refuser) OnSessionOpen(ssn *Session) {
+func (r *refuser) OnSessionOpen(ssn *framework.Session) {
 	r.counter.OnSessionOpen(ssn)
-	ssn.AddEventHandler(&EventHandler{AllocateFunc: func(e *Event) { e.Err = errors.New("no device fits") }})
+	ssn.AddEventHandler(&framework.EventHandler{AllocateFunc: func(e *framework.Event) { e.Err = errors.New("no device fits") }})
 }
 
 func TestHandlerErrorRefusesPlacement(t *testing.T) {
-	cache := &fakeCache{snap: cluster(1, 1)}
+	cache := &frameworktest.Cache{Snap: cluster(1, 1)}
 	r := &refuser{}
-	ssn := openTestSession(t, cache, r)
+	ssn := frameworktest.OpenTiers(cache, allocateOnly, []framework.Plugin{r})
 	task := ssn.Jobs["ns/pg"].Tasks["uid-0"]
 	err := ssn.NewStatement().Allocate(task, ssn.NodeList[0])
 	if err == nil || task.Status != api.Pending || len(ssn.NodeList[0].Tasks) != 0 || r.placed != 0 {
@@ -218,10 +162,10 @@ type voter struct {
 }
 
 func (v *voter) Name() string { return v.name }
-func (v *voter) OnSessionOpen(ssn *Session) {
+func (v *voter) OnSessionOpen(ssn *framework.Session) {
 	ssn.AddJobEnqueueableFn(v.name, func(*api.JobInfo) int { return v.vote })
 }
-func (v *voter) OnSessionClose(*Session) {}
+func (v *voter) OnSessionClose(*framework.Session) {}
 
 func TestVoteTierRules(t *testing.T) {
 	cases := []struct {
@@ -229,26 +173,22 @@ func TestVoteTierRules(t *testing.T) {
 		tiers [][]int
 		want  bool
 	}{
-		{"all abstain", [][]int{{Abstain}, {Abstain}}, true},
-		{"reject wins in its tier", [][]int{{Permit, Reject}}, false},
-		{"permit in tier 1 ends the vote", [][]int{{Permit}, {Reject}}, true},
-		{"abstain then reject", [][]int{{Abstain}, {Reject}}, false},
-		{"abstain then permit", [][]int{{Abstain}, {Permit, Abstain}}, true},
+		{"all abstain", [][]int{{framework.Abstain}, {framework.Abstain}}, true},
+		{"reject wins in its tier", [][]int{{framework.Permit, framework.Reject}}, false},
+		{"permit in tier 1 ends the vote", [][]int{{framework.Permit}, {framework.Reject}}, true},
+		{"abstain then reject", [][]int{{framework.Abstain}, {framework.Reject}}, false},
+		{"abstain then permit", [][]int{{framework.Abstain}, {framework.Permit, framework.Abstain}}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			reg := NewRegistry()
-			cfg := &conf.SchedulerConfiguration{Actions: "enqueue"}
+			var tiers [][]*voter
 			for ti, tier := range tc.tiers {
-				var opts []conf.PluginOption
+				tiers = append(tiers, nil)
 				for pi, v := range tier {
-					p := &voter{name: fmt.Sprintf("v%d%d", ti, pi), vote: v}
-					reg.RegisterPlugin(p.name, func(conf.Arguments) (Plugin, error) { return p, nil })
-					opts = append(opts, conf.PluginOption{Name: p.name})
+					tiers[ti] = append(tiers[ti], &voter{name: fmt.Sprintf("v%d%d", ti, pi), vote: v})
 				}
-				cfg.Tiers = append(cfg.Tiers, conf.Tier{Plugins: opts})
 			}
-			ssn := OpenSession(&fakeCache{snap: cluster(1, 1)}, cfg, reg)
+			ssn := frameworktest.OpenTiers(&frameworktest.Cache{Snap: cluster(1, 1)}, conf.SchedulerConfiguration{Actions: "enqueue"}, tiers...)
 			if got := ssn.JobEnqueueable(ssn.Jobs["ns/pg"]); got != tc.want {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
@@ -261,27 +201,27 @@ func TestVoteTierRules(t *testing.T) {
 type predicateOf struct{ name string }
 
 func (p *predicateOf) Name() string { return p.name }
-func (p *predicateOf) OnSessionOpen(ssn *Session) {
+func (p *predicateOf) OnSessionOpen(ssn *framework.Session) {
 	ssn.AddPredicateFn(p.name, func(*api.TaskInfo, *api.NodeInfo) *api.Status {
 		return api.NewStatus(api.Unschedulable, p.name+" says no")
 	})
 }
-func (p *predicateOf) OnSessionClose(*Session) {}
+func (p *predicateOf) OnSessionClose(*framework.Session) {}
 
 // The extension points follow the enable flags, and a function registered after the session
 // opened replaces the one before it.
 func TestPredicateFollowsFlagsAndRegistrations(t *testing.T) {
 	off := false
-	reg := NewRegistry()
+	reg := framework.NewRegistry()
 	for _, name := range []string{"a", "b"} {
 		p := &predicateOf{name: name}
-		reg.RegisterPlugin(name, func(conf.Arguments) (Plugin, error) { return p, nil })
+		reg.RegisterPlugin(name, func(conf.Arguments) (framework.Plugin, error) { return p, nil })
 	}
 	cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{
 		{Plugins: []conf.PluginOption{{Name: "a", EnabledPredicate: &off}}},
 		{Plugins: []conf.PluginOption{{Name: "b"}}},
 	}}
-	ssn := OpenSession(&fakeCache{snap: cluster(1, 1)}, cfg, reg)
+	ssn := framework.OpenSession(&frameworktest.Cache{Snap: cluster(1, 1)}, cfg, reg)
 	task, node := ssn.Jobs["ns/pg"].Tasks["uid-0"], ssn.NodeList[0]
 	if s := ssn.Predicate(task, node); s == nil || s.Plugin != "b" || s.Reasons[0] != "b says no" {
 		t.Fatalf("Predicate = %+v, want b's refusal (a is disabled)", s)
@@ -300,7 +240,7 @@ type usageOf struct {
 }
 
 func (u *usageOf) Name() string { return u.name }
-func (u *usageOf) OnSessionOpen(ssn *Session) {
+func (u *usageOf) OnSessionOpen(ssn *framework.Session) {
 	ssn.AddQueueUsageFn(u.name, func(_ *api.TaskInfo, total *api.Resource) bool {
 		if u.say {
 			total.MilliCPU += u.milliCPU
@@ -308,7 +248,7 @@ func (u *usageOf) OnSessionOpen(ssn *Session) {
 		return u.say
 	})
 }
-func (u *usageOf) OnSessionClose(*Session) {}
+func (u *usageOf) OnSessionClose(*framework.Session) {}
 
 // Queue usage goes through a chain like every other point: the first plugin in tier order
 // with a say decides, and with no say the request counts.
@@ -326,7 +266,7 @@ func TestQueueUsageFollowsTiers(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ssn := tiersSession(cluster(1, 1), tc.tiers)
+			ssn := frameworktest.OpenTiers(&frameworktest.Cache{Snap: cluster(1, 1)}, allocateOnly, tc.tiers...)
 			total := api.EmptyResource()
 			ssn.AddQueueUsage(total, ssn.Jobs["ns/pg"].Tasks["uid-0"])
 			if total.MilliCPU != tc.want {
@@ -352,10 +292,14 @@ func running(nodes, pods int) *api.ClusterInfo {
 // An eviction counts the victim as Releasing on its node and takes it out of the handlers'
 // accounts; Discard gives it back exactly, and nothing reaches the cache.
 func TestDiscardRestoresEvictionExactly(t *testing.T) {
-	cache := &fakeCache{snap: running(2, 3)}
+	var evicted []string
+	cache := &frameworktest.Cache{Snap: running(2, 3), OnEvict: func(t *api.TaskInfo, _ string) error {
+		evicted = append(evicted, t.Name)
+		return nil
+	}}
 	before := running(2, 3)
 	cnt := &counter{placed: 3}
-	ssn := openTestSession(t, cache, cnt)
+	ssn := frameworktest.OpenTiers(cache, allocateOnly, []framework.Plugin{cnt})
 	job := ssn.Jobs["ns/pg"]
 	stmt := ssn.NewStatement()
 	for _, uid := range []api.TaskID{"uid-0", "uid-2"} {
@@ -379,19 +323,23 @@ func TestDiscardRestoresEvictionExactly(t *testing.T) {
 	if cnt.placed != 3 {
 		t.Errorf("event handlers not undone: %d", cnt.placed)
 	}
-	if len(cache.evicted) != 0 {
-		t.Errorf("a discarded statement reached the evictor: %v", cache.evicted)
+	if len(evicted) != 0 {
+		t.Errorf("a discarded statement reached the evictor: %v", evicted)
 	}
 }
 
 // Commit sends evictions with their reasons; one the cache refuses is undone in the session.
 func TestCommitEvicts(t *testing.T) {
 	for _, refuse := range []bool{false, true} {
-		cache := &fakeCache{snap: running(1, 2)}
-		if refuse {
-			cache.evictErr = errors.New("the pod is gone")
-		}
-		ssn := openTestSession(t, cache, &counter{})
+		var evicted []string
+		cache := &frameworktest.Cache{Snap: running(1, 2), OnEvict: func(t *api.TaskInfo, reason string) error {
+			if refuse {
+				return errors.New("the pod is gone")
+			}
+			evicted = append(evicted, t.Name+": "+reason)
+			return nil
+		}}
+		ssn := frameworktest.OpenTiers(cache, allocateOnly, []framework.Plugin{&counter{}})
 		victim := ssn.Jobs["ns/pg"].Tasks["uid-1"]
 		stmt := ssn.NewStatement()
 		if err := stmt.Evict(victim, "reclaimed by queue q2"); err != nil {
@@ -404,8 +352,8 @@ func TestCommitEvicts(t *testing.T) {
 			}
 			continue
 		}
-		if !reflect.DeepEqual(cache.evicted, []string{"pg-w-1: reclaimed by queue q2"}) || victim.Status != api.Releasing {
-			t.Errorf("evicted %v, victim %v", cache.evicted, victim.Status)
+		if !reflect.DeepEqual(evicted, []string{"pg-w-1: reclaimed by queue q2"}) || victim.Status != api.Releasing {
+			t.Errorf("evicted %v, victim %v", evicted, victim.Status)
 		}
 	}
 }

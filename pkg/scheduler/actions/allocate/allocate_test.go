@@ -13,6 +13,8 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 const (
@@ -47,14 +49,17 @@ type allocateCase struct {
 }
 
 // runAllocate runs one allocate over the case's cluster and returns the session and cache.
-func runAllocate(t *testing.T, tc allocateCase) (*framework.Session, *fakeCache) {
+func runAllocate(t *testing.T, tc allocateCase) (*framework.Session, *frameworktest.Cache) {
 	t.Helper()
-	cache := &fakeCache{snap: buildCluster(tc.queues, tc.podGroups, tc.pods, tc.nodes), binds: map[string]string{}}
-	actions := tc.actions
-	if actions == "" {
-		actions = "enqueue, allocate"
+	cache := &frameworktest.Cache{Snap: frameworktest.Objects{Nodes: tc.nodes, Queues: tc.queues, PodGroups: tc.podGroups, Pods: tc.pods}.ClusterInfo()}
+	cfg := conf.SchedulerConfiguration{Actions: tc.actions}
+	if cfg.Actions == "" {
+		cfg.Actions = "enqueue, allocate"
 	}
-	ssn := openSession(cache, actions, tc.args, standardTiers(tc.hooks)...)
+	if tc.args != nil {
+		cfg.Configurations = []conf.Configuration{{Name: Name, Arguments: tc.args}}
+	}
+	ssn := frameworktest.OpenTiers(cache, cfg, standardTiers(tc.hooks)...)
 	act := New()
 	if tc.opts != nil {
 		act = NewWithOptions(*tc.opts)
@@ -81,13 +86,13 @@ func taskByName(ssn *framework.Session, name string) (*api.JobInfo, *api.TaskInf
 	return nil, nil
 }
 
-func checkCase(t *testing.T, tc allocateCase, ssn *framework.Session, cache *fakeCache) {
+func checkCase(t *testing.T, tc allocateCase, ssn *framework.Session, cache *frameworktest.Cache) {
 	t.Helper()
 	want := tc.wantBinds
 	if want == nil {
 		want = map[string]string{}
 	}
-	if diff := cmp.Diff(want, cache.binds); diff != "" {
+	if diff := cmp.Diff(want, cache.Binds()); diff != "" {
 		t.Errorf("binds (-want +got):\n%s", diff)
 	}
 	for pod, msg := range tc.wantFitErrors {
@@ -137,11 +142,11 @@ func checkCase(t *testing.T, tc allocateCase, ssn *framework.Session, cache *fak
 }
 
 func TestAllocate(t *testing.T) {
-	cpu1 := resources("1", "1Gi")
-	cpu2 := resources("2", "1Gi")
-	cpu4 := resources("4", "1Gi")
-	node2 := resources("2", "4Gi", "pods", "110")
-	node4 := resources("4", "8Gi", "pods", "110")
+	cpu1 := st.Resources("1", "1Gi")
+	cpu2 := st.Resources("2", "1Gi")
+	cpu4 := st.Resources("4", "1Gi")
+	node2 := st.Resources("2", "4Gi", "pods", "110")
+	node4 := st.Resources("4", "8Gi", "pods", "110")
 	q1 := []*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)}
 
 	cases := []allocateCase{
@@ -150,7 +155,7 @@ func TestAllocate(t *testing.T) {
 			queues:    q1,
 			podGroups: []*schedulingv1beta1.PodGroup{buildPodGroup("pg1", "q1", 2, inqueue, 0)},
 			pods:      []*corev1.Pod{buildPod("p1", "pg1", cpu1), buildPod("p2", "pg1", cpu1)},
-			nodes:     []*corev1.Node{buildNode("n1", node2, nil)},
+			nodes:     []*corev1.Node{st.Node("n1", node2).Obj()},
 			wantBinds: map[string]string{"c1/p1": "n1", "c1/p2": "n1"},
 		},
 		{
@@ -165,7 +170,7 @@ func TestAllocate(t *testing.T) {
 				buildPod("pg1-w-0", "pg1", cpu1), buildPod("pg1-w-1", "pg1", cpu1),
 				buildPod("pg2-w-0", "pg2", cpu1), buildPod("pg2-w-1", "pg2", cpu1),
 			},
-			nodes:         []*corev1.Node{buildNode("n1", node2, nil)},
+			nodes:         []*corev1.Node{st.Node("n1", node2).Obj()},
 			wantBinds:     map[string]string{"c1/pg1-w-0": "n1", "c1/pg1-w-1": "n1"},
 			wantFitErrors: map[string]string{"pg2-w-0": "0/1 nodes are unavailable: 1 Insufficient cpu."},
 		},
@@ -174,7 +179,7 @@ func TestAllocate(t *testing.T) {
 			queues:        q1,
 			podGroups:     []*schedulingv1beta1.PodGroup{buildPodGroup("pg1", "q1", 1, inqueue, 0)},
 			pods:          []*corev1.Pod{buildPod("p1", "pg1", cpu1, withNodeSelector(map[string]string{"gpu": "h200"}))},
-			nodes:         []*corev1.Node{buildNode("n1", node2, nil), buildNode("n2", node2, nil)},
+			nodes:         []*corev1.Node{st.Node("n1", node2).Obj(), st.Node("n2", node2).Obj()},
 			wantFitErrors: map[string]string{"p1": "0/2 nodes are unavailable: 2 node selector does not match."},
 		},
 		{
@@ -188,7 +193,7 @@ func TestAllocate(t *testing.T) {
 				buildPod("p2", "pg1", cpu1, withPriority(1)),
 				buildPod("p3", "pg1", cpu1, withPriority(1)),
 			},
-			nodes:         []*corev1.Node{buildNode("n1", node4, nil)},
+			nodes:         []*corev1.Node{st.Node("n1", node4).Obj()},
 			wantBinds:     map[string]string{"c1/p2": "n1", "c1/p3": "n1"},
 			wantFitErrors: map[string]string{"p1": "0/1 nodes are unavailable: 1 node selector does not match."},
 		},
@@ -208,7 +213,7 @@ func TestAllocate(t *testing.T) {
 				buildPod("pg1-worker-1", "pg1", cpu1, withRole("worker")),
 				buildPod("pg1-worker-2", "pg1", cpu1, withRole("worker")),
 			},
-			nodes:         []*corev1.Node{buildNode("n1", node2, nil)},
+			nodes:         []*corev1.Node{st.Node("n1", node2).Obj()},
 			wantFitErrors: map[string]string{"pg1-master-0": "0/1 nodes are unavailable: 1 Insufficient cpu."},
 			wantStatus: map[string]api.TaskStatus{
 				"pg1-master-0": api.Pending, "pg1-worker-0": api.Pending, "pg1-worker-1": api.Pending, "pg1-worker-2": api.Pending,
@@ -221,7 +226,7 @@ func TestAllocate(t *testing.T) {
 				buildPodGroup("pg-big", "q-high", 1, inqueue, 0), buildPodGroup("pg-small", "q-low", 1, inqueue, 0),
 			},
 			pods:          []*corev1.Pod{buildPod("big", "pg-big", cpu4), buildPod("small", "pg-small", cpu1)},
-			nodes:         []*corev1.Node{buildNode("n1", node2, nil)},
+			nodes:         []*corev1.Node{st.Node("n1", node2).Obj()},
 			wantBinds:     map[string]string{"c1/small": "n1"},
 			wantFitErrors: map[string]string{"big": "0/1 nodes are unavailable: 1 Insufficient cpu."},
 		},
@@ -232,7 +237,7 @@ func TestAllocate(t *testing.T) {
 				buildPodGroup("pg1", "q1", 1, inqueue, 0), buildPodGroup("pg2", "q2", 1, inqueue, 0),
 			},
 			pods:  []*corev1.Pod{buildPod("p1", "pg1", cpu1), buildPod("p2", "pg2", cpu1)},
-			nodes: []*corev1.Node{buildNode("n1", node4, nil)},
+			nodes: []*corev1.Node{st.Node("n1", node4).Obj()},
 			hooks: func(ssn *framework.Session) {
 				ssn.AddOverusedFn("hooks", func(q *api.QueueInfo) bool { return q.Name == "q1" })
 			},
@@ -244,7 +249,7 @@ func TestAllocate(t *testing.T) {
 			queues:    q1,
 			podGroups: []*schedulingv1beta1.PodGroup{buildPodGroup("pg1", "q1", 1, inqueue, 0)},
 			pods:      []*corev1.Pod{buildPod("p1", "pg1", cpu1), buildPod("p2", "pg1", cpu2)},
-			nodes:     []*corev1.Node{buildNode("n1", node4, nil)},
+			nodes:     []*corev1.Node{st.Node("n1", node4).Obj()},
 			hooks: func(ssn *framework.Session) {
 				ssn.AddAllocatableFn("hooks", func(q *api.QueueInfo, t *api.TaskInfo) error {
 					if t.Name == "p2" {
@@ -263,7 +268,7 @@ func TestAllocate(t *testing.T) {
 			queues:     q1,
 			podGroups:  []*schedulingv1beta1.PodGroup{buildPodGroup("pg1", "q1", 1, pending, 0)},
 			pods:       []*corev1.Pod{buildPod("p1", "pg1", cpu1)},
-			nodes:      []*corev1.Node{buildNode("n1", node2, nil)},
+			nodes:      []*corev1.Node{st.Node("n1", node2).Obj()},
 			wantPhases: map[string]schedulingv1beta1.PodGroupPhase{"pg1": pending},
 		},
 		{
@@ -272,7 +277,7 @@ func TestAllocate(t *testing.T) {
 			queues:    q1,
 			podGroups: []*schedulingv1beta1.PodGroup{buildPodGroup("pg1", "q1", 1, pending, 0), buildPodGroup("empty", "q1", 1, "", 0)},
 			pods:      []*corev1.Pod{buildPod("p1", "pg1", cpu1)},
-			nodes:     []*corev1.Node{buildNode("n1", node2, nil)},
+			nodes:     []*corev1.Node{st.Node("n1", node2).Obj()},
 			wantBinds: map[string]string{"c1/p1": "n1"},
 			// A PodGroup whose pods do not exist yet is admitted too: the job controller
 			// creates them only then.
@@ -284,7 +289,7 @@ func TestAllocate(t *testing.T) {
 			queues:     []*schedulingv1beta1.Queue{closingQueue("q1")},
 			podGroups:  []*schedulingv1beta1.PodGroup{buildPodGroup("pg1", "q1", 1, pending, 0)},
 			pods:       []*corev1.Pod{buildPod("p1", "pg1", cpu1)},
-			nodes:      []*corev1.Node{buildNode("n1", node2, nil)},
+			nodes:      []*corev1.Node{st.Node("n1", node2).Obj()},
 			wantPhases: map[string]schedulingv1beta1.PodGroupPhase{"pg1": pending},
 		},
 		{
@@ -292,7 +297,7 @@ func TestAllocate(t *testing.T) {
 			queues:      q1,
 			podGroups:   []*schedulingv1beta1.PodGroup{buildPodGroup("pg1", "q1", 3, inqueue, 0)},
 			pods:        []*corev1.Pod{buildPod("p1", "pg1", cpu1), buildPod("p2", "pg1", cpu1)},
-			nodes:       []*corev1.Node{buildNode("n1", node4, nil)},
+			nodes:       []*corev1.Node{st.Node("n1", node4).Obj()},
 			wantUntried: []string{"p1", "p2"},
 		},
 		{
@@ -307,7 +312,7 @@ func TestAllocate(t *testing.T) {
 				buildPod("pg1-worker-1", "pg1", cpu1, withRole("worker")),
 				buildPod("pg1-worker-2", "pg1", cpu1, withRole("worker")),
 			},
-			nodes:         []*corev1.Node{buildNode("n1", node2, nil)},
+			nodes:         []*corev1.Node{st.Node("n1", node2).Obj()},
 			wantFitErrors: map[string]string{"pg1-worker-0": "0/1 nodes are unavailable: 1 Insufficient cpu."},
 			wantUntried:   []string{"pg1-worker-1", "pg1-worker-2"},
 		},
@@ -322,7 +327,7 @@ func TestAllocate(t *testing.T) {
 			pods: []*corev1.Pod{
 				buildPod("pg1-w-0", "pg1", cpu1), buildPod("pg1-w-1", "pg1", cpu1), buildPod("pg2-w-0", "pg2", cpu1),
 			},
-			nodes:         []*corev1.Node{buildNode("n1", node2, nil)},
+			nodes:         []*corev1.Node{st.Node("n1", node2).Obj()},
 			wantBinds:     map[string]string{"c1/pg1-w-0": "n1", "c1/pg2-w-0": "n1"},
 			wantFitErrors: map[string]string{"pg1-w-1": "0/1 nodes are unavailable: 1 Insufficient cpu."},
 		},
@@ -331,7 +336,7 @@ func TestAllocate(t *testing.T) {
 			queues:          q1,
 			podGroups:       []*schedulingv1beta1.PodGroup{buildPodGroup("pg1", "gone", 1, inqueue, 0)},
 			pods:            []*corev1.Pod{buildPod("p1", "pg1", cpu1)},
-			nodes:           []*corev1.Node{buildNode("n1", node2, nil)},
+			nodes:           []*corev1.Node{st.Node("n1", node2).Obj()},
 			wantNoFitErrors: []string{"p1"},
 		},
 		{
@@ -343,7 +348,7 @@ func TestAllocate(t *testing.T) {
 				buildPod("besteffort", "pg1", nil),
 				buildPod("p1", "pg1", cpu1),
 			},
-			nodes:      []*corev1.Node{buildNode("n1", node4, nil)},
+			nodes:      []*corev1.Node{st.Node("n1", node4).Obj()},
 			wantBinds:  map[string]string{"c1/p1": "n1"},
 			wantStatus: map[string]api.TaskStatus{"gated": api.Pending, "besteffort": api.Pending},
 		},
@@ -359,7 +364,7 @@ func TestAllocate(t *testing.T) {
 				buildPod("leaving", "old", cpu2, runningOn("n1", true)),
 				buildPod("p1", "pg1", cpu1),
 			},
-			nodes:      []*corev1.Node{buildNode("n1", node2, nil)},
+			nodes:      []*corev1.Node{st.Node("n1", node2).Obj()},
 			wantStatus: map[string]api.TaskStatus{"p1": api.Pipelined},
 		},
 		{
@@ -372,7 +377,7 @@ func TestAllocate(t *testing.T) {
 				buildPod("leaving", "old", cpu2, runningOn("n1", true)),
 				buildPod("p1", "pg1", cpu1),
 			},
-			nodes:     []*corev1.Node{buildNode("n1", node2, nil), buildNode("n2", node2, nil)},
+			nodes:     []*corev1.Node{st.Node("n1", node2).Obj(), st.Node("n2", node2).Obj()},
 			wantBinds: map[string]string{"c1/p1": "n2"},
 		},
 		{
@@ -382,7 +387,7 @@ func TestAllocate(t *testing.T) {
 			queues:    q1,
 			podGroups: []*schedulingv1beta1.PodGroup{buildPodGroup("pg1", "q1", 1, inqueue, 0)},
 			pods:      []*corev1.Pod{buildPod("p1", "pg1", cpu1)},
-			nodes:     []*corev1.Node{buildNode("n1", node2, nil)},
+			nodes:     []*corev1.Node{st.Node("n1", node2).Obj()},
 			hooks: func(ssn *framework.Session) {
 				ssn.AddEventHandler(&framework.EventHandler{AllocateFunc: func(e *framework.Event) {
 					e.Err = errors.New("no GPU left")
@@ -400,7 +405,7 @@ func TestAllocate(t *testing.T) {
 			pods: []*corev1.Pod{
 				buildPod("p1", "pg1", cpu1), buildPod("p2", "pg1", cpu1), buildPod("p3", "pg1", cpu1),
 			},
-			nodes:     []*corev1.Node{buildNode("n1", node4, nil)},
+			nodes:     []*corev1.Node{st.Node("n1", node4).Obj()},
 			wantBinds: map[string]string{"c1/p1": "n1", "c1/p2": "n1", "c1/p3": "n1"},
 		},
 		{
@@ -412,7 +417,7 @@ func TestAllocate(t *testing.T) {
 			pods: []*corev1.Pod{
 				buildPod("pg1-w-0", "pg1", cpu1), buildPod("pg1-w-1", "pg1", cpu1), buildPod("pg1-w-2", "pg1", cpu1),
 			},
-			nodes:         []*corev1.Node{buildNode("n1", node2, nil)},
+			nodes:         []*corev1.Node{st.Node("n1", node2).Obj()},
 			wantFitErrors: map[string]string{"pg1-w-2": "0/1 nodes are unavailable: 1 Insufficient cpu."},
 			wantStatus:    map[string]api.TaskStatus{"pg1-w-0": api.Pending, "pg1-w-1": api.Pending},
 		},
@@ -430,8 +435,8 @@ func TestDiscardedGangKeepsLastPlacement(t *testing.T) {
 	tc := allocateCase{
 		queues:    []*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)},
 		podGroups: []*schedulingv1beta1.PodGroup{buildPodGroup("pg1", "q1", 2, inqueue, 0)},
-		pods:      []*corev1.Pod{buildPod("pg1-w-0", "pg1", resources("1", "")), buildPod("pg1-w-1", "pg1", resources("8", ""))},
-		nodes:     []*corev1.Node{buildNode("n1", resources("2", "4Gi", "pods", "10"), nil)},
+		pods:      []*corev1.Pod{buildPod("pg1-w-0", "pg1", st.Resources("1", "")), buildPod("pg1-w-1", "pg1", st.Resources("8", ""))},
+		nodes:     []*corev1.Node{st.Node("n1", st.Resources("2", "4Gi", "pods", "10")).Obj()},
 	}
 	ssn, _ := runAllocate(t, tc)
 	job, task := taskByName(ssn, "pg1-w-0")
@@ -454,8 +459,8 @@ func TestInsufficientResourceFitError(t *testing.T) {
 		vgpuNumber = "volcano.sh/vgpu-number"
 		vgpuMemory = "volcano.sh/vgpu-memory"
 	)
-	plain := resources("4", "8Gi", "pods", "110")
-	withVGPU := resources("4", "8Gi", "pods", "110", vgpuNumber, "10", vgpuMemory, "1000")
+	plain := st.Resources("4", "8Gi", "pods", "110")
+	withVGPU := st.Resources("4", "8Gi", "pods", "110", vgpuNumber, "10", vgpuMemory, "1000")
 	cases := []struct {
 		name    string
 		request corev1.ResourceList
@@ -465,41 +470,41 @@ func TestInsufficientResourceFitError(t *testing.T) {
 	}{
 		{
 			name:    "vGPU request on a node without vGPU",
-			request: resources("1", "1Gi", vgpuNumber, "1", vgpuMemory, "2000"),
-			nodes:   []*corev1.Node{buildNode("n1", plain, nil)},
+			request: st.Resources("1", "1Gi", vgpuNumber, "1", vgpuMemory, "2000"),
+			nodes:   []*corev1.Node{st.Node("n1", plain).Obj()},
 			want:    "0/1 nodes are unavailable: 1 Insufficient volcano.sh/vgpu-memory.",
 		},
 		{
 			name:    "vGPU memory short where the GPU count fits",
-			request: resources("1", "1Gi", vgpuNumber, "1", vgpuMemory, "2000"),
-			nodes:   []*corev1.Node{buildNode("n1", withVGPU, nil)},
+			request: st.Resources("1", "1Gi", vgpuNumber, "1", vgpuMemory, "2000"),
+			nodes:   []*corev1.Node{st.Node("n1", withVGPU).Obj()},
 			want:    "0/1 nodes are unavailable: 1 Insufficient volcano.sh/vgpu-memory.",
 		},
 		{
 			name:    "cpu is named before extended resources",
-			request: resources("8", "1Gi", vgpuNumber, "1", vgpuMemory, "2000"),
-			nodes:   []*corev1.Node{buildNode("n1", plain, nil)},
+			request: st.Resources("8", "1Gi", vgpuNumber, "1", vgpuMemory, "2000"),
+			nodes:   []*corev1.Node{st.Node("n1", plain).Obj()},
 			want:    "0/1 nodes are unavailable: 1 Insufficient cpu.",
 		},
 		{
 			name:    "memory is named before extended resources",
-			request: resources("1", "16Gi", vgpuMemory, "2000"),
-			nodes:   []*corev1.Node{buildNode("n1", plain, nil)},
+			request: st.Resources("1", "16Gi", vgpuMemory, "2000"),
+			nodes:   []*corev1.Node{st.Node("n1", plain).Obj()},
 			want:    "0/1 nodes are unavailable: 1 Insufficient memory.",
 		},
 		{
 			name:    "no pod slot left",
-			request: resources("1", "1Gi"),
-			nodes:   []*corev1.Node{buildNode("n1", resources("4", "8Gi", "pods", "1"), nil)},
-			others:  []*corev1.Pod{buildPod("resident", "other", resources("1", "1Gi"), runningOn("n1", false))},
+			request: st.Resources("1", "1Gi"),
+			nodes:   []*corev1.Node{st.Node("n1", st.Resources("4", "8Gi", "pods", "1")).Obj()},
+			others:  []*corev1.Pod{buildPod("resident", "other", st.Resources("1", "1Gi"), runningOn("n1", false))},
 			want:    "0/1 nodes are unavailable: 1 Insufficient pods.",
 		},
 		{
 			name:    "each node reports its own shortfall",
-			request: resources("2", "1Gi", vgpuNumber, "1", vgpuMemory, "2000"),
+			request: st.Resources("2", "1Gi", vgpuNumber, "1", vgpuMemory, "2000"),
 			nodes: []*corev1.Node{
-				buildNode("n1", resources("1", "8Gi", "pods", "110", vgpuNumber, "10", vgpuMemory, "8000"), nil),
-				buildNode("n2", plain, nil),
+				st.Node("n1", st.Resources("1", "8Gi", "pods", "110", vgpuNumber, "10", vgpuMemory, "8000")).Obj(),
+				st.Node("n2", plain).Obj(),
 			},
 			want: "0/2 nodes are unavailable: 1 Insufficient cpu, 1 Insufficient volcano.sh/vgpu-memory.",
 		},
@@ -539,13 +544,13 @@ func TestPredicateErrorCache(t *testing.T) {
 			calls := 0
 			var pods []*corev1.Pod
 			for _, name := range []string{"pg1-w-0", "pg1-w-1", "pg1-w-2"} {
-				pods = append(pods, buildPod(name, "pg1", resources("1", ""), withRole(c.role)))
+				pods = append(pods, buildPod(name, "pg1", st.Resources("1", ""), withRole(c.role)))
 			}
 			tc := allocateCase{
 				queues:    []*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)},
 				podGroups: []*schedulingv1beta1.PodGroup{buildPodGroup("pg1", "q1", 1, inqueue, 0)},
 				pods:      pods,
-				nodes:     []*corev1.Node{buildNode("bad", resources("8", "8Gi", "pods", "10"), nil), buildNode("good", resources("8", "8Gi", "pods", "10"), nil)},
+				nodes:     []*corev1.Node{st.Node("bad", st.Resources("8", "8Gi", "pods", "10")).Obj(), st.Node("good", st.Resources("8", "8Gi", "pods", "10")).Obj()},
 				args:      c.args,
 				hooks: func(ssn *framework.Session) {
 					ssn.AddPredicateFn("hooks", func(_ *api.TaskInfo, n *api.NodeInfo) *api.Status {

@@ -11,7 +11,9 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 // BenchmarkAllocate measures allocate alone (no plugin work beyond the stubs, a binder that
@@ -32,15 +34,16 @@ func BenchmarkAllocate(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				cache := &fakeCache{snap: frameworktest.CloneCluster(template)}
-				ssn := openSession(cache, "enqueue, allocate, backfill", nil, standardTiers(nil)...)
+				bound := 0
+				cache := &frameworktest.Cache{Snap: frameworktest.CloneCluster(template), OnBind: func(*api.TaskInfo) error { bound++; return nil }}
+				ssn := frameworktest.OpenTiers(cache, benchConfig, standardTiers(nil)...)
 				before := frameworktest.CPUTime(b)
 				b.StartTimer()
 				act.Execute(ssn)
 				b.StopTimer()
 				cpu += frameworktest.CPUTime(b) - before
-				if cache.count != podCount {
-					b.Fatalf("bound %d pods, want %d", cache.count, podCount)
+				if bound != podCount {
+					b.Fatalf("bound %d pods, want %d", bound, podCount)
 				}
 			}
 			b.ReportMetric(float64(podCount*b.N)/b.Elapsed().Seconds(), "pods/s")
@@ -52,29 +55,33 @@ func BenchmarkAllocate(b *testing.B) {
 // BenchmarkAllocateSettled measures a cycle with nothing to do: allocate over a session
 // whose 10,000 pods are all placed already (design target: under 5 ms).
 func BenchmarkAllocateSettled(b *testing.B) {
-	cache := &fakeCache{snap: benchCluster(1000, 10000, 8)}
-	ssn := openSession(cache, "enqueue, allocate, backfill", nil, standardTiers(nil)...)
+	bound := 0
+	cache := &frameworktest.Cache{Snap: benchCluster(1000, 10000, 8), OnBind: func(*api.TaskInfo) error { bound++; return nil }}
+	ssn := frameworktest.OpenTiers(cache, benchConfig, standardTiers(nil)...)
 	act := New()
 	act.Execute(ssn)
-	if cache.count != 10000 {
-		b.Fatalf("bound %d pods, want 10000", cache.count)
+	if bound != 10000 {
+		b.Fatalf("bound %d pods, want 10000", bound)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		act.Execute(ssn)
 	}
-	if cache.count != 10000 {
-		b.Fatalf("a settled cycle bound %d more pods", cache.count-10000)
+	if bound != 10000 {
+		b.Fatalf("a settled cycle bound %d more pods", bound-10000)
 	}
 }
+
+// benchConfig is the configuration of the benchmarks' sessions, before the stubs' tiers.
+var benchConfig = conf.SchedulerConfiguration{Actions: "enqueue, allocate, backfill"}
 
 // benchCluster: nodes of 32 cpu, 128 GiB, 110 pods; pods of 1 cpu and 2 GiB in Inqueue
 // jobs of gang pods each (minMember = gang), one queue.
 func benchCluster(nodeCount, podCount, gang int) *api.ClusterInfo {
 	var groups []*schedulingv1beta1.PodGroup
 	var pods []*corev1.Pod
-	request := resources("1", "2Gi")
+	request := st.Resources("1", "2Gi")
 	for j := 0; j*gang < podCount; j++ {
 		name := fmt.Sprintf("job%05d", j)
 		groups = append(groups, buildPodGroup(name, "q1", int32(gang), inqueue, j))
@@ -82,6 +89,6 @@ func benchCluster(nodeCount, podCount, gang int) *api.ClusterInfo {
 			pods = append(pods, buildPod(fmt.Sprintf("%s-w-%d", name, k), name, request))
 		}
 	}
-	return buildCluster([]*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)}, groups, pods,
-		nodes(nodeCount, resources("32", "128Gi", "pods", "110")))
+	return frameworktest.Objects{Nodes: nodes(nodeCount, st.Resources("32", "128Gi", "pods", "110")),
+		Queues: []*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)}, PodGroups: groups, Pods: pods}.ClusterInfo()
 }

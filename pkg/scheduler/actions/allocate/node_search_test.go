@@ -9,7 +9,9 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
@@ -29,7 +31,7 @@ func singles(n int, request corev1.ResourceList) ([]*schedulingv1beta1.PodGroup,
 func nodes(n int, allocatable corev1.ResourceList) []*corev1.Node {
 	var list []*corev1.Node
 	for i := 0; i < n; i++ {
-		list = append(list, buildNode(fmt.Sprintf("n%d", i), allocatable, nil))
+		list = append(list, st.Node(fmt.Sprintf("n%d", i), allocatable).Obj())
 	}
 	return list
 }
@@ -37,12 +39,12 @@ func nodes(n int, allocatable corev1.ResourceList) []*corev1.Node {
 // Without scoring, the search takes the first feasible node and the next search starts after
 // it, so that pods spread over the nodes rather than filling the first one.
 func TestSearchRotatesWithoutScoring(t *testing.T) {
-	groups, pods := singles(4, resources("1", "1Gi"))
+	groups, pods := singles(4, st.Resources("1", "1Gi"))
 	tc := allocateCase{
 		queues:    []*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)},
 		podGroups: groups,
 		pods:      pods,
-		nodes:     nodes(3, resources("8", "8Gi", "pods", "10")),
+		nodes:     nodes(3, st.Resources("8", "8Gi", "pods", "10")),
 		wantBinds: map[string]string{"c1/job0-p": "n0", "c1/job1-p": "n1", "c1/job2-p": "n2", "c1/job3-p": "n0"},
 	}
 	ssn, cache := runAllocate(t, tc)
@@ -53,13 +55,13 @@ func TestSearchRotatesWithoutScoring(t *testing.T) {
 func TestSearchOffsetOutlivesTheSession(t *testing.T) {
 	act := New()
 	queues := []*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)}
-	allocatable := resources("8", "8Gi", "pods", "10")
+	allocatable := st.Resources("8", "8Gi", "pods", "10")
 	want := []string{"n0", "n1", "n2", "n0"}
 	for cycle, node := range want {
-		groups, pods := singles(1, resources("1", "1Gi"))
-		cache := &fakeCache{snap: buildCluster(queues, groups, pods, nodes(3, allocatable)), binds: map[string]string{}}
-		act.Execute(openSession(cache, "allocate", nil, standardTiers(nil)...))
-		if got := cache.binds["c1/job0-p"]; got != node {
+		groups, pods := singles(1, st.Resources("1", "1Gi"))
+		cache := &frameworktest.Cache{Snap: frameworktest.Objects{Nodes: nodes(3, allocatable), Queues: queues, PodGroups: groups, Pods: pods}.ClusterInfo()}
+		act.Execute(frameworktest.OpenTiers(cache, conf.SchedulerConfiguration{Actions: "allocate"}, standardTiers(nil)...))
+		if got := cache.Binds()["c1/job0-p"]; got != node {
 			t.Errorf("cycle %d: bound to %q, want %q", cycle, got, node)
 		}
 	}
@@ -73,7 +75,7 @@ func scoreBy(scores map[string]float64) func(ssn *framework.Session) {
 }
 
 func TestScoring(t *testing.T) {
-	free := resources("4", "8Gi", "pods", "10")
+	free := st.Resources("4", "8Gi", "pods", "10")
 	cases := []struct {
 		name      string
 		scores    map[string]float64
@@ -100,10 +102,10 @@ func TestScoring(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			groups := []*schedulingv1beta1.PodGroup{buildPodGroup("pg1", "q1", 1, inqueue, 1)}
-			pods := []*corev1.Pod{buildPod("p1", "pg1", resources("1", "1Gi"))}
+			pods := []*corev1.Pod{buildPod("p1", "pg1", st.Resources("1", "1Gi"))}
 			if c.releasing != "" {
 				groups = append(groups, buildPodGroup("old", "q1", 1, running, 0))
-				pods = append(pods, buildPod("leaving", "old", resources("4", "1Gi"), runningOn(c.releasing, true)))
+				pods = append(pods, buildPod("leaving", "old", st.Resources("4", "1Gi"), runningOn(c.releasing, true)))
 			}
 			tc := allocateCase{
 				queues:    []*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)},
@@ -126,9 +128,9 @@ func TestSingleFeasibleNodeIsNotScored(t *testing.T) {
 	tc := allocateCase{
 		queues:    []*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)},
 		podGroups: []*schedulingv1beta1.PodGroup{buildPodGroup("pg1", "q1", 1, inqueue, 0)},
-		pods:      []*corev1.Pod{buildPod("p1", "pg1", resources("2", "1Gi"))},
+		pods:      []*corev1.Pod{buildPod("p1", "pg1", st.Resources("2", "1Gi"))},
 		nodes: []*corev1.Node{
-			buildNode("big", resources("4", "8Gi", "pods", "10"), nil), buildNode("small", resources("1", "8Gi", "pods", "10"), nil),
+			st.Node("big", st.Resources("4", "8Gi", "pods", "10")).Obj(), st.Node("small", st.Resources("1", "8Gi", "pods", "10")).Obj(),
 		},
 		hooks: func(ssn *framework.Session) {
 			ssn.AddNodeOrderFn("hooks", func(*api.TaskInfo, *api.NodeInfo) (float64, error) { calls++; return 0, nil })
@@ -147,12 +149,12 @@ func TestSingleFeasibleNodeIsNotScored(t *testing.T) {
 func TestScoringTieIgnoresSearchOrder(t *testing.T) {
 	// 3 nodes with room for one pod each; each search collects 2 feasible nodes. job0 looks
 	// at n0, n1 and takes n0. job1 starts at n2, skips the full n0, and ties n2 with n1.
-	groups, pods := singles(2, resources("1", "1Gi"))
+	groups, pods := singles(2, st.Resources("1", "1Gi"))
 	tc := allocateCase{
 		queues:    []*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)},
 		podGroups: groups,
 		pods:      pods,
-		nodes:     nodes(3, resources("1", "8Gi", "pods", "10")),
+		nodes:     nodes(3, st.Resources("1", "8Gi", "pods", "10")),
 		hooks:     scoreBy(nil),
 		opts:      &Options{MinimumFeasibleNodes: 2, PercentageNodesToFind: 50},
 		wantBinds: map[string]string{"c1/job0-p": "n0", "c1/job1-p": "n1"},
@@ -176,11 +178,11 @@ func TestNominatedNodeFirst(t *testing.T) {
 			tc := allocateCase{
 				queues:    []*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)},
 				podGroups: []*schedulingv1beta1.PodGroup{buildPodGroup("pg1", "q1", 1, inqueue, 0)},
-				pods: []*corev1.Pod{buildPod("p1", "pg1", resources("2", "1Gi"), func(w *st.PodWrapper) {
+				pods: []*corev1.Pod{buildPod("p1", "pg1", st.Resources("2", "1Gi"), func(w *st.PodWrapper) {
 					w.Status.NominatedNodeName = c.nominated
 				})},
-				nodes: append(nodes(3, resources("4", "8Gi", "pods", "10")),
-					buildNode("small", resources("1", "8Gi", "pods", "10"), nil)),
+				nodes: append(nodes(3, st.Resources("4", "8Gi", "pods", "10")),
+					st.Node("small", st.Resources("1", "8Gi", "pods", "10")).Obj()),
 				wantBinds: map[string]string{"c1/p1": c.want},
 			}
 			ssn, cache := runAllocate(t, tc)
@@ -192,7 +194,7 @@ func TestNominatedNodeFirst(t *testing.T) {
 // The search remembers each node's room for a request between searches; a placement on the
 // node, and its undo, must make it look again.
 func TestSearchSeesPlacementsAndTheirUndo(t *testing.T) {
-	request := resources("1", "1Gi")
+	request := st.Resources("1", "1Gi")
 	cases := []struct {
 		name      string
 		podGroups []*schedulingv1beta1.PodGroup
@@ -222,7 +224,7 @@ func TestSearchSeesPlacementsAndTheirUndo(t *testing.T) {
 				queues:    []*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)},
 				podGroups: c.podGroups,
 				pods:      c.pods,
-				nodes:     nodes(2, resources("1", "8Gi", "pods", "10")),
+				nodes:     nodes(2, st.Resources("1", "8Gi", "pods", "10")),
 				hooks:     scoreBy(map[string]float64{"n0": 100, "n1": 1}),
 				wantBinds: c.wantBinds,
 			}
@@ -238,12 +240,12 @@ func TestScheduleAttemptsCounted(t *testing.T) {
 	scheduled := metrics.ScheduleAttempts.WithLabelValues(metrics.AttemptScheduled)
 	unschedulable := metrics.ScheduleAttempts.WithLabelValues(metrics.AttemptUnschedulable)
 	before, beforeUnschedulable := testutil.ToFloat64(scheduled), testutil.ToFloat64(unschedulable)
-	groups, pods := singles(4, resources("1", "1Gi"))
+	groups, pods := singles(4, st.Resources("1", "1Gi"))
 	tc := allocateCase{
 		queues:    []*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)},
 		podGroups: groups,
 		pods:      pods,
-		nodes:     nodes(3, resources("1", "8Gi", "pods", "10")),
+		nodes:     nodes(3, st.Resources("1", "8Gi", "pods", "10")),
 		wantBinds: map[string]string{"c1/job0-p": "n0", "c1/job1-p": "n1", "c1/job2-p": "n2"},
 	}
 	ssn, cache := runAllocate(t, tc)

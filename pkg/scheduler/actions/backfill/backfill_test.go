@@ -2,7 +2,6 @@ package backfill
 
 import (
 	"errors"
-	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -14,23 +13,9 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
-
-type fakeCache struct {
-	snap  *api.ClusterInfo
-	binds map[string]string
-}
-
-func (c *fakeCache) Snapshot() *api.ClusterInfo { return c.snap }
-func (c *fakeCache) Bind(t *api.TaskInfo) error {
-	c.binds[t.Key()] = t.NodeName
-	return nil
-}
-func (c *fakeCache) UpdateJobStatus(*api.JobInfo, bool)                  {}
-func (c *fakeCache) UpdateQueueStatus(*api.QueueInfo, *api.Resource)     {}
-func (c *fakeCache) RecordJobEvent(*api.JobInfo, string, string, string) {}
-func (c *fakeCache) Evict(*api.TaskInfo, string) error                   { return nil }
 
 var errNoGPUNode = errors.New("no node has the selected labels")
 
@@ -183,34 +168,13 @@ func TestBackfill(t *testing.T) {
 			if queues == nil {
 				queues = map[string]int32{"q1": 0}
 			}
-			snap := &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{}, Queues: map[api.QueueID]*api.QueueInfo{}}
+			objects := frameworktest.Objects{Nodes: c.nodes, PodGroups: c.groups, Pods: c.pods}
 			for name, prio := range queues {
-				snap.Queues[api.QueueID(name)] = api.NewQueueInfo(&schedulingv1beta1.Queue{
+				objects.Queues = append(objects.Queues, &schedulingv1beta1.Queue{
 					ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: schedulingv1beta1.QueueSpec{Priority: prio}})
 			}
-			for _, n := range c.nodes {
-				ni := api.NewNodeInfo(n)
-				snap.Nodes[n.Name] = ni
-				snap.NodeList = append(snap.NodeList, ni)
-			}
-			sort.Slice(snap.NodeList, func(i, j int) bool { return snap.NodeList[i].Name < snap.NodeList[j].Name })
-			for _, pg := range c.groups {
-				j := api.NewJobInfo(api.NewJobID(pg.Namespace, pg.Name))
-				j.SetPodGroup(pg, "default")
-				snap.Jobs[j.UID] = j
-			}
-			for _, p := range c.pods {
-				task := api.NewTaskInfo(p)
-				snap.Jobs[task.Job].AddTask(task)
-				if n := snap.Nodes[task.NodeName]; n != nil {
-					n.AddTask(task)
-				}
-			}
-			cache := &fakeCache{snap: snap, binds: map[string]string{}}
-			reg := framework.NewRegistry()
-			reg.RegisterPlugin("stub", func(conf.Arguments) (framework.Plugin, error) { return stub{}, nil })
-			cfg := &conf.SchedulerConfiguration{Actions: "enqueue, allocate, backfill", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: "stub"}}}}}
-			ssn := framework.OpenSession(cache, cfg, reg)
+			cache := &frameworktest.Cache{Snap: objects.ClusterInfo()}
+			ssn := frameworktest.OpenTiers(cache, conf.SchedulerConfiguration{Actions: "enqueue, allocate, backfill"}, []stub{{}})
 
 			New().Execute(ssn)
 
@@ -218,7 +182,7 @@ func TestBackfill(t *testing.T) {
 			if want == nil {
 				want = map[string]string{}
 			}
-			if diff := cmp.Diff(want, cache.binds); diff != "" {
+			if diff := cmp.Diff(want, cache.Binds()); diff != "" {
 				t.Errorf("binds (-want +got):\n%s", diff)
 			}
 			tasks := map[string]*api.TaskInfo{}

@@ -1,38 +1,65 @@
-// Package frameworktest holds what unit tests of actions and plugins share to open a session
-// without a real cache.
+// Package frameworktest holds what unit tests of the framework, actions and plugins share to
+// open a session without a real cache: a fake cache, snapshots built from API objects or
+// infos, and ways to open a session or run actions over them.
 package frameworktest
 
-import "github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+import (
+	"sync/atomic"
 
-// Cache is a framework.Cache that hands the session a fixed snapshot (an empty cluster when
-// Snap is nil) and drops everything the session writes back, except that binds go to OnBind
-// when it is set.
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+)
+
+// Cache is a framework.Cache that hands every session the snapshot Snap (a new empty cluster
+// when Snap is nil) and keeps what the session writes back that tests check. PodGroup
+// statuses are dropped.
 type Cache struct {
 	Snap *api.ClusterInfo
-	// OnBind sees every task the session binds; its error fails the bind.
+	// Bound holds a copy of each task the session binds, as the binder would receive it, in
+	// order; not kept when OnBind is set.
+	Bound []*api.TaskInfo
+	// OnBind, when set, sees every task the session binds in place of Bound; its error fails
+	// the bind.
 	OnBind func(*api.TaskInfo) error
 	// OnEvict sees every task the session evicts, and why; its error fails the eviction.
 	OnEvict func(*api.TaskInfo, string) error
+	// Events are the PodGroup events the session emitted, in order.
+	Events []JobEvent
+	// Allocated is the status.allocated last written for each queue, by name.
+	Allocated map[string]*api.Resource
+	// Snapshots counts the snapshots handed out: one a session, so one a scheduler cycle.
+	Snapshots atomic.Int32
+}
+
+// JobEvent is a PodGroup event a session emitted.
+type JobEvent struct {
+	PodGroup, Type, Reason, Message string
 }
 
 // Snapshot returns Snap, or an empty cluster.
 func (c *Cache) Snapshot() *api.ClusterInfo {
+	c.Snapshots.Add(1)
 	if c.Snap == nil {
 		return &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{}, Queues: map[api.QueueID]*api.QueueInfo{}}
 	}
 	return c.Snap
 }
 
-func (*Cache) UpdateJobStatus(*api.JobInfo, bool)                  {}
-func (*Cache) UpdateQueueStatus(*api.QueueInfo, *api.Resource)     {}
-func (*Cache) RecordJobEvent(*api.JobInfo, string, string, string) {}
-
-// Bind hands the task to OnBind, if set.
+// Bind hands the task to OnBind if set, else keeps a copy in Bound.
 func (c *Cache) Bind(t *api.TaskInfo) error {
 	if c.OnBind != nil {
 		return c.OnBind(t)
 	}
+	c.Bound = append(c.Bound, t.Clone())
 	return nil
+}
+
+// Binds maps each task in Bound ("namespace/name") to its node.
+func (c *Cache) Binds() map[string]string {
+	binds := make(map[string]string, len(c.Bound))
+	for _, t := range c.Bound {
+		binds[t.Key()] = t.NodeName
+	}
+	return binds
 }
 
 // Evict hands the task to OnEvict, if set.
@@ -41,6 +68,21 @@ func (c *Cache) Evict(t *api.TaskInfo, reason string) error {
 		return c.OnEvict(t, reason)
 	}
 	return nil
+}
+
+func (*Cache) UpdateJobStatus(*api.JobInfo, bool) {}
+
+// UpdateQueueStatus keeps a copy of the queue's allocation in Allocated.
+func (c *Cache) UpdateQueueStatus(q *api.QueueInfo, allocated *api.Resource) {
+	if c.Allocated == nil {
+		c.Allocated = map[string]*api.Resource{}
+	}
+	c.Allocated[q.Name] = allocated.Clone()
+}
+
+// RecordJobEvent appends the event to Events.
+func (c *Cache) RecordJobEvent(job *api.JobInfo, eventType, reason, message string) {
+	c.Events = append(c.Events, JobEvent{PodGroup: job.Name, Type: eventType, Reason: reason, Message: message})
 }
 
 // CloneCluster is a fresh copy of a snapshot, as the cache hands one to each session, for

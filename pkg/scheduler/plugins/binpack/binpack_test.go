@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
@@ -18,26 +17,8 @@ import (
 
 const vgpuMemory = corev1.ResourceName("volcano.sh/vgpu-memory")
 
-func list(kv ...string) corev1.ResourceList {
-	l := corev1.ResourceList{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		l[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-	}
-	return l
-}
-
 func newTask(name string, requests corev1.ResourceList) *api.TaskInfo {
 	return api.NewTaskInfo(st.MakePod().Namespace("ns").UID(name).Name(name).Group("pg").Container(requests).Obj())
-}
-
-// newNode has the allocatable given and a running pod using used.
-func newNode(allocatable, used corev1.ResourceList) *api.NodeInfo {
-	allocatable[corev1.ResourcePods] = resource.MustParse("110")
-	n := api.NewNodeInfo(st.MakeNode().Name("n").Allocatable(allocatable).Obj())
-	running := newTask("running", used)
-	running.Status = api.Running
-	n.AddTask(running)
-	return n
 }
 
 func mustNew(t testing.TB, args conf.Arguments) *binpackPlugin {
@@ -59,37 +40,37 @@ func TestScore(t *testing.T) {
 		want float64
 	}{
 		// cpu (1+1)/4 = 0.5, memory (2+2)/8 = 0.5: (0.5 + 0.5)/2 × 100.
-		{"defaults", nil, list("cpu", "1", "memory", "2Gi"), 50},
+		{"defaults", nil, st.Resources("1", "2Gi"), 50},
 		// × binpack.weight 10.
-		{"binpack.weight", conf.Arguments{Weight: 10}, list("cpu", "1", "memory", "2Gi"), 500},
+		{"binpack.weight", conf.Arguments{Weight: 10}, st.Resources("1", "2Gi"), 500},
 		// cpu (1+1)/4 = 0.5 × 2, memory (2+4)/8 = 0.75 × 1: 1.75/3 × 100.
-		{"cpu weighs double", conf.Arguments{CPUWeight: 2}, list("cpu", "1", "memory", "4Gi"), 175.0 / 3},
+		{"cpu weighs double", conf.Arguments{CPUWeight: 2}, st.Resources("1", "4Gi"), 175.0 / 3},
 		// memory not weighed: cpu alone, 0.5.
-		{"memory weight 0", conf.Arguments{MemoryWeight: 0}, list("cpu", "1", "memory", "6Gi"), 50},
+		{"memory weight 0", conf.Arguments{MemoryWeight: 0}, st.Resources("1", "6Gi"), 50},
 		// vgpu-memory (2000+4000)/10000 = 0.6 × 3; cpu 0.5, memory 0.5: (0.5+0.5+1.8)/5 × 100.
 		{"extra resource", conf.Arguments{Resources: "volcano.sh/vgpu-memory", ResourceWeightPrefix + "volcano.sh/vgpu-memory": 3},
-			list("cpu", "1", "memory", "2Gi", "volcano.sh/vgpu-memory", "4000"), 56},
+			st.Resources("1", "2Gi", "volcano.sh/vgpu-memory", "4000"), 56},
 		// Listed with spaces and a trailing comma; weight defaults to 1: (0.5+0.5+0.6)/3.
 		{"extra resource, default weight", conf.Arguments{Resources: " volcano.sh/vgpu-memory, ,"},
-			list("cpu", "1", "memory", "2Gi", "volcano.sh/vgpu-memory", "4000"), 160.0 / 3},
+			st.Resources("1", "2Gi", "volcano.sh/vgpu-memory", "4000"), 160.0 / 3},
 		// The task asks no vgpu-memory: the resource does not count.
 		{"extra resource not requested", conf.Arguments{Resources: "volcano.sh/vgpu-memory"},
-			list("cpu", "1", "memory", "2Gi"), 50},
+			st.Resources("1", "2Gi"), 50},
 		// cpu listed among the extras keeps its own weight (binpack.cpu = 0 here).
-		{"cpu among the extras", conf.Arguments{Resources: "cpu", CPUWeight: 0}, list("cpu", "3", "memory", "2Gi"), 50},
+		{"cpu among the extras", conf.Arguments{Resources: "cpu", CPUWeight: 0}, st.Resources("3", "2Gi"), 50},
 		// memory (2+7)/8 overflows: the node scores 0.
-		{"overflow", nil, list("cpu", "1", "memory", "7Gi"), 0},
+		{"overflow", nil, st.Resources("1", "7Gi"), 0},
 		// Exactly full fits: cpu 4/4 = 1, memory 0.5.
-		{"exactly full", nil, list("cpu", "3", "memory", "2Gi"), 75},
+		{"exactly full", nil, st.Resources("3", "2Gi"), 75},
 		// The node has no nvidia.com/gpu: any request of it overflows.
-		{"resource the node lacks", conf.Arguments{Resources: "nvidia.com/gpu"}, list("cpu", "1", "nvidia.com/gpu", "1"), 0},
+		{"resource the node lacks", conf.Arguments{Resources: "nvidia.com/gpu"}, st.Resources("1", "", "nvidia.com/gpu", "1"), 0},
 		// Nothing weighed is requested.
-		{"nothing weighed requested", conf.Arguments{CPUWeight: 0, MemoryWeight: 0, Resources: "nvidia.com/gpu"}, list("cpu", "1"), 0},
+		{"nothing weighed requested", conf.Arguments{CPUWeight: 0, MemoryWeight: 0, Resources: "nvidia.com/gpu"}, st.Resources("1", ""), 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			node := newNode(list("cpu", "4", "memory", "8Gi", string(vgpuMemory), "10000"),
-				list("cpu", "1", "memory", "2Gi", string(vgpuMemory), "2000"))
+			node := frameworktest.NodeInfo(st.Node("n", st.Resources("4", "8Gi", string(vgpuMemory), "10000")).Obj(),
+				st.MakePod().Namespace("ns").Name("running").Container(st.Resources("1", "2Gi", string(vgpuMemory), "2000")).Obj())
 			got, err := mustNew(t, tc.args).score(newTask("p", tc.req), node)
 			if err != nil || math.Abs(got-tc.want) > 1e-9 {
 				t.Errorf("score %v (err %v), want %v", got, err, tc.want)
@@ -132,17 +113,14 @@ func TestSessionScore(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
-			node := newNode(list("cpu", "4", "memory", "8Gi"), list("cpu", "1", "memory", "2Gi"))
-			ci := &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{"n": node},
-				NodeList: []*api.NodeInfo{node}, Queues: map[api.QueueID]*api.QueueInfo{}}
-			reg := framework.NewRegistry()
-			reg.RegisterPlugin(PluginName, New)
-			ssn := framework.OpenSession(&frameworktest.Cache{Snap: ci}, &conf.SchedulerConfiguration{Actions: "allocate",
-				Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName, Arguments: tc.args}}}}}, reg)
+			node := frameworktest.NodeInfo(st.Node("n", st.Resources("4", "8Gi")).Obj(),
+				st.MakePod().Namespace("ns").Name("running").Container(st.Resources("1", "2Gi")).Obj())
+			ssn := frameworktest.OpenSession(t, &frameworktest.Cache{Snap: frameworktest.ClusterOf([]*api.NodeInfo{node})}, "allocate",
+				map[string]framework.PluginBuilder{PluginName: New}, conf.PluginOption{Name: PluginName, Arguments: tc.args})
 			if ssn.HasNodeOrder() != tc.wantScore {
 				t.Fatalf("HasNodeOrder %v, want %v", ssn.HasNodeOrder(), tc.wantScore)
 			}
-			if got := ssn.NodeOrder(newTask("p", list("cpu", "1", "memory", "2Gi")), node); tc.wantScore && got != 50 {
+			if got := ssn.NodeOrder(newTask("p", st.Resources("1", "2Gi")), node); tc.wantScore && got != 50 {
 				t.Errorf("session score %v, want 50", got)
 			}
 		})
@@ -153,11 +131,12 @@ func TestSessionScore(t *testing.T) {
 func BenchmarkScore(b *testing.B) {
 	nodes := make([]*api.NodeInfo, 1000)
 	for i := range nodes {
-		nodes[i] = newNode(list("cpu", "64", "memory", "512Gi", string(vgpuMemory), "655360"),
-			list("cpu", fmt.Sprint(i%64), "memory", "8Gi", string(vgpuMemory), fmt.Sprint(i*100)))
+		used := st.Resources(fmt.Sprint(i%64), "8Gi", string(vgpuMemory), fmt.Sprint(i*100))
+		nodes[i] = frameworktest.NodeInfo(st.Node("n", st.Resources("64", "512Gi", string(vgpuMemory), "655360")).Obj(),
+			st.MakePod().Namespace("ns").Name("running").Container(used).Obj())
 	}
 	p := mustNew(b, conf.Arguments{Resources: string(vgpuMemory)})
-	task := newTask("p", list("cpu", "1", "memory", "2Gi", string(vgpuMemory), "8000"))
+	task := newTask("p", st.Resources("1", "2Gi", string(vgpuMemory), "8000"))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -7,7 +7,10 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	qt "github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/internal/quota/quotatest"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
 // TestQueueWithoutVGPUDimension: a queue whose capability names cpu only does not cap vGPU;
@@ -16,9 +19,10 @@ import (
 func TestQueueWithoutVGPUDimension(t *testing.T) {
 	s := qt.Scenario{
 		Name: "capability without vGPU",
-		Cluster: qt.Cluster{
-			Nodes:     []*corev1.Node{qt.Node("gpu-node", qt.List("cpu=8", "memory=16Gi", qt.VGPUNumber+"=10", qt.VGPUMemory+"=8192", qt.VGPUCores+"=100"))},
-			Queues:    []*schedulingv1beta1.Queue{qt.Queue("cpu-only", qt.List("cpu=4"))},
+		Cluster: frameworktest.Objects{
+			Nodes: []*corev1.Node{st.Node("gpu-node", st.Resources("8", "16Gi", string(vgpu.DefaultCountResource), "10",
+				string(vgpu.DefaultMemoryResource), "8192", string(vgpu.DefaultCoresResource), "100")).Obj()},
+			Queues:    []*schedulingv1beta1.Queue{qt.Queue("cpu-only", st.Resources("4", ""))},
 			PodGroups: []*schedulingv1beta1.PodGroup{qt.PodGroup("job", "cpu-only", 1, qt.VGPU("6000"), schedulingv1beta1.PodGroupPending)},
 			Pods:      []*corev1.Pod{qt.Pod("job-0", "job", "", qt.VGPU("6000"))},
 		},

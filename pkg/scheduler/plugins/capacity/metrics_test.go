@@ -10,24 +10,26 @@ import (
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 	qt "github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/internal/quota/quotatest"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 // TestQueueMetrics: a queue's deserved share is the one it declares, also when it has no
 // job; a queue holding its deserved share reads overused.
 func TestQueueMetrics(t *testing.T) {
 	t.Cleanup(func() { metrics.ReportQueues(nil) })
-	cluster := qt.Cluster{
-		Nodes: []*corev1.Node{qt.Node("n1", qt.List("cpu=4", "memory=4Gi"))},
+	cluster := frameworktest.Objects{
+		Nodes: []*corev1.Node{st.Node("n1", st.Resources("4", "4Gi")).Obj()},
 		Queues: []*schedulingv1beta1.Queue{
-			declaredQueue("busy", qt.List("cpu=2", "memory=2Gi"), qt.List("cpu=1", "memory=1Gi")),
-			declaredQueue("idle", nil, qt.List("cpu=3")),
+			declaredQueue("busy", st.Resources("2", "2Gi"), st.Resources("1", "1Gi")),
+			declaredQueue("idle", nil, st.Resources("3", "")),
 		},
 		PodGroups: []*schedulingv1beta1.PodGroup{qt.PodGroup("running", "busy", 1, nil, schedulingv1beta1.PodGroupRunning)},
-		Pods:      []*corev1.Pod{qt.Pod("running-0", "running", "n1", qt.List("cpu=1", "memory=1Gi"))},
+		Pods:      []*corev1.Pod{qt.Pod("running-0", "running", "n1", st.Resources("1", "1Gi"))},
 	}
-	framework.CloseSession(qt.OpenSession(t, &qt.Cache{Cluster: cluster}, builders, conf.PluginOption{Name: PluginName}))
+	framework.CloseSession(frameworktest.OpenSession(t, &frameworktest.Cache{Snap: cluster.ClusterInfo()}, qt.Actions, builders, conf.PluginOption{Name: PluginName}))
 
 	want := `
 # HELP volcano_queue_deserved_milli_cpu The queue's deserved share of the cluster: cpu in millicores

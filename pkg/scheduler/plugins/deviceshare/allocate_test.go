@@ -14,6 +14,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/gang"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/predicates"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
@@ -21,7 +22,7 @@ import (
 
 // runAllocate runs the allocate action over the snapshot with the real gang, predicates and
 // deviceshare plugins (vGPU on, with the given arguments), closes the session, and returns it.
-func runAllocate(t *testing.T, cache *bindRecorder, args conf.Arguments) *framework.Session {
+func runAllocate(t *testing.T, cache *frameworktest.Cache, args conf.Arguments) *framework.Session {
 	t.Helper()
 	deviceArgs := conf.Arguments{VGPUEnableArg: true}
 	for k, v := range args {
@@ -39,10 +40,10 @@ func runAllocate(t *testing.T, cache *bindRecorder, args conf.Arguments) *framew
 }
 
 // boundPerGPU counts the vGPUs bound per GPU UUID, from the assignments the binder got.
-func boundPerGPU(t *testing.T, cache *bindRecorder) map[string]int {
+func boundPerGPU(t *testing.T, cache *frameworktest.Cache) map[string]int {
 	t.Helper()
 	perGPU := map[string]int{}
-	for _, task := range cache.bound {
+	for _, task := range cache.Bound {
 		pd, err := vgpu.DecodePodDevices(task.BindAnnotations[vgpu.AssignedDevicesAnnotation])
 		if err != nil || len(pd) == 0 {
 			t.Fatalf("pod %s bound without a readable assignment: %v %v", task.Name, task.BindAnnotations, err)
@@ -83,11 +84,11 @@ func TestTenGPUsSplitTwo(t *testing.T) {
 			for i := range 21 {
 				pods = append(pods, pod(fmt.Sprintf("w-%02d", i), "pg", vgpuCtr("main", 1, 1000, 0)))
 			}
-			cache := &bindRecorder{snap: snapshot(nodes, 20, pods...)}
+			cache := &frameworktest.Cache{Snap: snapshot(nodes, 20, pods...)}
 			ssn := runAllocate(t, cache, conf.Arguments{SchedulePolicyArg: PolicySpread})
 
-			if len(cache.bound) != 20 {
-				t.Fatalf("bound %d pods, want 20", len(cache.bound))
+			if len(cache.Bound) != 20 {
+				t.Fatalf("bound %d pods, want 20", len(cache.Bound))
 			}
 			perGPU := boundPerGPU(t, cache)
 			for i := range 10 {
@@ -112,7 +113,7 @@ func TestTenGPUsSplitTwo(t *testing.T) {
 // FailedScheduling message.
 func TestGangRefusalNamesTheConstraint(t *testing.T) {
 	node := nodeInfo(gpuNode("n1", 0, gpus(2, 10, 30000, h200)))
-	cache := &bindRecorder{snap: snapshot([]*api.NodeInfo{node}, 3,
+	cache := &frameworktest.Cache{Snap: snapshot([]*api.NodeInfo{node}, 3,
 		// 200 cores in all, as allocatable has: only the GPUs tell that w-2 cannot have one
 		// to itself.
 		pod("w-0", "pg", vgpuCtr("main", 1, 1000, 0)),
@@ -120,8 +121,8 @@ func TestGangRefusalNamesTheConstraint(t *testing.T) {
 		pod("w-2", "pg", vgpuCtr("main", 1, 1000, 100)),
 	)}
 	ssn := runAllocate(t, cache, nil)
-	if len(cache.bound) != 0 {
-		t.Fatalf("bound %d pods of a gang that does not fit", len(cache.bound))
+	if len(cache.Bound) != 0 {
+		t.Fatalf("bound %d pods of a gang that does not fit", len(cache.Bound))
 	}
 	if got := usageOf(ledgerOf(ssn.Nodes["n1"])); got != "0:0/0/0 1:0/0/0" {
 		t.Errorf("the discarded gang left %s in the ledger", got)
@@ -159,10 +160,10 @@ func TestPolicyDecidesBetweenEqualNodes(t *testing.T) {
 				runningWith(pod("a-user", "x"), "a-node", dev(0, "1000", "0")))
 			b := nodeInfo(gpuNode("b-node", 1, gpus(1, 10, 30000, h200)),
 				runningWith(pod("b-user", "x"), "b-node", dev(1, "9000", "0")))
-			cache := &bindRecorder{snap: snapshot([]*api.NodeInfo{a, b}, 1, pod("w-0", "pg", vgpuCtr("main", 1, 1000, 0)))}
+			cache := &frameworktest.Cache{Snap: snapshot([]*api.NodeInfo{a, b}, 1, pod("w-0", "pg", vgpuCtr("main", 1, 1000, 0)))}
 			runAllocate(t, cache, tc.args)
 			var got []string
-			for _, task := range cache.bound {
+			for _, task := range cache.Bound {
 				got = append(got, task.NodeName)
 			}
 			sort.Strings(got)

@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
@@ -51,10 +52,10 @@ func TestBadPodInputMessages(t *testing.T) {
 				}
 			}
 			node := nodeInfo(gpuNode("n1", 0, gpus(2, 10, 30000, h200)), onNode...)
-			cache := &bindRecorder{snap: snapshot([]*api.NodeInfo{node}, 1, tc.pod)}
+			cache := &frameworktest.Cache{Snap: snapshot([]*api.NodeInfo{node}, 1, tc.pod)}
 			ssn := runAllocate(t, cache, nil)
-			if len(cache.bound) != 0 {
-				t.Fatalf("bound %d pods", len(cache.bound))
+			if len(cache.Bound) != 0 {
+				t.Fatalf("bound %d pods", len(cache.Bound))
 			}
 			task := taskOf(t, ssn, "p")
 			fe := ssn.Jobs["ns/pg"].NodesFitErrors[task.UID]
@@ -97,7 +98,7 @@ func TestMalformedRegisterAnnotation(t *testing.T) {
 		t.Errorf("events %q, want [%q]", got, wantEvent)
 	}
 
-	cache := &bindRecorder{snap: snapshot([]*api.NodeInfo{n}, 1, pod("p", "pg", vgpuCtr("main", 1, 1000, 0)))}
+	cache := &frameworktest.Cache{Snap: snapshot([]*api.NodeInfo{n}, 1, pod("p", "pg", vgpuCtr("main", 1, 1000, 0)))}
 	ssn := runAllocate(t, cache, nil)
 	want := "0/1 nodes are unavailable: 1 node not initialized with devicehamivgpu: " + why + "."
 	if fe := ssn.Jobs["ns/pg"].NodesFitErrors[taskOf(t, ssn, "p").UID]; fe == nil || fe.Error() != want {

@@ -59,15 +59,15 @@ func BenchmarkAllocateVGPU(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		cache := &bindRecorder{snap: frameworktest.CloneCluster(template)}
+		cache := &frameworktest.Cache{Snap: frameworktest.CloneCluster(template)}
 		ssn := framework.OpenSession(cache, cfg, reg)
 		before := frameworktest.CPUTime(b)
 		b.StartTimer()
 		act.Execute(ssn)
 		b.StopTimer()
 		cpu += frameworktest.CPUTime(b) - before
-		if len(cache.bound) != podCount {
-			b.Fatalf("bound %d pods, want %d", len(cache.bound), podCount)
+		if len(cache.Bound) != podCount {
+			b.Fatalf("bound %d pods, want %d", len(cache.Bound), podCount)
 		}
 	}
 	b.ReportMetric(float64(podCount*b.N)/b.Elapsed().Seconds(), "pods/s")

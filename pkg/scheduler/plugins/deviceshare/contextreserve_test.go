@@ -14,6 +14,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/devicewatch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
@@ -201,9 +202,8 @@ func TestContextReserveFollowsTheConfig(t *testing.T) {
 // in the session or found bound; the GPU books the reserve on top.
 func TestQueueUsageLeavesTheReserveOut(t *testing.T) {
 	running := runningWith(pod("running", "pg", vgpuCtr("main", 1, 2000, 0)), "n1", dev(0, "2518", "0"))
-	cache := &queueRecorder{allocated: map[string]*api.Resource{}}
-	cache.snap = snapshot([]*api.NodeInfo{reserveNodeInfo(gpuNode("n1", 0, gpus(1, 10, 81920, h200)), running)}, 1,
-		running, pod("new", "pg", vgpuCtr("main", 1, 1000, 0)))
+	cache := &frameworktest.Cache{Snap: snapshot([]*api.NodeInfo{reserveNodeInfo(gpuNode("n1", 0, gpus(1, 10, 81920, h200)), running)}, 1,
+		running, pod("new", "pg", vgpuCtr("main", 1, 1000, 0)))}
 	cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{
 		Name: PluginName, Arguments: conf.Arguments{VGPUEnableArg: true}}}}}}
 	reg := framework.NewRegistry()
@@ -218,7 +218,7 @@ func TestQueueUsageLeavesTheReserveOut(t *testing.T) {
 		t.Errorf("GPU books %s, want %s", got, want)
 	}
 	framework.CloseSession(ssn)
-	if got, want := vgpuOf(cache.allocated["default"]), "number 2000 memory 3e+06 cores 0"; got != want {
+	if got, want := vgpuOf(cache.Allocated["default"]), "number 2000 memory 3e+06 cores 0"; got != want {
 		t.Errorf("queue allocated %s, want %s", got, want)
 	}
 }
@@ -235,7 +235,7 @@ func TestContextReserveMetrics(t *testing.T) {
 	nodes := []*api.NodeInfo{
 		reserveNodeInfo(gpuNode("n1", 0, []gpuSpec{gpus(1, 10, 81920, h200)[0], gpus(1, 10, 81920, a100)[0]}), running),
 	}
-	cache := &bindRecorder{snap: snapshot(nodes, 1, running,
+	cache := &frameworktest.Cache{Snap: snapshot(nodes, 1, running,
 		pod("new", "pg", vgpuCtr("main", 1, 1000, 0)), pod("half", "pg", ctr("main", string(resCount)+"=1", string(resPct)+"=50")))}
 	cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{
 		Name: PluginName, Arguments: conf.Arguments{VGPUEnableArg: true}}}}}}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 )
 
 // busyCluster is nodes of 8 H200s (81,920 MiB, split 10), each GPU shared by podsPerGPU
@@ -65,7 +66,7 @@ func BenchmarkSessionCloseVGPU(b *testing.B) {
 		for _, n := range nodes {
 			list = append(list, n)
 		}
-		ssn := openDeviceSession(&bindRecorder{snap: snapshot(list, 1)})
+		ssn := openDeviceSession(&frameworktest.Cache{Snap: snapshot(list, 1)})
 		b.ReportAllocs()
 		b.ResetTimer()
 		for range b.N {

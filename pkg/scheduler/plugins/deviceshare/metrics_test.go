@@ -15,6 +15,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
@@ -135,7 +136,7 @@ func TestVGPUMetrics(t *testing.T) {
 	t.Cleanup(restartMetrics)
 
 	base := metricsCluster("")
-	cache := &bindRecorder{snap: snapshot(clones(base), 1, pod("new", "pg", vgpuCtr("main", 1, 4000, 50)))}
+	cache := &frameworktest.Cache{Snap: snapshot(clones(base), 1, pod("new", "pg", vgpuCtr("main", 1, 4000, 50)))}
 	ssn := openDeviceSession(cache)
 	stmt := ssn.NewStatement()
 	if err := stmt.Allocate(taskOf(t, ssn, "new"), ssn.Nodes["n2"]); err != nil {
@@ -144,15 +145,15 @@ func TestVGPUMetrics(t *testing.T) {
 	stmt.Commit()
 	framework.CloseSession(ssn)
 	compareGolden(t, "testdata/metrics.golden")
-	if len(cache.bound) != 1 {
-		t.Fatalf("bound %d pods, want 1", len(cache.bound))
+	if len(cache.Bound) != 1 {
+		t.Fatalf("bound %d pods, want 1", len(cache.Bound))
 	}
-	assignment := cache.bound[0].BindAnnotations[vgpu.AssignedDevicesAnnotation]
+	assignment := cache.Bound[0].BindAnnotations[vgpu.AssignedDevicesAnnotation]
 	bound := runningWith(pod("new", "pg", vgpuCtr("main", 1, 4000, 50)), "n2", assignment)
 
 	t.Run("bind never reached the cache", func(t *testing.T) {
 		// The cache's ledgers are those of the first session: the placement left no trace.
-		ssn := openDeviceSession(&bindRecorder{snap: snapshot(clones(base), 1)})
+		ssn := openDeviceSession(&frameworktest.Cache{Snap: snapshot(clones(base), 1)})
 		framework.CloseSession(ssn)
 		if got, ok := gaugeValue(t, metricsRegistry, "volcano_vgpu_device_shared_number", uuid(2), "n2"); !ok || got != 0 {
 			t.Errorf("n2's GPU shared by %v (series found: %v), want 0", got, ok)
@@ -168,10 +169,10 @@ func TestVGPUMetrics(t *testing.T) {
 			t.Fatalf("%d series after the restart", n)
 		}
 		restarted := metricsCluster("", bound)
-		framework.CloseSession(openDeviceSession(&bindRecorder{snap: snapshot(clones(restarted), 1)}))
+		framework.CloseSession(openDeviceSession(&frameworktest.Cache{Snap: snapshot(clones(restarted), 1)}))
 		compareGolden(t, "testdata/metrics.golden")
 		// The cache derived no node again: the next close publishes none, and the series stay.
-		framework.CloseSession(openDeviceSession(&bindRecorder{snap: snapshot(clones(restarted), 1)}))
+		framework.CloseSession(openDeviceSession(&frameworktest.Cache{Snap: snapshot(clones(restarted), 1)}))
 		compareGolden(t, "testdata/metrics.golden")
 	})
 
@@ -183,13 +184,13 @@ func TestVGPUMetrics(t *testing.T) {
 				nodes = append(nodes, n)
 			}
 		}
-		framework.CloseSession(openDeviceSession(&bindRecorder{snap: snapshot(nodes, 1)}))
+		framework.CloseSession(openDeviceSession(&frameworktest.Cache{Snap: snapshot(nodes, 1)}))
 		compareGolden(t, "testdata/metrics_deleted.golden")
 	})
 
 	t.Run("vGPU scheduling off", func(t *testing.T) {
 		cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName}}}}}
-		framework.CloseSession(framework.OpenSession(&bindRecorder{snap: snapshot(metricsCluster("", bound), 1)}, cfg, registry(nil)))
+		framework.CloseSession(framework.OpenSession(&frameworktest.Cache{Snap: snapshot(metricsCluster("", bound), 1)}, cfg, registry(nil)))
 		if n := countVGPUSeries(t); n != 0 {
 			t.Errorf("%d series with vGPU scheduling off, want 0", n)
 		}
@@ -216,7 +217,7 @@ func TestVGPUMetricsPodsOfOneName(t *testing.T) {
 	}
 	node := nodeInfo(gpuNode("n1", 0, gpus(2, 10, 30000, h200)), running...)
 	// The session places a fourth w, of the test namespace, on GPU 0 as well.
-	cache := &bindRecorder{snap: snapshot([]*api.NodeInfo{node}, 1, pod("w", "pg", vgpuCtr("main", 1, 500, 5)))}
+	cache := &frameworktest.Cache{Snap: snapshot([]*api.NodeInfo{node}, 1, pod("w", "pg", vgpuCtr("main", 1, 500, 5)))}
 	ssn := openDeviceSession(cache)
 	stmt := ssn.NewStatement()
 	if err := stmt.Allocate(taskOf(t, ssn, "w"), ssn.Nodes["n1"]); err != nil {
@@ -224,7 +225,7 @@ func TestVGPUMetricsPodsOfOneName(t *testing.T) {
 	}
 	stmt.Commit()
 	framework.CloseSession(ssn)
-	if got := cache.bound[0].BindAnnotations[vgpu.AssignedDevicesAnnotation]; got != dev(0, "500", "5") {
+	if got := cache.Bound[0].BindAnnotations[vgpu.AssignedDevicesAnnotation]; got != dev(0, "500", "5") {
 		t.Fatalf("placed on %q, want GPU 0 (binpack)", got)
 	}
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
@@ -164,7 +165,7 @@ func TestMIGGroupFreed(t *testing.T) {
 // ledger exactly, and the cache's ledger never sees the placement.
 func TestMIGStatement(t *testing.T) {
 	cacheNode := nodeInfo(gpuNode("n1", 0, []gpuSpec{migGPU(10)}), using("old", "x", migDev(0, "group2", 3, "5120", "0")))
-	cache := &bindRecorder{snap: snapshot([]*api.NodeInfo{cacheNode.Clone()}, 1,
+	cache := &frameworktest.Cache{Snap: snapshot([]*api.NodeInfo{cacheNode.Clone()}, 1,
 		pod("w-0", "pg", vgpuCtr("main", 1, 3000, 0), vgpuCtr("helper", 1, 8000, 20)))}
 	ssn := openDeviceSession(cache)
 	node := ssn.Nodes["n1"]
@@ -192,9 +193,9 @@ func TestMIGStatement(t *testing.T) {
 		t.Fatal(err)
 	}
 	stmt.Commit()
-	if len(cache.bound) != 1 || cache.bound[0].BindAnnotations[vgpu.AssignedDevicesAnnotation] != want ||
-		cache.bound[0].BindAnnotations[vgpu.DevicesToAllocateAnnotation] != want {
-		t.Errorf("bound %v, want the assignment %s", cache.bound, want)
+	if len(cache.Bound) != 1 || cache.Bound[0].BindAnnotations[vgpu.AssignedDevicesAnnotation] != want ||
+		cache.Bound[0].BindAnnotations[vgpu.DevicesToAllocateAnnotation] != want {
+		t.Errorf("bound %v, want the assignment %s", cache.Bound, want)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
@@ -21,7 +22,7 @@ import (
 // task without vGPUs does not, and undoing the placement takes the request back.
 func TestNodeLockRequest(t *testing.T) {
 	for _, enabled := range []bool{false, true} {
-		cache := &bindRecorder{snap: snapshot([]*api.NodeInfo{nodeInfo(gpuNode("n1", 0, gpus(1, 10, 30000, h200)))}, 1,
+		cache := &frameworktest.Cache{Snap: snapshot([]*api.NodeInfo{nodeInfo(gpuNode("n1", 0, gpus(1, 10, 30000, h200)))}, 1,
 			pod("gpu", "pg", vgpuCtr("main", 1, 1000, 0)), pod("plain", "pg", ctr("main", "cpu=1")))}
 		cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{
 			Name: PluginName, Arguments: conf.Arguments{VGPUEnableArg: true, NodeLockEnableArg: enabled},

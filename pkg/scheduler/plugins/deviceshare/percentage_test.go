@@ -10,6 +10,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/gang"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/predicates"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
@@ -40,8 +41,7 @@ func TestMemoryPercentageEndToEnd(t *testing.T) {
 			if tc.percentage != "" {
 				node.Status.Allocatable[resPct] = resource.MustParse(tc.percentage)
 			}
-			cache := &queueRecorder{allocated: map[string]*api.Resource{}}
-			cache.snap = snapshot([]*api.NodeInfo{nodeInfo(node)}, 1, half())
+			cache := &frameworktest.Cache{Snap: snapshot([]*api.NodeInfo{nodeInfo(node)}, 1, half())}
 			cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{
 				{Plugins: []conf.PluginOption{{Name: gang.PluginName}}},
 				{Plugins: []conf.PluginOption{{Name: predicates.PluginName}, {Name: PluginName, Arguments: conf.Arguments{VGPUEnableArg: true}}}},
@@ -51,8 +51,8 @@ func TestMemoryPercentageEndToEnd(t *testing.T) {
 			framework.CloseSession(ssn)
 
 			if !tc.wantBound {
-				if len(cache.bound) != 0 {
-					t.Fatalf("bound %d pods", len(cache.bound))
+				if len(cache.Bound) != 0 {
+					t.Fatalf("bound %d pods", len(cache.Bound))
 				}
 				task := taskOf(t, ssn, "half")
 				if fe := ssn.Jobs["ns/pg"].NodesFitErrors[task.UID]; fe == nil || fe.Error() != tc.wantReason {
@@ -63,16 +63,16 @@ func TestMemoryPercentageEndToEnd(t *testing.T) {
 				}
 				return
 			}
-			if len(cache.bound) != 1 {
-				t.Fatalf("bound %d pods, want 1", len(cache.bound))
+			if len(cache.Bound) != 1 {
+				t.Fatalf("bound %d pods, want 1", len(cache.Bound))
 			}
-			if got, want := cache.bound[0].BindAnnotations[vgpu.AssignedDevicesAnnotation], dev(0, "40960", "0"); got != want {
+			if got, want := cache.Bound[0].BindAnnotations[vgpu.AssignedDevicesAnnotation], dev(0, "40960", "0"); got != want {
 				t.Errorf("assignment %q, want %q", got, want)
 			}
 			if got, want := usageOf(ledgerOf(ssn.Nodes["n1"])), "0:1/40960/0"; got != want {
 				t.Errorf("GPU books %s, want %s", got, want)
 			}
-			q := cache.allocated["default"]
+			q := cache.Allocated["default"]
 			if got, want := vgpuOf(q), "number 1000 memory 4.096e+07 cores 0"; got != want {
 				t.Errorf("queue allocated %s, want %s", got, want)
 			}

@@ -249,23 +249,23 @@ func TestPipelinedBoundOnlyOnceVictimsAreGone(t *testing.T) {
 			gpuJob{"low", 1, 1, low}, gpuJob{"high", 10, 1, pendingPods("high", 1, 1, 20000)})
 	}
 
-	runAllocate := func(cache *bindRecorder) (*framework.Session, *plugin) {
+	runAllocate := func(cache *frameworktest.Cache) (*framework.Session, *plugin) {
 		var p *plugin
 		ssn := frameworktest.RunActions(t, cache, preemptTiers(allocate.Name), withAllocate(testRegistry(&p)))
 		return ssn, p
 	}
-	cache := &bindRecorder{snap: cluster(true)}
+	cache := &frameworktest.Cache{Snap: cluster(true)}
 	ssn, p := runAllocate(cache)
-	if len(cache.bound) != 0 {
-		t.Fatalf("bound %s while its GPU is still held", cache.bound[0].Name)
+	if len(cache.Bound) != 0 {
+		t.Fatalf("bound %s while its GPU is still held", cache.Bound[0].Name)
 	}
 	if got, want := promisedGPUs(ssn, p, "high"), map[string][]string{"high-0": {uuid(0)}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("pipelined %v, want %v", got, want)
 	}
 
-	cache = &bindRecorder{snap: cluster(false)}
+	cache = &frameworktest.Cache{Snap: cluster(false)}
 	runAllocate(cache)
-	if len(cache.bound) != 1 || boundPerGPU(t, cache)[uuid(0)] != 1 {
+	if len(cache.Bound) != 1 || boundPerGPU(t, cache)[uuid(0)] != 1 {
 		t.Fatalf("bound %v, want high-0 on GPU 0", boundPerGPU(t, cache))
 	}
 
@@ -275,9 +275,9 @@ func TestPipelinedBoundOnlyOnceVictimsAreGone(t *testing.T) {
 	n2 := api.NewNodeInfo(gpuNode("n2", 2, gpus(1, 10, 24576, h200)))
 	n2.Devices = map[string]api.Devices{PluginName: NewDeriverFor(defaultDevices, nil).Derive(n2)}
 	freed.Nodes[n2.Name], freed.NodeList = n2, append(freed.NodeList, n2)
-	cache = &bindRecorder{snap: freed}
+	cache = &frameworktest.Cache{Snap: freed}
 	runAllocate(cache)
-	if len(cache.bound) != 1 || cache.bound[0].NodeName != "n2" || boundPerGPU(t, cache)[uuid(2)] != 1 {
+	if len(cache.Bound) != 1 || cache.Bound[0].NodeName != "n2" || boundPerGPU(t, cache)[uuid(2)] != 1 {
 		t.Fatalf("bound %v, want high-0 on n2's free GPU", boundPerGPU(t, cache))
 	}
 }
@@ -289,7 +289,7 @@ func TestEvictAndPipelineDiscard(t *testing.T) {
 		gpuJob{"low", 1, 1, holding("low", 4, 6000, func(int) int { return 0 })},
 		gpuJob{"high", 10, 1, pendingPods("high", 1, 1, 6000)})
 	var p *plugin
-	ssn := framework.OpenSession(&bindRecorder{snap: ci}, preemptTiers(preempt.Name), testRegistry(&p))
+	ssn := framework.OpenSession(&frameworktest.Cache{Snap: ci}, preemptTiers(preempt.Name), testRegistry(&p))
 	node := ssn.Nodes["n1"]
 	victim := ssn.Jobs[api.JobID(testNS+"/low")].Tasks["uid-low-3"]
 	preemptor := ssn.Jobs[api.JobID(testNS+"/high")].Tasks["uid-high-0"]
@@ -520,16 +520,16 @@ func TestPreemptWithinQueueShare(t *testing.T) {
 		t.Fatalf("preempt evicted %v and pipelined %v, want two and the gang", evicted, promisedGPUs(ssn, p, "high"))
 	}
 
-	cache := &bindRecorder{snap: cluster("releasing")}
+	cache := &frameworktest.Cache{Snap: cluster("releasing")}
 	ssn = run(allocate.Name, cache, withAllocate(testRegistry(&p)))
-	if len(cache.bound) != 0 || len(promisedGPUs(ssn, p, "high")) != 2 {
-		t.Fatalf("with the victims terminating: bound %d, pipelined %v; want the gang pipelined", len(cache.bound), promisedGPUs(ssn, p, "high"))
+	if len(cache.Bound) != 0 || len(promisedGPUs(ssn, p, "high")) != 2 {
+		t.Fatalf("with the victims terminating: bound %d, pipelined %v; want the gang pipelined", len(cache.Bound), promisedGPUs(ssn, p, "high"))
 	}
 	if r := ssn.Jobs[api.JobID(testNS+"/high")].QueueRefusals; len(r) != 0 {
 		t.Errorf("queue refused the gang: %v", r)
 	}
 
-	cache = &bindRecorder{snap: cluster("gone")}
+	cache = &frameworktest.Cache{Snap: cluster("gone")}
 	run(allocate.Name, cache, withAllocate(testRegistry(&p)))
 	if got := boundPerGPU(t, cache); got[uuid(0)] != 2 {
 		t.Errorf("with the victims gone: bound %v, want the gang on GPU 0", got)

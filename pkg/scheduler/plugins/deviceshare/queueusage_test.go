@@ -9,17 +9,8 @@ import (
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 )
-
-// queueRecorder also keeps the queues' allocations the session writes at close.
-type queueRecorder struct {
-	bindRecorder
-	allocated map[string]*api.Resource
-}
-
-func (c *queueRecorder) UpdateQueueStatus(q *api.QueueInfo, allocated *api.Resource) {
-	c.allocated[q.Name] = allocated.Clone()
-}
 
 // vgpuOf renders a resource's vGPU dimensions in milli-units.
 func vgpuOf(r *api.Resource) string {
@@ -44,9 +35,8 @@ func TestQueueUsage(t *testing.T) {
 		// Its assignment names a GPU n1 does not list: it books nothing there.
 		runningWith(stale, "n1", dev(9, "1000", "10")),
 	}
-	cache := &queueRecorder{allocated: map[string]*api.Resource{}}
-	cache.snap = snapshot([]*api.NodeInfo{nodeInfo(gpuNode("n1", 0, gpus(4, 10, 30000, h200)), running...)}, 1,
-		append(running, pod("new", "pg", vgpuCtr("main", 1, 1000, 20)))...)
+	cache := &frameworktest.Cache{Snap: snapshot([]*api.NodeInfo{nodeInfo(gpuNode("n1", 0, gpus(4, 10, 30000, h200)), running...)}, 1,
+		append(running, pod("new", "pg", vgpuCtr("main", 1, 1000, 20)))...)}
 	ssn := openDeviceSession(cache)
 	stmt := ssn.NewStatement()
 	if err := stmt.Allocate(taskOf(t, ssn, "new"), ssn.Nodes["n1"]); err != nil {
@@ -80,7 +70,7 @@ func TestQueueUsage(t *testing.T) {
 
 	framework.CloseSession(ssn)
 	// two, pct and new as above; stale's request of 1000 MiB and 10%.
-	if got, want := vgpuOf(cache.allocated["default"]), "number 5000 memory 2.3e+07 cores 30000"; got != want {
+	if got, want := vgpuOf(cache.Allocated["default"]), "number 5000 memory 2.3e+07 cores 30000"; got != want {
 		t.Errorf("queue allocated %s, want %s", got, want)
 	}
 }

@@ -13,26 +13,10 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
-
-// bindRecorder is a framework.Cache that hands out one snapshot and keeps the tasks it is
-// asked to bind, as the binder would receive them.
-type bindRecorder struct {
-	snap  *api.ClusterInfo
-	bound []*api.TaskInfo
-}
-
-func (c *bindRecorder) Snapshot() *api.ClusterInfo { return c.snap }
-func (c *bindRecorder) Bind(t *api.TaskInfo) error {
-	c.bound = append(c.bound, t.Clone())
-	return nil
-}
-func (c *bindRecorder) UpdateJobStatus(*api.JobInfo, bool)                  {}
-func (c *bindRecorder) UpdateQueueStatus(*api.QueueInfo, *api.Resource)     {}
-func (c *bindRecorder) RecordJobEvent(*api.JobInfo, string, string, string) {}
-func (c *bindRecorder) Evict(*api.TaskInfo, string) error                   { return nil }
 
 // fixedClock is the time placements are stamped with in the tests.
 var fixedClock = time.Unix(1778317876, 0)
@@ -40,19 +24,9 @@ var fixedClock = time.Unix(1778317876, 0)
 // snapshot is a cluster of the nodes (with their ledgers) and one PodGroup "pg" in queue
 // "default" holding the pods, as the cache would hand it to a session.
 func snapshot(nodes []*api.NodeInfo, minMember int32, pods ...*corev1.Pod) *api.ClusterInfo {
-	ci := &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{}, Queues: map[api.QueueID]*api.QueueInfo{}}
+	ci := frameworktest.ClusterOf(nodes, frameworktest.JobOf(st.MakePodGroup().Namespace(testNS).Name("pg").MinMember(minMember).
+		Queue("default").Phase(schedulingv1beta1.PodGroupInqueue).Obj(), pods...))
 	ci.Queues["default"] = api.NewQueueInfo(st.MakeQueue().Name("default").Weight(1).Obj())
-	for _, n := range nodes {
-		ci.Nodes[n.Name] = n
-		ci.NodeList = append(ci.NodeList, n)
-	}
-	job := api.NewJobInfo(api.NewJobID(testNS, "pg"))
-	job.SetPodGroup(st.MakePodGroup().Namespace(testNS).Name("pg").MinMember(minMember).Queue("default").
-		Phase(schedulingv1beta1.PodGroupInqueue).Obj(), "default")
-	for _, p := range pods {
-		job.AddTask(api.NewTaskInfo(p))
-	}
-	ci.Jobs[job.UID] = job
 	return ci
 }
 
@@ -99,7 +73,7 @@ func TestStatementAnnotationsAndDiscard(t *testing.T) {
 	cacheLedger := ledgerOf(cacheNode)
 	cacheUsage := usageOf(cacheLedger)
 	// The cache's snapshot clones the node, its ledger with it.
-	cache := &bindRecorder{snap: snapshot([]*api.NodeInfo{cacheNode.Clone()}, 2,
+	cache := &frameworktest.Cache{Snap: snapshot([]*api.NodeInfo{cacheNode.Clone()}, 2,
 		pod("w-0", "pg", vgpuCtr("main", 1, 1000, 30)),
 		pod("w-1", "pg", vgpuCtr("main", 1, 3000, 0), ctr("sidecar", "cpu=1"), vgpuCtr("helper", 2, 500, 0)),
 	)}
@@ -152,10 +126,10 @@ func TestStatementAnnotationsAndDiscard(t *testing.T) {
 		}
 	}
 	stmt.Commit()
-	if len(cache.bound) != 2 {
-		t.Fatalf("bound %d tasks, want 2", len(cache.bound))
+	if len(cache.Bound) != 2 {
+		t.Fatalf("bound %d tasks, want 2", len(cache.Bound))
 	}
-	for _, b := range cache.bound {
+	for _, b := range cache.Bound {
 		if b.Name == "w-0" && !reflect.DeepEqual(b.BindAnnotations, wantW0) {
 			t.Errorf("w-0 bound with %v, want %v", b.BindAnnotations, wantW0)
 		}
@@ -168,7 +142,7 @@ func TestStatementAnnotationsAndDiscard(t *testing.T) {
 // TestPipelinedBooksNothing: a task only pipelined onto a node is not bound in the session,
 // so it books no vGPU and gets no assignment.
 func TestPipelinedBooksNothing(t *testing.T) {
-	cache := &bindRecorder{snap: snapshot([]*api.NodeInfo{nodeInfo(gpuNode("n1", 0, gpus(1, 10, 30000, h200)))}, 1,
+	cache := &frameworktest.Cache{Snap: snapshot([]*api.NodeInfo{nodeInfo(gpuNode("n1", 0, gpus(1, 10, 30000, h200)))}, 1,
 		pod("w-0", "pg", vgpuCtr("main", 1, 1000, 0)))}
 	ssn := openDeviceSession(cache)
 	task := taskOf(t, ssn, "w-0")
@@ -219,7 +193,7 @@ func TestChecksDoNotAllocate(t *testing.T) {
 
 // TestDisabled: without deviceshare.VGPUEnable the plugin registers nothing, as upstream.
 func TestDisabled(t *testing.T) {
-	cache := &bindRecorder{snap: snapshot([]*api.NodeInfo{nodeInfo(gpuNode("n1", 0, gpus(1, 10, 30000, h200)))}, 1,
+	cache := &frameworktest.Cache{Snap: snapshot([]*api.NodeInfo{nodeInfo(gpuNode("n1", 0, gpus(1, 10, 30000, h200)))}, 1,
 		pod("w-0", "pg", vgpuCtr("main", 1, 99999, 0)))}
 	cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName}}}}}
 	ssn := framework.OpenSession(cache, cfg, registry(nil))

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu/upstreamtest"
 )
@@ -32,7 +33,7 @@ func upstreamNode(g upstreamtest.GoldenNode) *corev1.Node {
 // would carry.
 func placeOn(t *testing.T, node *corev1.Node, p *corev1.Pod) map[string]string {
 	t.Helper()
-	cache := &bindRecorder{snap: snapshot([]*api.NodeInfo{nodeInfo(node)}, 1, p)}
+	cache := &frameworktest.Cache{Snap: snapshot([]*api.NodeInfo{nodeInfo(node)}, 1, p)}
 	ssn := openDeviceSession(cache)
 	task := taskOf(t, ssn, p.Name)
 	if err := ssn.NewStatement().Allocate(task, ssn.Nodes[node.Name]); err != nil {

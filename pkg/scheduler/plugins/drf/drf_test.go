@@ -67,12 +67,6 @@ func newJob(name string, created int64, pods ...pod) *api.JobInfo {
 	return job
 }
 
-// openSession opens a session with drf alone over two nodes of 4 cpu and 8Gi each.
-func openSession(t *testing.T, jobs ...*api.JobInfo) *framework.Session {
-	t.Helper()
-	return openTier(t, []conf.PluginOption{{Name: PluginName}}, jobs...)
-}
-
 // allowAll is a plugin that lets a preemptor evict every candidate, so that beside it drf
 // alone decides which go.
 type allowAll struct{}
@@ -85,24 +79,22 @@ func (allowAll) OnSessionOpen(ssn *framework.Session) {
 }
 func (allowAll) OnSessionClose(*framework.Session) {}
 
-// openTier opens a session with one tier of plugins (drf and allow-all) over two nodes of 4
-// cpu and 8Gi each.
-func openTier(t *testing.T, tier []conf.PluginOption, jobs ...*api.JobInfo) *framework.Session {
-	t.Helper()
-	ci := &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{}, Queues: map[api.QueueID]*api.QueueInfo{}}
+// builders builds drf and allow-all, for sessions.
+var builders = map[string]framework.PluginBuilder{
+	PluginName:        New,
+	allowAll{}.Name(): func(conf.Arguments) (framework.Plugin, error) { return allowAll{}, nil },
+}
+
+// drfOnly is the entry of drf, with no arguments.
+var drfOnly = conf.PluginOption{Name: PluginName}
+
+// onTwoNodes is a cache whose snapshot holds the jobs and two nodes of 4 cpu and 8Gi each.
+func onTwoNodes(jobs ...*api.JobInfo) *frameworktest.Cache {
+	var nodes []*api.NodeInfo
 	for _, name := range []string{"n0", "n1"} {
-		n := api.NewNodeInfo(st.MakeNode().Name(name).Allocatable(st.Resources("4", "8Gi", "pods", "110")).Obj())
-		ci.Nodes[name] = n
-		ci.NodeList = append(ci.NodeList, n)
+		nodes = append(nodes, api.NewNodeInfo(st.Node(name, st.Resources("4", "8Gi")).Obj()))
 	}
-	for _, j := range jobs {
-		ci.Jobs[j.UID] = j
-	}
-	reg := framework.NewRegistry()
-	reg.RegisterPlugin(PluginName, New)
-	reg.RegisterPlugin(allowAll{}.Name(), func(conf.Arguments) (framework.Plugin, error) { return allowAll{}, nil })
-	cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{{Plugins: tier}}}
-	return framework.OpenSession(&frameworktest.Cache{Snap: ci}, cfg, reg)
+	return &frameworktest.Cache{Snap: frameworktest.ClusterOf(nodes, jobs...)}
 }
 
 // jobOrder lists the session's jobs as JobOrderFn sorts them.
@@ -138,7 +130,7 @@ func sessionJobs() []*api.JobInfo {
 }
 
 func TestJobOrderBySmallerShare(t *testing.T) {
-	ssn := openSession(t, sessionJobs()...)
+	ssn := frameworktest.OpenSession(t, onTwoNodes(sessionJobs()...), "allocate", builders, drfOnly)
 	want := []string{"idle", "memory-heavy", "cpu-heavy"}
 	if got := jobOrder(ssn); !slices.Equal(got, want) {
 		t.Errorf("order %v, want %v", got, want)
@@ -146,9 +138,8 @@ func TestJobOrderBySmallerShare(t *testing.T) {
 }
 
 func TestEqualSharesFallBack(t *testing.T) {
-	ssn := openSession(t,
-		newJob("young", 2, pod{cpu: "2", memory: "1Gi", node: "n0"}),
-		newJob("old", 1, pod{cpu: "1", memory: "4Gi", node: "n1"})) // both hold a quarter
+	ssn := frameworktest.OpenSession(t, onTwoNodes(newJob("young", 2, pod{cpu: "2", memory: "1Gi", node: "n0"}),
+		newJob("old", 1, pod{cpu: "1", memory: "4Gi", node: "n1"})), "allocate", builders, drfOnly) // both hold a quarter
 	want := []string{"old", "young"}
 	if got := jobOrder(ssn); !slices.Equal(got, want) {
 		t.Errorf("order %v, want %v", got, want)
@@ -156,7 +147,7 @@ func TestEqualSharesFallBack(t *testing.T) {
 }
 
 func TestSharesFollowStatement(t *testing.T) {
-	ssn := openSession(t, sessionJobs()...)
+	ssn := frameworktest.OpenSession(t, onTwoNodes(sessionJobs()...), "allocate", builders, drfOnly)
 	idle := ssn.Jobs["ns/idle"]
 	stmt := ssn.NewStatement()
 	if err := stmt.Allocate(idle.Tasks["idle-0"], ssn.Nodes["n0"]); err != nil {
@@ -209,7 +200,7 @@ func TestPreemptableKeepsSharesInOrder(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ssn := openTier(t, []conf.PluginOption{{Name: PluginName}, {Name: allowAll{}.Name()}}, tc.jobs...)
+			ssn := frameworktest.OpenSession(t, onTwoNodes(tc.jobs...), "allocate", builders, drfOnly, conf.PluginOption{Name: allowAll{}.Name()})
 			var preemptor *api.TaskInfo
 			var candidates []*api.TaskInfo
 			for _, job := range ssn.Jobs {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 )
 
@@ -77,7 +78,7 @@ func allocate(t *testing.T, ssn *framework.Session, job, task string, then outco
 // committed placements included; finished and deleted jobs lose their series.
 func TestJobShareMetric(t *testing.T) {
 	t.Cleanup(func() { metrics.ReportJobs(nil, time.Time{}) })
-	ssn := openSession(t, sessionJobs()...)
+	ssn := frameworktest.OpenSession(t, onTwoNodes(sessionJobs()...), "allocate", builders, drfOnly)
 	allocate(t, ssn, "idle", "idle-0", commit) // 3 of 8 cpu
 	framework.CloseSession(ssn)
 	want := `
@@ -94,7 +95,7 @@ volcano_job_share{job_id="memory-heavy",job_ns="ns"} 0.25
 	// memory-heavy is deleted and cpu-heavy has completed.
 	jobs := sessionJobs()
 	jobs[0].PodGroup.Status.Phase = schedulingv1beta1.PodGroupCompleted
-	framework.CloseSession(openSession(t, jobs[0], jobs[2]))
+	framework.CloseSession(frameworktest.OpenSession(t, onTwoNodes(jobs[0], jobs[2]), "allocate", builders, drfOnly))
 	want = `
 # HELP volcano_job_share The job's dominant resource share: the largest fraction of any cluster resource it holds
 # TYPE volcano_job_share gauge
@@ -113,7 +114,7 @@ func TestE2EJobSchedulingMetrics(t *testing.T) {
 	created := float64(3) // newJob("idle", 3, ...)
 
 	// Placed and discarded, then placed and never committed: not scheduled.
-	ssn := openSession(t, sessionJobs()...)
+	ssn := frameworktest.OpenSession(t, onTwoNodes(sessionJobs()...), "allocate", builders, drfOnly)
 	allocate(t, ssn, "idle", "idle-0", discard)
 	allocate(t, ssn, "idle", "idle-0", leave)
 	framework.CloseSession(ssn)
@@ -124,7 +125,7 @@ func TestE2EJobSchedulingMetrics(t *testing.T) {
 	}
 
 	before := unixSeconds(time.Now())
-	ssn = openSession(t, sessionJobs()...)
+	ssn = frameworktest.OpenSession(t, onTwoNodes(sessionJobs()...), "allocate", builders, drfOnly)
 	allocate(t, ssn, "idle", "idle-0", commit)
 	framework.CloseSession(ssn)
 	after := unixSeconds(time.Now())
@@ -141,7 +142,7 @@ func TestE2EJobSchedulingMetrics(t *testing.T) {
 
 	// Scheduled again later: the start stays.
 	before = unixSeconds(time.Now())
-	ssn = openSession(t, sessionJobs()...)
+	ssn = frameworktest.OpenSession(t, onTwoNodes(sessionJobs()...), "allocate", builders, drfOnly)
 	allocate(t, ssn, "idle", "idle-0", commit)
 	framework.CloseSession(ssn)
 	start, last, _, _ := e2eGauges(t, "idle")
@@ -150,7 +151,7 @@ func TestE2EJobSchedulingMetrics(t *testing.T) {
 	}
 
 	// The job is deleted: its e2e series go.
-	framework.CloseSession(openSession(t, sessionJobs()[:2]...))
+	framework.CloseSession(frameworktest.OpenSession(t, onTwoNodes(sessionJobs()[:2]...), "allocate", builders, drfOnly))
 	if _, _, _, found := e2eGauges(t, "idle"); found {
 		t.Error("a deleted job keeps its e2e gauges")
 	}

@@ -51,20 +51,13 @@ func newJob(name string, minMember int32, minTaskMember map[string]int32, old []
 	return job
 }
 
-// openSession opens a session with gang alone over the jobs and one 8-cpu node n0.
-func openSession(t *testing.T, jobs ...*api.JobInfo) *framework.Session {
-	t.Helper()
-	ci := &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{}, Queues: map[api.QueueID]*api.QueueInfo{}}
-	n := api.NewNodeInfo(st.MakeNode().Name("n0").Allocatable(st.Resources("8", "", "pods", "110")).Obj())
-	ci.Nodes[n.Name] = n
-	ci.NodeList = []*api.NodeInfo{n}
-	for _, j := range jobs {
-		ci.Jobs[j.UID] = j
-	}
-	reg := framework.NewRegistry()
-	reg.RegisterPlugin(PluginName, New)
-	cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName}}}}}
-	return framework.OpenSession(&frameworktest.Cache{Snap: ci}, cfg, reg)
+// builders builds gang alone, for sessions.
+var builders = map[string]framework.PluginBuilder{PluginName: New}
+
+// onN0 is a cache whose snapshot holds the jobs and one 8-cpu node n0.
+func onN0(jobs ...*api.JobInfo) *frameworktest.Cache {
+	n0 := api.NewNodeInfo(st.Node("n0", st.Resources("8", "")).Obj())
+	return &frameworktest.Cache{Snap: frameworktest.ClusterOf([]*api.NodeInfo{n0}, jobs...)}
 }
 
 func repeat(n int, t task) []task {
@@ -106,7 +99,7 @@ func TestJobValid(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			job := newJob("pg", tc.minMember, tc.minTaskMember, nil, tc.tasks...)
-			ssn := openSession(t, job)
+			ssn := frameworktest.OpenSession(t, onN0(job), "allocate", builders, conf.PluginOption{Name: PluginName})
 			if diff := cmp.Diff(tc.want, ssn.JobValid(job)); diff != "" {
 				t.Errorf("JobValid (-want +got):\n%s", diff)
 			}
@@ -143,7 +136,7 @@ func TestJobReadyAndPipelined(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			job := newJob("pg", tc.minMember, tc.minTaskMember, nil, tc.tasks...)
-			ssn := openSession(t, job)
+			ssn := frameworktest.OpenSession(t, onN0(job), "allocate", builders, conf.PluginOption{Name: PluginName})
 			if got := ssn.JobReady(job); got != tc.ready {
 				t.Errorf("JobReady = %v, want %v", got, tc.ready)
 			}
@@ -162,7 +155,7 @@ func TestJobOrderNotReadyFirst(t *testing.T) {
 	short.CreationTimestamp = metav1.Unix(200, 0)
 	alsoShort := newJob("also-short", 1, nil, nil, pending)
 	alsoShort.CreationTimestamp = metav1.Unix(300, 0)
-	ssn := openSession(t, ready, short, alsoShort)
+	ssn := frameworktest.OpenSession(t, onN0(ready, short, alsoShort), "allocate", builders, conf.PluginOption{Name: PluginName})
 
 	cases := []struct {
 		l, r *api.JobInfo
@@ -251,7 +244,7 @@ func TestOnSessionCloseConditions(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ssn := openSession(t, tc.job)
+			ssn := frameworktest.OpenSession(t, onN0(tc.job), "allocate", builders, conf.PluginOption{Name: PluginName})
 			if tc.inSession != nil {
 				tc.inSession(t, ssn, tc.job)
 			}
@@ -292,7 +285,7 @@ func allocateFirstThenDiscard(t *testing.T, ssn *framework.Session, job *api.Job
 // retry, and the number of unready jobs (upstream's names and labels).
 func TestOnSessionCloseMetrics(t *testing.T) {
 	unready := newJob("short", 3, nil, nil, running, pending, pending)
-	ssn := openSession(t, unready)
+	ssn := frameworktest.OpenSession(t, onN0(unready), "allocate", builders, conf.PluginOption{Name: PluginName})
 	retriesBefore := testutil.ToFloat64(metrics.JobRetryCounts.WithLabelValues("short"))
 	framework.CloseSession(ssn)
 	if got := testutil.ToFloat64(metrics.UnscheduleTaskCount.WithLabelValues("short")); got != 2 {
@@ -304,7 +297,7 @@ func TestOnSessionCloseMetrics(t *testing.T) {
 	if got := testutil.ToFloat64(metrics.UnscheduleJobCount); got != 1 {
 		t.Errorf("volcano_unschedule_job_count = %v, want 1", got)
 	}
-	framework.CloseSession(openSession(t, newJob("ready", 2, nil, nil, running, running)))
+	framework.CloseSession(frameworktest.OpenSession(t, onN0(newJob("ready", 2, nil, nil, running, running)), "allocate", builders, conf.PluginOption{Name: PluginName}))
 	if got := testutil.ToFloat64(metrics.UnscheduleJobCount); got != 0 {
 		t.Errorf("after a ready cycle volcano_unschedule_job_count = %v, want 0", got)
 	}

@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
@@ -17,43 +15,17 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
-func newPod(name, cpu, mem string, opts ...func(*corev1.Pod)) *corev1.Pod {
-	p := st.MakePod().Namespace("ns").UID(name).Name(name).Group("pg").Container(st.Resources(cpu, mem)).Obj()
-	for _, o := range opts {
-		o(p)
-	}
-	return p
-}
-
-func preferring(terms ...corev1.PreferredSchedulingTerm) func(*corev1.Pod) {
-	return func(p *corev1.Pod) {
-		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: terms}}
-	}
-}
-
 func prefer(weight int32, key, value string) corev1.PreferredSchedulingTerm {
 	return corev1.PreferredSchedulingTerm{Weight: weight, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
 		{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{value}}}}}
 }
 
-func tolerating(key string) func(*corev1.Pod) {
-	return func(p *corev1.Pod) {
-		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists})
-	}
+func tolerating(key string) corev1.Toleration {
+	return corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists}
 }
 
 func preferNoSchedule(key string) corev1.Taint {
 	return corev1.Taint{Key: key, Effect: corev1.TaintEffectPreferNoSchedule}
-}
-
-// newNode is a 4-cpu, 8 GiB node running pods that use cpu and mem in total.
-func newNode(name, cpu, mem string, labels map[string]string, taints ...corev1.Taint) *api.NodeInfo {
-	n := api.NewNodeInfo(st.MakeNode().Name(name).Labels(labels).Taints(taints...).
-		Allocatable(st.Resources("4", "8Gi", "pods", "110")).Obj())
-	running := newPod("running-on-"+name, cpu, mem)
-	running.Spec.NodeName, running.Status.Phase = name, corev1.PodRunning
-	n.AddTask(api.NewTaskInfo(running))
-	return n
 }
 
 // onlyWeights sets the given weights and every other weight to 0.
@@ -66,27 +38,12 @@ func onlyWeights(kv ...interface{}) conf.Arguments {
 	return args
 }
 
-// openSession opens a session with this plugin alone; the pod's task is returned.
-func openSession(t testing.TB, args conf.Arguments, pod *corev1.Pod, nodes ...*api.NodeInfo) (*framework.Session, *api.TaskInfo) {
-	t.Helper()
-	ci := &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{}, Queues: map[api.QueueID]*api.QueueInfo{}}
-	for _, n := range nodes {
-		ci.Nodes[n.Name] = n
-		ci.NodeList = append(ci.NodeList, n)
-	}
-	job := api.NewJobInfo("ns/pg")
-	job.SetPodGroup(&schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pg"}}, "default")
-	job.AddTask(api.NewTaskInfo(pod))
-	ci.Jobs[job.UID] = job
-	if _, err := New(args); err != nil {
-		t.Fatalf("New(%v): %v", args, err)
-	}
-	reg := framework.NewRegistry()
-	reg.RegisterPlugin(PluginName, New)
-	cfg := &conf.SchedulerConfiguration{Actions: "allocate",
-		Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName, Arguments: args}}}}}
-	ssn := framework.OpenSession(&frameworktest.Cache{Snap: ci}, cfg, reg)
-	return ssn, job.Tasks[api.TaskID(pod.UID)]
+// builders builds this plugin alone, for sessions.
+var builders = map[string]framework.PluginBuilder{PluginName: New}
+
+// onNodes is a cache whose snapshot holds the nodes and job ns/pg of the pod.
+func onNodes(pod *corev1.Pod, nodes ...*api.NodeInfo) *frameworktest.Cache {
+	return &frameworktest.Cache{Snap: frameworktest.ClusterOf(nodes, frameworktest.JobOf(st.MakePodGroup().Namespace("ns").Name("pg").Obj(), pod))}
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
@@ -99,8 +56,8 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 // leastrequested (0+50)/2 = 25, mostrequested (100+50)/2 = 75, balancedresource with the
 // cpu fraction capped at 1: (1 - 0.25)×100 = 75.
 func TestResourceScores(t *testing.T) {
-	fits := newPod("p", "2", "2Gi")
-	overflows := newPod("p", "4", "2Gi")
+	fits := st.Pod("p", "2", "2Gi").Group("pg").Obj()
+	overflows := st.Pod("p", "4", "2Gi").Group("pg").Obj()
 	cases := []struct {
 		name string
 		args conf.Arguments
@@ -121,8 +78,10 @@ func TestResourceScores(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			node := newNode("n", "1", "2Gi", nil)
-			ssn, task := openSession(t, tc.args, tc.pod, node)
+			node := frameworktest.NodeInfo(st.Node("n", st.Resources("4", "8Gi")).Obj(), st.Pod("running-on-n", "1", "2Gi").Obj())
+			ssn := frameworktest.OpenSession(t, onNodes(tc.pod, node), "allocate", builders,
+				conf.PluginOption{Name: PluginName, Arguments: tc.args})
+			task := ssn.Jobs["ns/pg"].Tasks["uid-p"]
 			if got := ssn.NodeOrder(task, node); !near(got, tc.want) {
 				t.Errorf("score %v, want %v", got, tc.want)
 			}
@@ -133,7 +92,7 @@ func TestResourceScores(t *testing.T) {
 // TestNodeAffinityScore: preferred terms of weight 30 (zone=a) and 10 (disk=ssd) give the
 // matched share of 40, × 100 × the weight 2.
 func TestNodeAffinityScore(t *testing.T) {
-	pod := newPod("p", "1", "1Gi", preferring(prefer(30, "zone", "a"), prefer(10, "disk", "ssd")))
+	pod := st.Pod("p", "1", "1Gi").Group("pg").PreferredNodeAffinity(prefer(30, "zone", "a"), prefer(10, "disk", "ssd")).Obj()
 	cases := []struct {
 		labels map[string]string
 		want   float64
@@ -145,8 +104,10 @@ func TestNodeAffinityScore(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprint(tc.labels), func(t *testing.T) {
-			node := newNode("n", "0", "0", tc.labels)
-			ssn, task := openSession(t, onlyWeights(NodeAffinityWeight, 2), pod, node)
+			node := frameworktest.NodeInfo(st.Node("n", st.Resources("4", "8Gi")).Labels(tc.labels).Obj(), st.Pod("running-on-n", "0", "0").Obj())
+			ssn := frameworktest.OpenSession(t, onNodes(pod, node), "allocate", builders,
+				conf.PluginOption{Name: PluginName, Arguments: onlyWeights(NodeAffinityWeight, 2)})
+			task := ssn.Jobs["ns/pg"].Tasks["uid-p"]
 			if got := ssn.NodeOrder(task, node); !near(got, tc.want) {
 				t.Errorf("score %v, want %v", got, tc.want)
 			}
@@ -155,9 +116,11 @@ func TestNodeAffinityScore(t *testing.T) {
 	t.Run("unparsable preferred terms score 0", func(t *testing.T) {
 		bad := corev1.PreferredSchedulingTerm{Weight: 5, Preference: corev1.NodeSelectorTerm{
 			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: "Near"}}}}
-		node := newNode("n", "0", "0", map[string]string{"zone": "a"})
-		ssn, task := openSession(t, onlyWeights(NodeAffinityWeight, 2),
-			newPod("p", "1", "1Gi", preferring(prefer(30, "zone", "a"), bad)), node)
+		node := frameworktest.NodeInfo(st.Node("n", st.Resources("4", "8Gi")).Labels(map[string]string{"zone": "a"}).Obj(), st.Pod("running-on-n", "0", "0").Obj())
+		pod := st.Pod("p", "1", "1Gi").Group("pg").PreferredNodeAffinity(prefer(30, "zone", "a"), bad).Obj()
+		ssn := frameworktest.OpenSession(t, onNodes(pod, node), "allocate", builders,
+			conf.PluginOption{Name: PluginName, Arguments: onlyWeights(NodeAffinityWeight, 2)})
+		task := ssn.Jobs["ns/pg"].Tasks["uid-p"]
 		if got := ssn.NodeOrder(task, node); got != 0 {
 			t.Errorf("score %v, want 0", got)
 		}
@@ -169,10 +132,11 @@ func TestNodeAffinityScore(t *testing.T) {
 func TestTaintTolerationScore(t *testing.T) {
 	nodes := func() []*api.NodeInfo {
 		return []*api.NodeInfo{
-			newNode("two", "0", "0", nil, preferNoSchedule("spot"), preferNoSchedule("old")),
-			newNode("one", "0", "0", nil, preferNoSchedule("spot"),
-				corev1.Taint{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}),
-			newNode("none", "0", "0", nil),
+			frameworktest.NodeInfo(st.Node("two", st.Resources("4", "8Gi")).Taints(preferNoSchedule("spot"), preferNoSchedule("old")).Obj(),
+				st.Pod("running-on-two", "0", "0").Obj()),
+			frameworktest.NodeInfo(st.Node("one", st.Resources("4", "8Gi")).
+				Taints(preferNoSchedule("spot"), corev1.Taint{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}).Obj(), st.Pod("running-on-one", "0", "0").Obj()),
+			frameworktest.NodeInfo(st.Node("none", st.Resources("4", "8Gi")).Obj(), st.Pod("running-on-none", "0", "0").Obj()),
 		}
 	}
 	cases := []struct {
@@ -180,16 +144,18 @@ func TestTaintTolerationScore(t *testing.T) {
 		pod  *corev1.Pod
 		want map[string]float64
 	}{
-		{"no tolerations", newPod("p", "1", "1Gi"), map[string]float64{"two": 0, "one": 150, "none": 300}},
-		{"tolerates spot", newPod("p", "1", "1Gi", tolerating("spot")), map[string]float64{"two": 150, "one": 300, "none": 300}},
-		{"NoSchedule-only toleration does not count", newPod("p", "1", "1Gi", func(p *corev1.Pod) {
-			p.Spec.Tolerations = []corev1.Toleration{{Key: "spot", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
-		}), map[string]float64{"two": 0, "one": 150, "none": 300}},
+		{"no tolerations", st.Pod("p", "1", "1Gi").Group("pg").Obj(), map[string]float64{"two": 0, "one": 150, "none": 300}},
+		{"tolerates spot", st.Pod("p", "1", "1Gi").Group("pg").Tolerations(tolerating("spot")).Obj(), map[string]float64{"two": 150, "one": 300, "none": 300}},
+		{"NoSchedule-only toleration does not count", st.Pod("p", "1", "1Gi").Group("pg").
+			Tolerations(corev1.Toleration{Key: "spot", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}).Obj(),
+			map[string]float64{"two": 0, "one": 150, "none": 300}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := nodes()
-			ssn, task := openSession(t, onlyWeights(TaintTolerationWeight, 3), tc.pod, ns...)
+			ssn := frameworktest.OpenSession(t, onNodes(tc.pod, ns...), "allocate", builders,
+				conf.PluginOption{Name: PluginName, Arguments: onlyWeights(TaintTolerationWeight, 3)})
+			task := ssn.Jobs["ns/pg"].Tasks["uid-p"]
 			for _, n := range ns {
 				if got := ssn.NodeOrder(task, n); !near(got, tc.want[n.Name]) {
 					t.Errorf("node %s: score %v, want %v", n.Name, got, tc.want[n.Name])
@@ -223,7 +189,10 @@ func TestNewRejectsMalformedWeights(t *testing.T) {
 }
 
 func TestNoScoreWhenEveryWeightIsZero(t *testing.T) {
-	ssn, _ := openSession(t, onlyWeights(), newPod("p", "1", "1Gi"), newNode("n", "0", "0", nil))
+	pod := st.Pod("p", "1", "1Gi").Group("pg").Obj()
+	node := frameworktest.NodeInfo(st.Node("n", st.Resources("4", "8Gi")).Obj(), st.Pod("running-on-n", "0", "0").Obj())
+	ssn := frameworktest.OpenSession(t, onNodes(pod, node), "allocate", builders,
+		conf.PluginOption{Name: PluginName, Arguments: onlyWeights()})
 	if ssn.HasNodeOrder() {
 		t.Error("a score function is registered although every weight is 0")
 	}
@@ -239,14 +208,17 @@ func BenchmarkScore(b *testing.B) {
 		if i%2 == 0 {
 			taints = append(taints, preferNoSchedule("spot"))
 		}
-		nodes[i] = newNode(fmt.Sprintf("node-%04d", i), "1", "2Gi", map[string]string{"zone": fmt.Sprintf("z%d", i%4)}, taints...)
+		name := fmt.Sprintf("node-%04d", i)
+		nodes[i] = frameworktest.NodeInfo(st.Node(name, st.Resources("4", "8Gi")).Label("zone", fmt.Sprintf("z%d", i%4)).Taints(taints...).Obj(),
+			st.Pod("running-on-"+name, "1", "2Gi").Obj())
 	}
-	pod := newPod("p", "1", "1Gi", preferring(prefer(10, "zone", "z1"), prefer(5, "zone", "z2")), tolerating("other"))
+	pod := st.Pod("p", "1", "1Gi").Group("pg").PreferredNodeAffinity(prefer(10, "zone", "z1"), prefer(5, "zone", "z2")).Tolerations(tolerating("other")).Obj()
 	p, err := New(nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	ssn, task := openSession(b, nil, pod, nodes...)
+	ssn := frameworktest.OpenSession(b, onNodes(pod, nodes...), "allocate", builders, conf.PluginOption{Name: PluginName})
+	task := ssn.Jobs["ns/pg"].Tasks["uid-p"]
 	p.OnSessionOpen(ssn)
 	score := p.(*nodeOrderPlugin).score
 	b.ReportAllocs()

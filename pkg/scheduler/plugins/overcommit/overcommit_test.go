@@ -11,8 +11,11 @@ import (
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	qt "github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/internal/quota/quotatest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/proportion"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
 func TestNewReadsFactor(t *testing.T) {
@@ -55,15 +58,15 @@ var builders = map[string]framework.PluginBuilder{PluginName: New, proportion.Pl
 // cluster: one node of 4 cpu / 4Gi / 8192 MiB of vGPU memory, half its cpu used by a running
 // pod, and one admitted job that has placed nothing yet and reserves 1 cpu. With the default
 // factor the room is 4.8 - 2 = 2.8 cpu, 1.8 of it left after the reservation.
-func cluster(pending ...*schedulingv1beta1.PodGroup) qt.Cluster {
-	return qt.Cluster{
-		Nodes:  []*corev1.Node{qt.Node("n1", qt.List("cpu=4", "memory=4Gi", qt.VGPUMemory+"=8192"))},
-		Queues: []*schedulingv1beta1.Queue{qt.Queue("default", nil), qt.Queue("small", qt.List("cpu=500m"))},
+func cluster(pending ...*schedulingv1beta1.PodGroup) frameworktest.Objects {
+	return frameworktest.Objects{
+		Nodes:  []*corev1.Node{st.Node("n1", st.Resources("4", "4Gi", string(vgpu.DefaultMemoryResource), "8192")).Obj()},
+		Queues: []*schedulingv1beta1.Queue{qt.Queue("default", nil), qt.Queue("small", st.Resources("500m", ""))},
 		PodGroups: append([]*schedulingv1beta1.PodGroup{
-			qt.PodGroup("running", "default", 1, qt.List("cpu=2"), schedulingv1beta1.PodGroupRunning),
-			qt.PodGroup("admitted", "default", 1, qt.List("cpu=1"), schedulingv1beta1.PodGroupInqueue),
+			qt.PodGroup("running", "default", 1, st.Resources("2", ""), schedulingv1beta1.PodGroupRunning),
+			qt.PodGroup("admitted", "default", 1, st.Resources("1", ""), schedulingv1beta1.PodGroupInqueue),
 		}, pending...),
-		Pods: []*corev1.Pod{qt.Pod("running-0", "running", "n1", qt.List("cpu=2"))},
+		Pods: []*corev1.Pod{qt.Pod("running-0", "running", "n1", st.Resources("2", ""))},
 	}
 }
 
@@ -71,8 +74,8 @@ func pendingJob(name, queue string, minResources corev1.ResourceList) *schedulin
 	return qt.PodGroup(name, queue, 1, minResources, schedulingv1beta1.PodGroupPending)
 }
 
-func overused(podGroup, message string) qt.Event {
-	return qt.Event{PodGroup: podGroup, Type: corev1.EventTypeNormal, Reason: "Unschedulable", Message: message}
+func overused(podGroup, message string) frameworktest.JobEvent {
+	return frameworktest.JobEvent{PodGroup: podGroup, Type: corev1.EventTypeNormal, Reason: "Unschedulable", Message: message}
 }
 
 func TestEnqueue(t *testing.T) {
@@ -83,46 +86,46 @@ func TestEnqueue(t *testing.T) {
 		// withProportion votes proportion after overcommit, as the default configuration does.
 		withProportion bool
 		want           []bool
-		wantEvents     []qt.Event
+		wantEvents     []frameworktest.JobEvent
 	}{
 		{name: "fits in the overcommitted room", factor: 1.2,
-			jobs: []*schedulingv1beta1.PodGroup{pendingJob("a", "default", qt.List("cpu=1500m"))},
+			jobs: []*schedulingv1beta1.PodGroup{pendingJob("a", "default", st.Resources("1500m", ""))},
 			want: []bool{true}},
 		{name: "factor 1 leaves only 1 cpu next to the reservation",
-			factor: 1, jobs: []*schedulingv1beta1.PodGroup{pendingJob("a", "default", qt.List("cpu=1500m"))},
+			factor: 1, jobs: []*schedulingv1beta1.PodGroup{pendingJob("a", "default", st.Resources("1500m", ""))},
 			want:       []bool{false},
-			wantEvents: []qt.Event{overused("a", "resource in cluster is overused: overused cpu")}},
+			wantEvents: []frameworktest.JobEvent{overused("a", "resource in cluster is overused: overused cpu")}},
 		{name: "a job admitted this cycle holds its room for the next",
 			factor: 1.2, jobs: []*schedulingv1beta1.PodGroup{
-				pendingJob("a", "default", qt.List("cpu=1500m")), pendingJob("b", "default", qt.List("cpu=500m"))},
+				pendingJob("a", "default", st.Resources("1500m", "")), pendingJob("b", "default", st.Resources("500m", ""))},
 			want:       []bool{true, false},
-			wantEvents: []qt.Event{overused("b", "resource in cluster is overused: overused cpu")}},
+			wantEvents: []frameworktest.JobEvent{overused("b", "resource in cluster is overused: overused cpu")}},
 		{name: "only requested dimensions count; each overused one is named, sorted",
 			factor: 1.2, jobs: []*schedulingv1beta1.PodGroup{
-				pendingJob("a", "default", qt.List("memory=4Gi")),
-				pendingJob("b", "default", qt.List("cpu=3", "memory=5Gi", qt.VGPUMemory+"=10000", "pods=100")),
+				pendingJob("a", "default", st.Resources("", "4Gi")),
+				pendingJob("b", "default", st.Resources("3", "5Gi", string(vgpu.DefaultMemoryResource), "10000", "pods", "100")),
 			},
 			want: []bool{true, false},
-			wantEvents: []qt.Event{overused("b",
+			wantEvents: []frameworktest.JobEvent{overused("b",
 				"resource in cluster is overused: overused cpu, overused memory, overused volcano.sh/vgpu-memory")}},
 		{name: "no minResources: always admitted", factor: 1,
 			jobs: []*schedulingv1beta1.PodGroup{pendingJob("a", "default", nil)}, want: []bool{true}},
 		// Factor 1 leaves 2 - 1 = 1 cpu: room for a or b, not both.
 		{name: "a job the queue rejects after overcommit permitted holds no room",
 			factor: 1, jobs: []*schedulingv1beta1.PodGroup{
-				pendingJob("a", "small", qt.List("cpu=1")), pendingJob("b", "default", qt.List("cpu=1"))},
+				pendingJob("a", "small", st.Resources("1", "")), pendingJob("b", "default", st.Resources("1", ""))},
 			withProportion: true,
 			want:           []bool{false, true},
-			wantEvents:     []qt.Event{qt.QueueQuotaRejected("a", "queue resource quota insufficient: insufficient cpu")}},
+			wantEvents:     []frameworktest.JobEvent{qt.QueueQuotaRejected("a", "queue resource quota insufficient: insufficient cpu")}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cache := &qt.Cache{Cluster: cluster(tc.jobs...)}
+			cache := &frameworktest.Cache{Snap: cluster(tc.jobs...).ClusterInfo()}
 			plugins := []conf.PluginOption{{Name: PluginName, Arguments: conf.Arguments{FactorArgument: tc.factor}}}
 			if tc.withProportion {
 				plugins = append(plugins, conf.PluginOption{Name: proportion.PluginName})
 			}
-			ssn := qt.OpenSession(t, cache, builders, plugins...)
+			ssn := frameworktest.OpenSession(t, cache, qt.Actions, builders, plugins...)
 			var got []bool
 			for _, pg := range tc.jobs {
 				got = append(got, qt.Enqueue(ssn, qt.Job(ssn, pg.Name)))

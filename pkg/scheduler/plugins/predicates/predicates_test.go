@@ -7,9 +7,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
@@ -17,81 +14,6 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
-
-// podOpt and nodeOpt shape the test objects.
-type (
-	podOpt  func(*st.PodWrapper)
-	nodeOpt func(*st.NodeWrapper)
-)
-
-func newPod(name string, opts ...podOpt) *corev1.Pod {
-	w := st.MakePod().Namespace("ns").UID("uid-" + name).Name(name).Group("pg").Container(st.Resources("1", ""))
-	for _, o := range opts {
-		o(w)
-	}
-	return w.Obj()
-}
-
-func withNodeSelector(kv ...string) podOpt {
-	return func(w *st.PodWrapper) {
-		sel := map[string]string{}
-		for i := 0; i+1 < len(kv); i += 2 {
-			sel[kv[i]] = kv[i+1]
-		}
-		w.NodeSelector(sel)
-	}
-}
-
-func withRequiredAffinity(terms ...corev1.NodeSelectorTerm) podOpt {
-	return func(w *st.PodWrapper) { w.RequiredNodeAffinity(terms...) }
-}
-
-func withTolerations(t ...corev1.Toleration) podOpt {
-	return func(w *st.PodWrapper) { w.Tolerations(t...) }
-}
-
-// withHostPort adds a container port; ip may be "" (every address), proto "" (TCP).
-func withHostPort(port int32, proto corev1.Protocol, ip string) podOpt {
-	return func(w *st.PodWrapper) {
-		c := &w.Spec.Containers[0]
-		c.Ports = append(c.Ports, corev1.ContainerPort{ContainerPort: 80, HostPort: port, Protocol: proto, HostIP: ip})
-	}
-}
-
-func newNode(name string, opts ...nodeOpt) *corev1.Node {
-	w := st.MakeNode().Name(name).Label("kubernetes.io/hostname", name).Allocatable(st.Resources("64", "", "pods", "110"))
-	for _, o := range opts {
-		o(w)
-	}
-	return w.Obj()
-}
-
-func withLabels(kv ...string) nodeOpt {
-	return func(w *st.NodeWrapper) {
-		for i := 0; i+1 < len(kv); i += 2 {
-			w.Label(kv[i], kv[i+1])
-		}
-	}
-}
-
-func withTaints(t ...corev1.Taint) nodeOpt { return func(w *st.NodeWrapper) { w.Taints(t...) } }
-
-func cordoned() nodeOpt { return func(w *st.NodeWrapper) { w.Unschedulable() } }
-
-func withPodCapacity(pods string) nodeOpt {
-	return func(w *st.NodeWrapper) { w.Status.Allocatable[corev1.ResourcePods] = resource.MustParse(pods) }
-}
-
-// nodeInfo builds the node with the given pods already running on it.
-func nodeInfo(n *corev1.Node, running ...*corev1.Pod) *api.NodeInfo {
-	ni := api.NewNodeInfo(n)
-	for _, p := range running {
-		p.Spec.NodeName = n.Name
-		p.Status.Phase = corev1.PodRunning
-		ni.AddTask(api.NewTaskInfo(p))
-	}
-	return ni
-}
 
 func inExpr(key string, values ...string) corev1.NodeSelectorTerm {
 	return corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
@@ -110,6 +32,7 @@ func mustNew(t testing.TB, args conf.Arguments) *predicatesPlugin {
 var gpuTaint = corev1.Taint{Key: "nvidia.com/gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}
 
 func TestPredicate(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
 	cases := []struct {
 		name string
 		args conf.Arguments
@@ -119,121 +42,121 @@ func TestPredicate(t *testing.T) {
 		wantReason string
 		wantCode   api.StatusCode
 	}{
-		{name: "plain pod, plain node", pod: newPod("p"), node: nodeInfo(newNode("n"))},
+		{name: "plain pod, plain node", pod: st.Pod("p", "1", "").Group("pg").Obj(), node: frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Obj())},
 
 		// pod count
-		{name: "pod count reached", pod: newPod("p"),
-			node:       nodeInfo(newNode("n", withPodCapacity("2")), newPod("a"), newPod("b")),
+		{name: "pod count reached", pod: st.Pod("p", "1", "").Group("pg").Obj(),
+			node: frameworktest.NodeInfo(st.Node("n", st.Resources("64", "", "pods", "2")).Obj(),
+				st.Pod("a", "1", "").Group("pg").Obj(), st.Pod("b", "1", "").Group("pg").Obj()),
 			wantReason: "node(s) pod number exceeded", wantCode: api.Unschedulable},
-		{name: "pod count below allocatable", pod: newPod("p"),
-			node: nodeInfo(newNode("n", withPodCapacity("2")), newPod("a"))},
-		{name: "node allows no pods", pod: newPod("p"), node: nodeInfo(newNode("n", withPodCapacity("0"))),
+		{name: "pod count below allocatable", pod: st.Pod("p", "1", "").Group("pg").Obj(),
+			node: frameworktest.NodeInfo(st.Node("n", st.Resources("64", "", "pods", "2")).Obj(), st.Pod("a", "1", "").Group("pg").Obj())},
+		{name: "node allows no pods", pod: st.Pod("p", "1", "").Group("pg").Obj(), node: frameworktest.NodeInfo(st.Node("n", st.Resources("64", "", "pods", "0")).Obj()),
 			wantReason: "node(s) pod number exceeded", wantCode: api.Unschedulable},
-		{name: "pod count switched off", args: conf.Arguments{PodNumberEnable: false}, pod: newPod("p"),
-			node: nodeInfo(newNode("n", withPodCapacity("1")), newPod("a"))},
+		{name: "pod count switched off", args: conf.Arguments{PodNumberEnable: false}, pod: st.Pod("p", "1", "").Group("pg").Obj(),
+			node: frameworktest.NodeInfo(st.Node("n", st.Resources("64", "", "pods", "1")).Obj(), st.Pod("a", "1", "").Group("pg").Obj())},
 
 		// spec.unschedulable
-		{name: "cordoned node", pod: newPod("p"), node: nodeInfo(newNode("n", cordoned())),
+		{name: "cordoned node", pod: st.Pod("p", "1", "").Group("pg").Obj(), node: frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Unschedulable().Obj()),
 			wantReason: "node(s) were unschedulable", wantCode: api.UnschedulableAndUnresolvable},
 		{name: "cordoned node, pod tolerates unschedulable",
-			pod: newPod("p", withTolerations(corev1.Toleration{Key: corev1.TaintNodeUnschedulable,
-				Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})),
-			node: nodeInfo(newNode("n", cordoned()))},
+			pod: st.Pod("p", "1", "").Group("pg").Tolerations(corev1.Toleration{Key: corev1.TaintNodeUnschedulable,
+				Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}).Obj(),
+			node: frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Unschedulable().Obj())},
 		{name: "cordoned node, pod tolerates everything",
-			pod:  newPod("p", withTolerations(corev1.Toleration{Operator: corev1.TolerationOpExists})),
-			node: nodeInfo(newNode("n", cordoned()))},
+			pod:  st.Pod("p", "1", "").Group("pg").Tolerations(corev1.Toleration{Operator: corev1.TolerationOpExists}).Obj(),
+			node: frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Unschedulable().Obj())},
 		{name: "cordoned node, toleration for another effect does not help",
-			pod: newPod("p", withTolerations(corev1.Toleration{Key: corev1.TaintNodeUnschedulable,
-				Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute})),
-			node:       nodeInfo(newNode("n", cordoned())),
+			pod: st.Pod("p", "1", "").Group("pg").Tolerations(corev1.Toleration{Key: corev1.TaintNodeUnschedulable,
+				Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}).Obj(),
+			node:       frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Unschedulable().Obj()),
 			wantReason: "node(s) were unschedulable", wantCode: api.UnschedulableAndUnresolvable},
 		{name: "unschedulable switched off", args: conf.Arguments{NodeUnschedulableEnable: false},
-			pod: newPod("p"), node: nodeInfo(newNode("n", cordoned()))},
+			pod: st.Pod("p", "1", "").Group("pg").Obj(), node: frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Unschedulable().Obj())},
 
 		// node selector and required node affinity
-		{name: "node selector matches", pod: newPod("p", withNodeSelector("zone", "a")),
-			node: nodeInfo(newNode("n", withLabels("zone", "a")))},
-		{name: "node selector does not match", pod: newPod("p", withNodeSelector("zone", "a")),
-			node:       nodeInfo(newNode("n", withLabels("zone", "b"))),
+		{name: "node selector matches", pod: st.Pod("p", "1", "").Group("pg").NodeSelector(map[string]string{"zone": "a"}).Obj(),
+			node: frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Label("zone", "a").Obj())},
+		{name: "node selector does not match", pod: st.Pod("p", "1", "").Group("pg").NodeSelector(map[string]string{"zone": "a"}).Obj(),
+			node:       frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Label("zone", "b").Obj()),
 			wantReason: "node(s) didn't match Pod's node affinity/selector", wantCode: api.UnschedulableAndUnresolvable},
 		{name: "required affinity matches one of its terms",
-			pod:  newPod("p", withRequiredAffinity(inExpr("zone", "x"), inExpr("gpu", "h200", "a100"))),
-			node: nodeInfo(newNode("n", withLabels("gpu", "a100")))},
-		{name: "required affinity does not match", pod: newPod("p", withRequiredAffinity(inExpr("gpu", "h200"))),
-			node:       nodeInfo(newNode("n", withLabels("gpu", "a100"))),
+			pod:  st.Pod("p", "1", "").Group("pg").RequiredNodeAffinity(inExpr("zone", "x"), inExpr("gpu", "h200", "a100")).Obj(),
+			node: frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Label("gpu", "a100").Obj())},
+		{name: "required affinity does not match", pod: st.Pod("p", "1", "").Group("pg").RequiredNodeAffinity(inExpr("gpu", "h200")).Obj(),
+			node:       frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Label("gpu", "a100").Obj()),
 			wantReason: "node(s) didn't match Pod's node affinity/selector", wantCode: api.UnschedulableAndUnresolvable},
 		{name: "selector matches but affinity does not",
-			pod:        newPod("p", withNodeSelector("zone", "a"), withRequiredAffinity(inExpr("gpu", "h200"))),
-			node:       nodeInfo(newNode("n", withLabels("zone", "a", "gpu", "a100"))),
+			pod:        st.Pod("p", "1", "").Group("pg").NodeSelector(map[string]string{"zone": "a"}).RequiredNodeAffinity(inExpr("gpu", "h200")).Obj(),
+			node:       frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Label("zone", "a").Label("gpu", "a100").Obj()),
 			wantReason: "node(s) didn't match Pod's node affinity/selector", wantCode: api.UnschedulableAndUnresolvable},
 		{name: "affinity on the node name (matchFields)",
-			pod: newPod("p", withRequiredAffinity(corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{
-				{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"other"}}}})),
-			node:       nodeInfo(newNode("n")),
+			pod: st.Pod("p", "1", "").Group("pg").RequiredNodeAffinity(corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{
+				{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"other"}}}}).Obj(),
+			node:       frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Obj()),
 			wantReason: "node(s) didn't match Pod's node affinity/selector", wantCode: api.UnschedulableAndUnresolvable},
 		{name: "node affinity switched off", args: conf.Arguments{NodeAffinityEnable: false},
-			pod: newPod("p", withNodeSelector("zone", "a")), node: nodeInfo(newNode("n"))},
+			pod: st.Pod("p", "1", "").Group("pg").NodeSelector(map[string]string{"zone": "a"}).Obj(), node: frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Obj())},
 
 		// taints
-		{name: "untolerated NoSchedule taint", pod: newPod("p"), node: nodeInfo(newNode("n", withTaints(gpuTaint))),
+		{name: "untolerated NoSchedule taint", pod: st.Pod("p", "1", "").Group("pg").Obj(),
+			node:       frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Taints(gpuTaint).Obj()),
 			wantReason: "node(s) had untolerated taint {nvidia.com/gpu: true}", wantCode: api.UnschedulableAndUnresolvable},
-		{name: "untolerated NoExecute taint", pod: newPod("p"),
-			node:       nodeInfo(newNode("n", withTaints(corev1.Taint{Key: "maintenance", Effect: corev1.TaintEffectNoExecute}))),
+		{name: "untolerated NoExecute taint", pod: st.Pod("p", "1", "").Group("pg").Obj(),
+			node:       frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Taints(corev1.Taint{Key: "maintenance", Effect: corev1.TaintEffectNoExecute}).Obj()),
 			wantReason: "node(s) had untolerated taint {maintenance: }", wantCode: api.UnschedulableAndUnresolvable},
-		{name: "PreferNoSchedule taint does not filter", pod: newPod("p"),
-			node: nodeInfo(newNode("n", withTaints(corev1.Taint{Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule})))},
+		{name: "PreferNoSchedule taint does not filter", pod: st.Pod("p", "1", "").Group("pg").Obj(),
+			node: frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Taints(corev1.Taint{Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule}).Obj())},
 		{name: "tolerated taint, Equal",
-			pod: newPod("p", withTolerations(corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpEqual,
-				Value: "true", Effect: corev1.TaintEffectNoSchedule})),
-			node: nodeInfo(newNode("n", withTaints(gpuTaint)))},
+			pod: st.Pod("p", "1", "").Group("pg").Tolerations(corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpEqual,
+				Value: "true", Effect: corev1.TaintEffectNoSchedule}).Obj(),
+			node: frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Taints(gpuTaint).Obj())},
 		{name: "toleration with the wrong value",
-			pod: newPod("p", withTolerations(corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpEqual,
-				Value: "false", Effect: corev1.TaintEffectNoSchedule})),
-			node:       nodeInfo(newNode("n", withTaints(gpuTaint))),
+			pod: st.Pod("p", "1", "").Group("pg").Tolerations(corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpEqual,
+				Value: "false", Effect: corev1.TaintEffectNoSchedule}).Obj(),
+			node:       frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Taints(gpuTaint).Obj()),
 			wantReason: "node(s) had untolerated taint {nvidia.com/gpu: true}", wantCode: api.UnschedulableAndUnresolvable},
 		{name: "first untolerated of several taints is named",
-			pod: newPod("p", withTolerations(corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists})),
-			node: nodeInfo(newNode("n", withTaints(gpuTaint,
-				corev1.Taint{Key: "team", Value: "ml", Effect: corev1.TaintEffectNoSchedule}))),
+			pod: st.Pod("p", "1", "").Group("pg").Tolerations(corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}).Obj(),
+			node: frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Taints(gpuTaint,
+				corev1.Taint{Key: "team", Value: "ml", Effect: corev1.TaintEffectNoSchedule}).Obj()),
 			wantReason: "node(s) had untolerated taint {team: ml}", wantCode: api.UnschedulableAndUnresolvable},
 		{name: "taints switched off", args: conf.Arguments{TaintTolerationEnable: "false"},
-			pod: newPod("p"), node: nodeInfo(newNode("n", withTaints(gpuTaint)))},
+			pod: st.Pod("p", "1", "").Group("pg").Obj(), node: frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Taints(gpuTaint).Obj())},
 
 		// host ports
-		{name: "host port free", pod: newPod("p", withHostPort(8080, "", "")),
-			node: nodeInfo(newNode("n"), newPod("a", withHostPort(9090, "", "")))},
-		{name: "host port taken", pod: newPod("p", withHostPort(8080, "", "")),
-			node:       nodeInfo(newNode("n"), newPod("a", withHostPort(8080, corev1.ProtocolTCP, ""))),
+		{name: "host port free", pod: st.Pod("p", "1", "").Group("pg").HostPort(8080, "", "").Obj(),
+			node: frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Obj(), st.Pod("a", "1", "").Group("pg").HostPort(9090, "", "").Obj())},
+		{name: "host port taken", pod: st.Pod("p", "1", "").Group("pg").HostPort(8080, "", "").Obj(),
+			node:       frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Obj(), st.Pod("a", "1", "").Group("pg").HostPort(8080, corev1.ProtocolTCP, "").Obj()),
 			wantReason: "node(s) didn't have free ports for the requested pod ports", wantCode: api.Unschedulable},
-		{name: "same port, other protocol", pod: newPod("p", withHostPort(8080, corev1.ProtocolUDP, "")),
-			node: nodeInfo(newNode("n"), newPod("a", withHostPort(8080, "", "")))},
-		{name: "same port, other address", pod: newPod("p", withHostPort(8080, "", "10.0.0.1")),
-			node: nodeInfo(newNode("n"), newPod("a", withHostPort(8080, "", "10.0.0.2")))},
-		{name: "same port, same address", pod: newPod("p", withHostPort(8080, "", "10.0.0.1")),
-			node:       nodeInfo(newNode("n"), newPod("a", withHostPort(8080, "", "10.0.0.1"))),
+		{name: "same port, other protocol", pod: st.Pod("p", "1", "").Group("pg").HostPort(8080, corev1.ProtocolUDP, "").Obj(),
+			node: frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Obj(), st.Pod("a", "1", "").Group("pg").HostPort(8080, "", "").Obj())},
+		{name: "same port, other address", pod: st.Pod("p", "1", "").Group("pg").HostPort(8080, "", "10.0.0.1").Obj(),
+			node: frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Obj(), st.Pod("a", "1", "").Group("pg").HostPort(8080, "", "10.0.0.2").Obj())},
+		{name: "same port, same address", pod: st.Pod("p", "1", "").Group("pg").HostPort(8080, "", "10.0.0.1").Obj(),
+			node:       frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Obj(), st.Pod("a", "1", "").Group("pg").HostPort(8080, "", "10.0.0.1").Obj()),
 			wantReason: "node(s) didn't have free ports for the requested pod ports", wantCode: api.Unschedulable},
-		{name: "every address wanted, one address taken", pod: newPod("p", withHostPort(8080, "", "0.0.0.0")),
-			node:       nodeInfo(newNode("n"), newPod("a", withHostPort(8080, "", "10.0.0.2"))),
+		{name: "every address wanted, one address taken", pod: st.Pod("p", "1", "").Group("pg").HostPort(8080, "", "0.0.0.0").Obj(),
+			node:       frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Obj(), st.Pod("a", "1", "").Group("pg").HostPort(8080, "", "10.0.0.2").Obj()),
 			wantReason: "node(s) didn't have free ports for the requested pod ports", wantCode: api.Unschedulable},
-		{name: "one address wanted, every address taken", pod: newPod("p", withHostPort(8080, "", "10.0.0.1")),
-			node:       nodeInfo(newNode("n"), newPod("a", withHostPort(8080, "", ""))),
+		{name: "one address wanted, every address taken", pod: st.Pod("p", "1", "").Group("pg").HostPort(8080, "", "10.0.0.1").Obj(),
+			node:       frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Obj(), st.Pod("a", "1", "").Group("pg").HostPort(8080, "", "").Obj()),
 			wantReason: "node(s) didn't have free ports for the requested pod ports", wantCode: api.Unschedulable},
-		{name: "port held by a sidecar", pod: newPod("p", withHostPort(8080, "", "")),
-			node: nodeInfo(newNode("n"), newPod("a", func(w *st.PodWrapper) {
-				always := corev1.ContainerRestartPolicyAlways
-				w.Spec.InitContainers = []corev1.Container{{Name: "proxy", RestartPolicy: &always,
-					Ports: []corev1.ContainerPort{{ContainerPort: 1, HostPort: 8080}}}}
-			})),
+		{name: "port held by a sidecar", pod: st.Pod("p", "1", "").Group("pg").HostPort(8080, "", "").Obj(),
+			node: frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Obj(), st.Pod("a", "1", "").Group("pg").
+				InitContainers(corev1.Container{Name: "proxy", RestartPolicy: &always,
+					Ports: []corev1.ContainerPort{{ContainerPort: 1, HostPort: 8080}}}).Obj()),
 			wantReason: "node(s) didn't have free ports for the requested pod ports", wantCode: api.Unschedulable},
 		{name: "host ports switched off", args: conf.Arguments{NodePortsEnable: false},
-			pod:  newPod("p", withHostPort(8080, "", "")),
-			node: nodeInfo(newNode("n"), newPod("a", withHostPort(8080, "", "")))},
+			pod:  st.Pod("p", "1", "").Group("pg").HostPort(8080, "", "").Obj(),
+			node: frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Obj(), st.Pod("a", "1", "").Group("pg").HostPort(8080, "", "").Obj())},
 
 		// order: the first failing check is reported
-		{name: "cordoned and tainted: unschedulable reported", pod: newPod("p"),
-			node:       nodeInfo(newNode("n", cordoned(), withTaints(gpuTaint))),
+		{name: "cordoned and tainted: unschedulable reported", pod: st.Pod("p", "1", "").Group("pg").Obj(),
+			node:       frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Unschedulable().Taints(gpuTaint).Obj()),
 			wantReason: "node(s) were unschedulable", wantCode: api.UnschedulableAndUnresolvable},
-		{name: "node known only from its pods", pod: newPod("p"), node: api.NewNodeInfo(nil),
+		{name: "node known only from its pods", pod: st.Pod("p", "1", "").Group("pg").Obj(), node: api.NewNodeInfo(nil),
 			wantReason: "node(s) had unknown conditions", wantCode: api.UnschedulableAndUnresolvable},
 	}
 	for _, tc := range cases {
@@ -270,13 +193,13 @@ func TestPrePredicateRefusesUnparsableAffinity(t *testing.T) {
 		pod     *corev1.Pod
 		wantErr string
 	}{
-		{name: "valid affinity", pod: newPod("p", withRequiredAffinity(inExpr("zone", "a")))},
-		{name: "unknown operator", pod: newPod("p", withRequiredAffinity(bad)),
+		{name: "valid affinity", pod: st.Pod("p", "1", "").Group("pg").RequiredNodeAffinity(inExpr("zone", "a")).Obj()},
+		{name: "unknown operator", pod: st.Pod("p", "1", "").Group("pg").RequiredNodeAffinity(bad).Obj(),
 			wantErr: `pod ns/p: invalid required node affinity: `},
-		{name: "unknown operator next to a valid term", pod: newPod("p", withRequiredAffinity(inExpr("zone", "a"), bad)),
+		{name: "unknown operator next to a valid term", pod: st.Pod("p", "1", "").Group("pg").RequiredNodeAffinity(inExpr("zone", "a"), bad).Obj(),
 			wantErr: `pod ns/p: invalid required node affinity: `},
 		{name: "node affinity switched off", args: conf.Arguments{NodeAffinityEnable: false},
-			pod: newPod("p", withRequiredAffinity(bad))},
+			pod: st.Pod("p", "1", "").Group("pg").RequiredNodeAffinity(bad).Obj()},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -315,25 +238,13 @@ func TestNewRejectsMalformedArguments(t *testing.T) {
 	}
 }
 
-// openSession opens a session with this plugin alone over the nodes and one job holding pods.
-func openSession(t *testing.T, args conf.Arguments, nodes []*api.NodeInfo, pods ...*corev1.Pod) *framework.Session {
-	t.Helper()
-	ci := &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{}, Queues: map[api.QueueID]*api.QueueInfo{}}
-	for _, n := range nodes {
-		ci.Nodes[n.Name] = n
-		ci.NodeList = append(ci.NodeList, n)
-	}
-	job := api.NewJobInfo("ns/pg")
-	job.SetPodGroup(&schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pg"}}, "default")
-	for _, p := range pods {
-		job.AddTask(api.NewTaskInfo(p))
-	}
-	ci.Jobs[job.UID] = job
-	reg := framework.NewRegistry()
-	reg.RegisterPlugin(PluginName, New)
-	cfg := &conf.SchedulerConfiguration{Actions: "allocate",
-		Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName, Arguments: args}}}}}
-	return framework.OpenSession(&frameworktest.Cache{Snap: ci}, cfg, reg)
+// builders builds this plugin alone, for sessions.
+var builders = map[string]framework.PluginBuilder{PluginName: New}
+
+// onOneNode is a cache whose snapshot holds node n (64 cpu) and job ns/pg of the pods.
+func onOneNode(pods ...*corev1.Pod) *frameworktest.Cache {
+	return &frameworktest.Cache{Snap: frameworktest.ClusterOf([]*api.NodeInfo{frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Obj())},
+		frameworktest.JobOf(st.MakePodGroup().Namespace("ns").Name("pg").Obj(), pods...))}
 }
 
 // TestHostPortsFollowPlacements: a tentative placement takes its ports on the node for the
@@ -342,8 +253,8 @@ func openSession(t *testing.T, args conf.Arguments, nodes []*api.NodeInfo, pods 
 func TestHostPortsFollowPlacements(t *testing.T) {
 	for _, indexFirst := range []bool{true, false} {
 		t.Run(fmt.Sprintf("index built before placement: %v", indexFirst), func(t *testing.T) {
-			ssn := openSession(t, nil, []*api.NodeInfo{nodeInfo(newNode("n"))},
-				newPod("web-0", withHostPort(80, "", "")), newPod("web-1", withHostPort(80, "", "")))
+			cache := onOneNode(st.Pod("web-0", "1", "").Group("pg").HostPort(80, "", "").Obj(), st.Pod("web-1", "1", "").Group("pg").HostPort(80, "", "").Obj())
+			ssn := frameworktest.OpenSession(t, cache, "allocate", builders, conf.PluginOption{Name: PluginName})
 			job, node := ssn.Jobs["ns/pg"], ssn.NodeList[0]
 			first, second := job.Tasks["uid-web-0"], job.Tasks["uid-web-1"]
 			if indexFirst {
@@ -369,7 +280,8 @@ func TestHostPortsFollowPlacements(t *testing.T) {
 // TestSessionRegistersPrePredicate: the session's PrePredicate reaches this plugin.
 func TestSessionRegistersPrePredicate(t *testing.T) {
 	bad := corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: "Near"}}}
-	ssn := openSession(t, nil, []*api.NodeInfo{nodeInfo(newNode("n"))}, newPod("p", withRequiredAffinity(bad)))
+	cache := onOneNode(st.Pod("p", "1", "").Group("pg").RequiredNodeAffinity(bad).Obj())
+	ssn := frameworktest.OpenSession(t, cache, "allocate", builders, conf.PluginOption{Name: PluginName})
 	if err := ssn.PrePredicate(ssn.Jobs["ns/pg"].Tasks["uid-p"]); err == nil {
 		t.Error("unparsable affinity passed the session's PrePredicate")
 	}
@@ -378,8 +290,9 @@ func TestSessionRegistersPrePredicate(t *testing.T) {
 // TestFactsFollowTheTask: facts memoised for one task are not used for the next.
 func TestFactsFollowTheTask(t *testing.T) {
 	p := mustNew(t, nil)
-	node := nodeInfo(newNode("n", withLabels("zone", "a")))
-	match, miss := api.NewTaskInfo(newPod("a", withNodeSelector("zone", "a"))), api.NewTaskInfo(newPod("b", withNodeSelector("zone", "b")))
+	node := frameworktest.NodeInfo(st.Node("n", st.Resources("64", "")).Label("zone", "a").Obj())
+	match := api.NewTaskInfo(st.Pod("a", "1", "").Group("pg").NodeSelector(map[string]string{"zone": "a"}).Obj())
+	miss := api.NewTaskInfo(st.Pod("b", "1", "").Group("pg").NodeSelector(map[string]string{"zone": "b"}).Obj())
 	for i := 0; i < 3; i++ {
 		if s := p.predicate(match, node); s.Failed() {
 			t.Fatalf("round %d: matching task refused: %+v", i, s)
@@ -394,9 +307,9 @@ func TestFactsFollowTheTask(t *testing.T) {
 // nodes (as a parallel feasible-node search does) each get their own task's verdicts.
 func TestPredicateConcurrent(t *testing.T) {
 	nodes := []*api.NodeInfo{
-		nodeInfo(newNode("zone-a", withLabels("zone", "a"))),
-		nodeInfo(newNode("tainted", withLabels("zone", "a"), withTaints(gpuTaint))),
-		nodeInfo(newNode("port-taken", withLabels("zone", "a")), newPod("web", withHostPort(80, "", ""))),
+		frameworktest.NodeInfo(st.Node("zone-a", st.Resources("64", "")).Label("zone", "a").Obj()),
+		frameworktest.NodeInfo(st.Node("tainted", st.Resources("64", "")).Label("zone", "a").Taints(gpuTaint).Obj()),
+		frameworktest.NodeInfo(st.Node("port-taken", st.Resources("64", "")).Label("zone", "a").Obj(), st.Pod("web", "1", "").Group("pg").HostPort(80, "", "").Obj()),
 	}
 	p := mustNew(t, nil)
 	p.nodes = nodes
@@ -404,9 +317,9 @@ func TestPredicateConcurrent(t *testing.T) {
 		task *api.TaskInfo
 		want []string // reason per node, "" to pass
 	}{
-		{api.NewTaskInfo(newPod("a", withNodeSelector("zone", "a"))), []string{"", UntoleratedTaintReason(&gpuTaint), ""}},
-		{api.NewTaskInfo(newPod("b", withNodeSelector("zone", "b"))), []string{ReasonNodeAffinity, ReasonNodeAffinity, ReasonNodeAffinity}},
-		{api.NewTaskInfo(newPod("c", withHostPort(80, "", ""))), []string{"", UntoleratedTaintReason(&gpuTaint), ReasonHostPorts}},
+		{api.NewTaskInfo(st.Pod("a", "1", "").Group("pg").NodeSelector(map[string]string{"zone": "a"}).Obj()), []string{"", UntoleratedTaintReason(&gpuTaint), ""}},
+		{api.NewTaskInfo(st.Pod("b", "1", "").Group("pg").NodeSelector(map[string]string{"zone": "b"}).Obj()), []string{ReasonNodeAffinity, ReasonNodeAffinity, ReasonNodeAffinity}},
+		{api.NewTaskInfo(st.Pod("c", "1", "").Group("pg").HostPort(80, "", "").Obj()), []string{"", UntoleratedTaintReason(&gpuTaint), ReasonHostPorts}},
 	}
 	errs := make(chan string, 8)
 	var wg sync.WaitGroup
@@ -441,28 +354,28 @@ func TestPredicateConcurrent(t *testing.T) {
 func benchmarkNodes() []*api.NodeInfo {
 	nodes := make([]*api.NodeInfo, 1000)
 	for i := range nodes {
-		opts := []nodeOpt{withLabels("zone", fmt.Sprintf("z%d", i%4), "gpu", "h200")}
+		node := st.Node(fmt.Sprintf("node-%04d", i), st.Resources("64", "")).Label("zone", fmt.Sprintf("z%d", i%4)).Label("gpu", "h200")
 		if i%2 == 0 {
-			opts = append(opts, withTaints(gpuTaint))
+			node.Taints(gpuTaint)
 		}
-		nodes[i] = nodeInfo(newNode(fmt.Sprintf("node-%04d", i), opts...),
-			newPod(fmt.Sprintf("a-%d", i)), newPod(fmt.Sprintf("b-%d", i), withHostPort(9100, "", "")))
+		nodes[i] = frameworktest.NodeInfo(node.Obj(),
+			st.Pod(fmt.Sprintf("a-%d", i), "1", "").Group("pg").Obj(), st.Pod(fmt.Sprintf("b-%d", i), "1", "").Group("pg").HostPort(9100, "", "").Obj())
 	}
 	return nodes
 }
 
 // BenchmarkPredicate is the per-node path: one task against each of 1,000 nodes.
 func BenchmarkPredicate(b *testing.B) {
-	gpuToleration := withTolerations(corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists})
+	gpuToleration := corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}
 	for _, bc := range []struct {
 		name string
 		pod  *corev1.Pod
 	}{
-		{"plain", newPod("p")},
-		{"selector+toleration", newPod("p", withNodeSelector("gpu", "h200"), gpuToleration)},
-		{"required-affinity", newPod("p", withRequiredAffinity(inExpr("zone", "z1", "z2")), gpuToleration)},
-		{"host-port", newPod("p", withHostPort(8080, "", ""), gpuToleration)},
-		{"refused-by-taint", newPod("p", withNodeSelector("gpu", "h200"))},
+		{"plain", st.Pod("p", "1", "").Group("pg").Obj()},
+		{"selector+toleration", st.Pod("p", "1", "").Group("pg").NodeSelector(map[string]string{"gpu": "h200"}).Tolerations(gpuToleration).Obj()},
+		{"required-affinity", st.Pod("p", "1", "").Group("pg").RequiredNodeAffinity(inExpr("zone", "z1", "z2")).Tolerations(gpuToleration).Obj()},
+		{"host-port", st.Pod("p", "1", "").Group("pg").HostPort(8080, "", "").Tolerations(gpuToleration).Obj()},
+		{"refused-by-taint", st.Pod("p", "1", "").Group("pg").NodeSelector(map[string]string{"gpu": "h200"}).Obj()},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			nodes := benchmarkNodes()

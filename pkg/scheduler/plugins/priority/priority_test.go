@@ -14,13 +14,8 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 )
 
-func openSession(t *testing.T) *framework.Session {
-	t.Helper()
-	reg := framework.NewRegistry()
-	reg.RegisterPlugin(PluginName, New)
-	cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName}}}}}
-	return framework.OpenSession(&frameworktest.Cache{}, cfg, reg)
-}
+// builders builds this plugin alone, for sessions.
+var builders = map[string]framework.PluginBuilder{PluginName: New}
 
 // entry is a job or task with a priority and a creation time. The times run against the
 // expected order wherever priorities differ, so only the plugin can produce it.
@@ -42,7 +37,7 @@ func TestJobOrder(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ssn := openSession(t)
+			ssn := frameworktest.OpenSession(t, &frameworktest.Cache{}, "allocate", builders, conf.PluginOption{Name: PluginName})
 			var jobs []*api.JobInfo
 			for _, e := range tc.entries {
 				j := api.NewJobInfo(api.NewJobID("ns", e.name))
@@ -75,7 +70,7 @@ func TestTaskOrder(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ssn := openSession(t)
+			ssn := frameworktest.OpenSession(t, &frameworktest.Cache{}, "allocate", builders, conf.PluginOption{Name: PluginName})
 			var tasks []*api.TaskInfo
 			for _, e := range tc.entries {
 				pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: e.name, UID: types.UID(e.name),

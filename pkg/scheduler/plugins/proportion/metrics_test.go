@@ -8,9 +8,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 	qt "github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/internal/quota/quotatest"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 // metricsCluster: one node of 8 cpu / 8Gi / 110 pods. Queue a (weight 1) runs 2 cpu / 2Gi
@@ -21,25 +24,25 @@ import (
 // to its request (2 cpu, 2Gi, 1 pod); the second gives a the 4 cpu / 4Gi b left, so a
 // deserves 6 cpu / 6Gi / its 2 pods. The guarantee takes 1 cpu out of a's and b's real
 // capability (b's is also cut to 4 cpu by its capability).
-func metricsCluster(withB bool) qt.Cluster {
-	b := qt.Queue("b", qt.List("cpu=4"))
+func metricsCluster(withB bool) frameworktest.Objects {
+	b := qt.Queue("b", st.Resources("4", ""))
 	b.Spec.Weight = 3
 	idle := qt.Queue("idle", nil)
 	idle.Spec.Weight = 2
-	idle.Spec.Guarantee.Resource = qt.List("cpu=1")
-	c := qt.Cluster{
-		Nodes:     []*corev1.Node{qt.Node("n1", qt.List("cpu=8", "memory=8Gi"))},
+	idle.Spec.Guarantee.Resource = st.Resources("1", "")
+	c := frameworktest.Objects{
+		Nodes:     []*corev1.Node{st.Node("n1", st.Resources("8", "8Gi")).Obj()},
 		Queues:    []*schedulingv1beta1.Queue{qt.Queue("a", nil), idle},
 		PodGroups: []*schedulingv1beta1.PodGroup{qt.PodGroup("pg-a", "a", 1, nil, schedulingv1beta1.PodGroupRunning)},
 		Pods: []*corev1.Pod{
-			qt.Pod("a-0", "pg-a", "n1", qt.List("cpu=2", "memory=2Gi")),
-			qt.Pod("a-1", "pg-a", "", qt.List("cpu=6", "memory=6Gi")),
+			qt.Pod("a-0", "pg-a", "n1", st.Resources("2", "2Gi")),
+			qt.Pod("a-1", "pg-a", "", st.Resources("6", "6Gi")),
 		},
 	}
 	if withB {
 		c.Queues = append(c.Queues, b)
 		c.PodGroups = append(c.PodGroups, qt.PodGroup("pg-b", "b", 1, nil, schedulingv1beta1.PodGroupInqueue))
-		c.Pods = append(c.Pods, qt.Pod("b-0", "pg-b", "", qt.List("cpu=2", "memory=2Gi")))
+		c.Pods = append(c.Pods, qt.Pod("b-0", "pg-b", "", st.Resources("2", "2Gi")))
 	}
 	return c
 }
@@ -49,7 +52,7 @@ func metricsCluster(withB bool) qt.Cluster {
 // series.
 func TestQueueMetrics(t *testing.T) {
 	t.Cleanup(func() { metrics.ReportQueues(nil) })
-	ssn := openSession(t, &qt.Cache{Cluster: metricsCluster(true)})
+	ssn := frameworktest.OpenSession(t, &frameworktest.Cache{Snap: metricsCluster(true).ClusterInfo()}, qt.Actions, builders, conf.PluginOption{Name: PluginName})
 	// b takes its whole deserved share: share 1, overused.
 	if qt.Allocate(ssn, qt.Task(ssn, "b-0")) == "" {
 		t.Fatal("b-0 was not placed")
@@ -129,7 +132,8 @@ volcano_queue_overused{queue_name="idle"} 0
 	}
 
 	// Queue b and its job are deleted: its series go, a's and idle's stay.
-	framework.CloseSession(openSession(t, &qt.Cache{Cluster: metricsCluster(false)}))
+	framework.CloseSession(frameworktest.OpenSession(t, &frameworktest.Cache{Snap: metricsCluster(false).ClusterInfo()}, qt.Actions, builders,
+		conf.PluginOption{Name: PluginName}))
 	want = `
 # HELP volcano_queue_weight The queue's weight
 # TYPE volcano_queue_weight gauge

@@ -10,37 +10,32 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/internal/quota"
 	qt "github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/internal/quota/quotatest"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 var builders = map[string]framework.PluginBuilder{PluginName: New}
 
-func openSession(t *testing.T, cache *qt.Cache) *framework.Session {
-	t.Helper()
-	return qt.OpenSession(t, cache, builders, conf.PluginOption{Name: PluginName})
-}
-
-func res(pairs ...string) *api.Resource { return api.NewResource(qt.List(pairs...)) }
-
 // twoQueueCluster is upstream's TestEnqueueAndAllocable cluster: two nodes of 2 cpu / 2G; q1
 // (capability 2 cpu / 2G) runs a 1 cpu / 2G pod, so its memory is used up; q2 (capability
 // 3 cpu / 3G) runs a 2 cpu / 1G pod; q3 is Closed. The job under test is added to it.
-func twoQueueCluster(pg *schedulingv1beta1.PodGroup, pod *corev1.Pod) qt.Cluster {
-	closed := qt.Queue("q3", qt.List("cpu=3", "memory=3G"))
+func twoQueueCluster(pg *schedulingv1beta1.PodGroup, pod *corev1.Pod) frameworktest.Objects {
+	closed := qt.Queue("q3", st.Resources("3", "3G"))
 	closed.Status.State = schedulingv1beta1.QueueStateClosed
-	return qt.Cluster{
-		Nodes: []*corev1.Node{qt.Node("n1", qt.List("cpu=2", "memory=2G", "pods=10")), qt.Node("n2", qt.List("cpu=2", "memory=2G", "pods=10"))},
+	return frameworktest.Objects{
+		Nodes: []*corev1.Node{st.Node("n1", st.Resources("2", "2G", "pods", "10")).Obj(), st.Node("n2", st.Resources("2", "2G", "pods", "10")).Obj()},
 		Queues: []*schedulingv1beta1.Queue{
-			qt.Queue("q1", qt.List("cpu=2", "memory=2G")), qt.Queue("q2", qt.List("cpu=3", "memory=3G")), closed},
+			qt.Queue("q1", st.Resources("2", "2G")), qt.Queue("q2", st.Resources("3", "3G")), closed},
 		PodGroups: []*schedulingv1beta1.PodGroup{
-			qt.PodGroup("pg1", "q1", 1, qt.List("cpu=1", "memory=2G"), schedulingv1beta1.PodGroupRunning),
-			qt.PodGroup("pg2", "q2", 1, qt.List("cpu=2", "memory=1G"), schedulingv1beta1.PodGroupRunning),
+			qt.PodGroup("pg1", "q1", 1, st.Resources("1", "2G"), schedulingv1beta1.PodGroupRunning),
+			qt.PodGroup("pg2", "q2", 1, st.Resources("2", "1G"), schedulingv1beta1.PodGroupRunning),
 			pg,
 		},
 		Pods: []*corev1.Pod{
-			qt.Pod("pod1", "pg1", "n1", qt.List("cpu=1", "memory=2G")),
-			qt.Pod("pod2", "pg2", "n2", qt.List("cpu=2", "memory=1G")),
+			qt.Pod("pod1", "pg1", "n1", st.Resources("1", "2G")),
+			qt.Pod("pod2", "pg2", "n2", st.Resources("2", "1G")),
 			pod,
 		},
 	}
@@ -51,29 +46,29 @@ func TestEnqueueAndAllocatable(t *testing.T) {
 	scenarios := []qt.Scenario{
 		{
 			Name:    "case0: q1's memory is used up; a job asking only cpu is admitted and placed",
-			Cluster: twoQueueCluster(qt.PodGroup("pg3", "q1", 1, qt.List("cpu=1"), pending), qt.Pod("pod3", "pg3", "", qt.List("cpu=1"))),
+			Cluster: twoQueueCluster(qt.PodGroup("pg3", "q1", 1, st.Resources("1", ""), pending), qt.Pod("pod3", "pg3", "", st.Resources("1", ""))),
 			Job:     "pg3", WantEnqueued: true, WantPlaced: []string{"pod3"},
 		},
 		{
 			Name:    "case1: q2's cpu share is taken; a job asking only memory is admitted and placed",
-			Cluster: twoQueueCluster(qt.PodGroup("pg4", "q2", 1, qt.List("memory=1G"), pending), qt.Pod("pod4", "pg4", "", qt.List("memory=1G"))),
+			Cluster: twoQueueCluster(qt.PodGroup("pg4", "q2", 1, st.Resources("", "1G"), pending), qt.Pod("pod4", "pg4", "", st.Resources("", "1G"))),
 			Job:     "pg4", WantEnqueued: true, WantPlaced: []string{"pod4"},
 		},
 		{
 			Name:    "case2: minResources over q1's capability in memory: not admitted, event names memory",
-			Cluster: twoQueueCluster(qt.PodGroup("pg5", "q1", 1, qt.List("cpu=1", "memory=1G"), pending), qt.Pod("pod5", "pg5", "", qt.List("cpu=1", "memory=1G"))),
+			Cluster: twoQueueCluster(qt.PodGroup("pg5", "q1", 1, st.Resources("1", "1G"), pending), qt.Pod("pod5", "pg5", "", st.Resources("1", "1G"))),
 			Job:     "pg5",
-			WantEvents: []qt.Event{qt.QueueQuotaRejected("pg5",
+			WantEvents: []frameworktest.JobEvent{qt.QueueQuotaRejected("pg5",
 				"queue resource quota insufficient: insufficient memory")},
 		},
 		{
 			Name:    "case3: admitted without minResources, but over q1's deserved memory: not placed",
-			Cluster: twoQueueCluster(qt.PodGroup("pg7", "q1", 1, nil, pending), qt.Pod("pod7", "pg7", "", qt.List("cpu=1", "memory=1G"))),
+			Cluster: twoQueueCluster(qt.PodGroup("pg7", "q1", 1, nil, pending), qt.Pod("pod7", "pg7", "", st.Resources("1", "1G"))),
 			Job:     "pg7", WantEnqueued: true,
 		},
 		{
 			Name:    "case4: queue not Open: not admitted, no quota event",
-			Cluster: twoQueueCluster(qt.PodGroup("pg6", "q3", 1, qt.List("cpu=1", "memory=1G"), pending), qt.Pod("pod6", "pg6", "", qt.List("cpu=1", "memory=1G"))),
+			Cluster: twoQueueCluster(qt.PodGroup("pg6", "q3", 1, st.Resources("1", "1G"), pending), qt.Pod("pod6", "pg6", "", st.Resources("1", "1G"))),
 			Job:     "pg6",
 		},
 	}
@@ -89,8 +84,8 @@ func TestVGPUQueueCapability(t *testing.T) {
 }
 
 func TestClosedQueueAllocatesNothing(t *testing.T) {
-	cluster := twoQueueCluster(qt.PodGroup("pg6", "q3", 1, nil, schedulingv1beta1.PodGroupInqueue), qt.Pod("pod6", "pg6", "", qt.List("cpu=1")))
-	ssn := openSession(t, &qt.Cache{Cluster: cluster})
+	cluster := twoQueueCluster(qt.PodGroup("pg6", "q3", 1, nil, schedulingv1beta1.PodGroupInqueue), qt.Pod("pod6", "pg6", "", st.Resources("1", "")))
+	ssn := frameworktest.OpenSession(t, &frameworktest.Cache{Snap: cluster.ClusterInfo()}, qt.Actions, builders, conf.PluginOption{Name: PluginName})
 	if err := ssn.Allocatable(ssn.Queues["q3"], qt.Task(ssn, "pod6")); err == nil || err.Error() != "queue q3 is Closed, not Open" {
 		t.Errorf("a Closed queue: %v, want it to refuse the task as Closed", err)
 	}
@@ -113,39 +108,39 @@ func TestDeserved(t *testing.T) {
 		{
 			name: "what a small queue cannot use goes to the others",
 			queues: []queue{
-				{name: "a", weight: 1, request: qt.List("cpu=6", "memory=6Gi")},
-				{name: "b", weight: 3, request: qt.List("cpu=2", "memory=2Gi")},
+				{name: "a", weight: 1, request: st.Resources("6", "6Gi")},
+				{name: "b", weight: 3, request: st.Resources("2", "2Gi")},
 			},
-			want: map[string]*api.Resource{"a": res("cpu=6", "memory=6Gi", "pods=1"), "b": res("cpu=2", "memory=2Gi", "pods=1")},
+			want: map[string]*api.Resource{"a": api.NewResource(st.Resources("6", "6Gi", "pods", "1")), "b": api.NewResource(st.Resources("2", "2Gi", "pods", "1"))},
 		},
 		{
 			name: "weights divide what both want",
 			queues: []queue{
-				{name: "a", weight: 1, request: qt.List("cpu=8", "memory=8Gi")},
-				{name: "b", weight: 3, request: qt.List("cpu=8", "memory=8Gi")},
+				{name: "a", weight: 1, request: st.Resources("8", "8Gi")},
+				{name: "b", weight: 3, request: st.Resources("8", "8Gi")},
 			},
-			want: map[string]*api.Resource{"a": res("cpu=2", "memory=2Gi", "pods=1"), "b": res("cpu=6", "memory=6Gi", "pods=1")},
+			want: map[string]*api.Resource{"a": api.NewResource(st.Resources("2", "2Gi", "pods", "1")), "b": api.NewResource(st.Resources("6", "6Gi", "pods", "1"))},
 		},
 		{
 			name: "capability caps a queue and the rest goes to the other",
 			queues: []queue{
-				{name: "a", weight: 1, capabilty: qt.List("cpu=1"), request: qt.List("cpu=8", "memory=1Gi")},
-				{name: "b", weight: 1, request: qt.List("cpu=8", "memory=1Gi")},
+				{name: "a", weight: 1, capabilty: st.Resources("1", ""), request: st.Resources("8", "1Gi")},
+				{name: "b", weight: 1, request: st.Resources("8", "1Gi")},
 			},
-			want: map[string]*api.Resource{"a": res("cpu=1", "memory=1Gi", "pods=1"), "b": res("cpu=7", "memory=1Gi", "pods=1")},
+			want: map[string]*api.Resource{"a": api.NewResource(st.Resources("1", "1Gi", "pods", "1")), "b": api.NewResource(st.Resources("7", "1Gi", "pods", "1"))},
 		},
 		{
 			name: "a guarantee is deserved even unrequested, and others' real capability leaves it out",
 			queues: []queue{
-				{name: "a", weight: 1, request: qt.List("cpu=8", "memory=1Gi")},
-				{name: "b", weight: 1, guarantee: qt.List("cpu=4"), request: qt.List("cpu=1", "memory=1Gi")},
+				{name: "a", weight: 1, request: st.Resources("8", "1Gi")},
+				{name: "b", weight: 1, guarantee: st.Resources("4", ""), request: st.Resources("1", "1Gi")},
 			},
-			want: map[string]*api.Resource{"a": res("cpu=4", "memory=1Gi", "pods=1"), "b": res("cpu=4", "memory=1Gi", "pods=1")},
+			want: map[string]*api.Resource{"a": api.NewResource(st.Resources("4", "1Gi", "pods", "1")), "b": api.NewResource(st.Resources("4", "1Gi", "pods", "1"))},
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cluster := qt.Cluster{Nodes: []*corev1.Node{qt.Node("n1", qt.List("cpu=8", "memory=8Gi"))}}
+			cluster := frameworktest.Objects{Nodes: []*corev1.Node{st.Node("n1", st.Resources("8", "8Gi")).Obj()}}
 			for _, q := range tc.queues {
 				queue := qt.Queue(q.name, q.capabilty)
 				queue.Spec.Weight = q.weight
@@ -154,7 +149,7 @@ func TestDeserved(t *testing.T) {
 				cluster.PodGroups = append(cluster.PodGroups, qt.PodGroup("pg-"+q.name, q.name, 1, nil, schedulingv1beta1.PodGroupInqueue))
 				cluster.Pods = append(cluster.Pods, qt.Pod("pod-"+q.name, "pg-"+q.name, "", q.request))
 			}
-			ssn := openSession(t, &qt.Cache{Cluster: cluster})
+			ssn := frameworktest.OpenSession(t, &frameworktest.Cache{Snap: cluster.ClusterInfo()}, qt.Actions, builders, conf.PluginOption{Name: PluginName})
 			ledger := quota.NewLedger(ssn)
 			divideByWeight(ledger)
 			for name, want := range tc.want {
@@ -174,8 +169,8 @@ func TestAllocationsKeepAccountsCurrent(t *testing.T) {
 		q.Spec.Priority = priority
 		return q
 	}
-	cluster := qt.Cluster{
-		Nodes:  []*corev1.Node{qt.Node("n1", qt.List("cpu=8", "memory=8Gi"))},
+	cluster := frameworktest.Objects{
+		Nodes:  []*corev1.Node{st.Node("n1", st.Resources("8", "8Gi")).Obj()},
 		Queues: []*schedulingv1beta1.Queue{queue("busy", 0), queue("quiet", 0), queue("urgent", 1)},
 		PodGroups: []*schedulingv1beta1.PodGroup{
 			qt.PodGroup("busy", "busy", 2, nil, schedulingv1beta1.PodGroupInqueue),
@@ -183,13 +178,13 @@ func TestAllocationsKeepAccountsCurrent(t *testing.T) {
 			qt.PodGroup("urgent", "urgent", 1, nil, schedulingv1beta1.PodGroupInqueue),
 		},
 		Pods: []*corev1.Pod{
-			qt.Pod("busy-0", "busy", "", qt.List("cpu=1", "memory=1Gi")),
-			qt.Pod("busy-1", "busy", "", qt.List("cpu=1", "memory=1Gi")),
-			qt.Pod("quiet-0", "quiet", "", qt.List("cpu=1", "memory=1Gi")),
-			qt.Pod("urgent-0", "urgent", "", qt.List("cpu=4", "memory=4Gi")),
+			qt.Pod("busy-0", "busy", "", st.Resources("1", "1Gi")),
+			qt.Pod("busy-1", "busy", "", st.Resources("1", "1Gi")),
+			qt.Pod("quiet-0", "quiet", "", st.Resources("1", "1Gi")),
+			qt.Pod("urgent-0", "urgent", "", st.Resources("4", "4Gi")),
 		},
 	}
-	ssn := openSession(t, &qt.Cache{Cluster: cluster})
+	ssn := frameworktest.OpenSession(t, &frameworktest.Cache{Snap: cluster.ClusterInfo()}, qt.Actions, builders, conf.PluginOption{Name: PluginName})
 	busy, quiet, urgent := ssn.Queues["busy"], ssn.Queues["quiet"], ssn.Queues["urgent"]
 	check := func(when string, wantBusyOverused, wantBusyFirst bool) {
 		t.Helper()

@@ -1,6 +1,8 @@
-// Package st builds the Kubernetes and Volcano objects unit tests start from: pods, nodes,
-// PodGroups and queues, step by step (MakePod().Namespace("ns").Name("p").Obj()). It imports
-// nothing of this module, so any package's tests can use it, the scheduler API's included.
+// Package st holds the Kubernetes side of the tests' doubles: builders of the objects unit
+// tests start from (pods, nodes, PodGroups and queues, step by step:
+// MakePod().Namespace("ns").Name("p").Obj()) and an EventRecorder that keeps what it is given.
+// It imports nothing of this module, so any package's tests can use it, the scheduler API's
+// included.
 package st
 
 import (
@@ -48,6 +50,13 @@ type PodWrapper struct{ corev1.Pod }
 // MakePod is a Pending pod with no containers.
 func MakePod() *PodWrapper {
 	return &PodWrapper{corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending}}}
+}
+
+// Pod is the pod most tests start from: Pending, ns/name (UID uid-name, resource version 1),
+// for this scheduler ("volcano"), with one container requesting cpu and memory ("" for none).
+func Pod(name, cpu, memory string) *PodWrapper {
+	return MakePod().Namespace("ns").UID("uid-" + name).Name(name).ResourceVersion("1").SchedulerName("volcano").
+		Container(Resources(cpu, memory))
 }
 
 // Obj returns the pod built.
@@ -106,6 +115,14 @@ func (w *PodWrapper) Container(requests corev1.ResourceList) *PodWrapper {
 // Containers adds the containers as they are.
 func (w *PodWrapper) Containers(cs ...corev1.Container) *PodWrapper {
 	w.Spec.Containers = append(w.Spec.Containers, cs...)
+	return w
+}
+
+// HostPort adds container port 80, published on the host's port (ip "": every address, proto
+// "": TCP), to the first container.
+func (w *PodWrapper) HostPort(port int32, proto corev1.Protocol, ip string) *PodWrapper {
+	c := &w.Spec.Containers[0]
+	c.Ports = append(c.Ports, corev1.ContainerPort{ContainerPort: 80, HostPort: port, Protocol: proto, HostIP: ip})
 	return w
 }
 
@@ -183,6 +200,16 @@ type NodeWrapper struct{ corev1.Node }
 
 // MakeNode is a node with nothing allocatable.
 func MakeNode() *NodeWrapper { return &NodeWrapper{} }
+
+// Node is the node most tests start from: allocatable and capacity a copy of the list, which
+// holds 110 pods unless it says otherwise.
+func Node(name string, allocatable corev1.ResourceList) *NodeWrapper {
+	list := allocatable.DeepCopy()
+	if _, ok := list[corev1.ResourcePods]; !ok {
+		list[corev1.ResourcePods] = resource.MustParse("110")
+	}
+	return MakeNode().Name(name).Allocatable(list).Capacity(list)
+}
 
 // Obj returns the node built.
 func (w *NodeWrapper) Obj() *corev1.Node { return &w.Node }

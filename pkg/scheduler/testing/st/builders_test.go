@@ -76,6 +76,35 @@ func TestMakePod(t *testing.T) {
 	}
 }
 
+func TestPod(t *testing.T) {
+	got := Pod("p", "1", "").HostPort(8080, corev1.ProtocolUDP, "10.0.0.1").Obj()
+	want := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "uid-p", ResourceVersion: "1"},
+		Spec: corev1.PodSpec{SchedulerName: "volcano", Containers: []corev1.Container{{Name: "c",
+			Resources: corev1.ResourceRequirements{Requests: Resources("1", "")},
+			Ports:     []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080, Protocol: corev1.ProtocolUDP, HostIP: "10.0.0.1"}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending},
+	}
+	if !cmp.Equal(got, want) {
+		t.Errorf("pod (-want +got):\n%s", cmp.Diff(want, got))
+	}
+}
+
+// Node copies the list it is given and adds 110 pods unless the list has a pod count.
+func TestNode(t *testing.T) {
+	list := Resources("4", "")
+	got := Node("n", list).Obj()
+	if want := Resources("4", "", "pods", "110"); !cmp.Equal(got.Status.Allocatable, want) || !cmp.Equal(got.Status.Capacity, want) {
+		t.Errorf("allocatable %v, capacity %v, want %v", got.Status.Allocatable, got.Status.Capacity, want)
+	}
+	if len(list) != 1 {
+		t.Errorf("Node changed the list it was given: %v", list)
+	}
+	if got := Node("n", Resources("", "", "pods", "3")).Obj().Status.Allocatable; !cmp.Equal(got, Resources("", "", "pods", "3")) {
+		t.Errorf("allocatable %v, want the 3 pods given", got)
+	}
+}
+
 func TestMakeNode(t *testing.T) {
 	alloc, capacity := Resources("4", "8Gi"), Resources("8", "")
 	taint := corev1.Taint{Key: "k", Effect: corev1.TaintEffectNoSchedule}
@@ -91,6 +120,20 @@ func TestMakeNode(t *testing.T) {
 	}
 	if got := MakeNode().Allocatable(alloc).Obj(); got.Status.Capacity != nil {
 		t.Errorf("Allocatable set capacity %v", got.Status.Capacity)
+	}
+}
+
+func TestEventLog(t *testing.T) {
+	var l EventLog
+	l.Eventf(MakePod().Namespace("ns").Name("p").Obj(), corev1.EventTypeWarning, "Evict", "by %s", "q")
+	l.AnnotatedEventf(MakeQueue().Name("q").Obj(), nil, corev1.EventTypeNormal, "Open", "now")
+	l.Event(&corev1.PodList{}, corev1.EventTypeNormal, "Listed", "all")
+	want := []string{"Pod ns/p Warning Evict: by q", "Queue /q Normal Open: now", "*v1.PodList Normal Listed: all"}
+	if got := l.Take(); !cmp.Equal(got, want) {
+		t.Errorf("events (-want +got):\n%s", cmp.Diff(want, got))
+	}
+	if got := l.Take(); got != nil {
+		t.Errorf("second Take = %q, want none", got)
 	}
 }
 
