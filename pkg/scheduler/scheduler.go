@@ -25,7 +25,24 @@ type Scheduler struct {
 	arrivals <-chan struct{}
 	// queueStatusAt is when the last cycle that summed the queues' allocation started.
 	queueStatusAt time.Time
+	// settled holds what the last quiet cycle saw (the cache's change count and the
+	// configuration), and when the last cycle ran; queueStatusOwed: a cycle since the last
+	// queue summing may have changed the queues' allocation.
+	settled         settledState
+	lastRun         time.Time
+	queueStatusOwed bool
 }
+
+// settledState is a quiet cycle's view: nothing has happened since while both stay the same.
+type settledState struct {
+	valid   bool
+	changes uint64
+	config  *conf.SchedulerConfiguration
+}
+
+// settledRunEvery bounds how long cycles are skipped while nothing changes: a full cycle
+// still runs this often, for what depends on time alone (a dangling pod's report).
+const settledRunEvery = 10 * time.Second
 
 // New builds a scheduler. config is read at the start of every cycle (a hot-reloaded file
 // applies from the next cycle).
@@ -84,10 +101,25 @@ func (s *Scheduler) waitForNext(ctx context.Context, took time.Duration) bool {
 // fifth of the period.
 const minGapDivisor = 5
 
-// RunOnce is one scheduling cycle.
+// RunOnce is one scheduling cycle. A cycle with nothing to do is skipped, costing nothing
+// but a check (and counted in the cycle latency metric as upstream's idle cycle is): the cache
+// has seen no change since a quiet cycle, under the same configuration, with the queues'
+// allocation written since; at 50,000 bound pods a full cycle's snapshot alone takes a
+// few hundred milliseconds.
 func (s *Scheduler) RunOnce() {
 	start := time.Now()
 	cfg := s.config()
+	counter, counts := s.cache.(framework.ChangeCounter)
+	if counts && s.settled.valid && s.settled.config == cfg && !s.queueStatusOwed &&
+		start.Sub(s.lastRun) < settledRunEvery && counter.Changes() == s.settled.changes {
+		metrics.E2ESchedulingLatency.Observe(metrics.Since(start))
+		return
+	}
+	var changes uint64
+	if counts {
+		changes = counter.Changes() // before the snapshot: a change it may miss is counted after
+	}
+	s.lastRun = start
 	ssn := framework.OpenSession(s.cache, cfg, s.registry)
 	// Summing every queue's allocation walks every task: once a period is enough, as
 	// upstream does, however many cycles arriving work brings about in between.
@@ -105,6 +137,9 @@ func (s *Scheduler) RunOnce() {
 		metrics.ActionLatency.WithLabelValues(name).Observe(metrics.Since(t))
 	}
 	framework.CloseSession(ssn)
+	// A cycle runs because something changed, which may change the queues' allocation.
+	s.queueStatusOwed = ssn.SkipQueueStatus
+	s.settled = settledState{valid: ssn.Quiet, changes: changes, config: cfg}
 	metrics.E2ESchedulingLatency.Observe(metrics.Since(start))
 	klog.V(4).InfoS("Scheduling cycle done", "session", ssn.UID, "jobs", len(ssn.Jobs), "nodes", len(ssn.NodeList), "duration", time.Since(start))
 }

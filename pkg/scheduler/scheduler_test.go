@@ -2,12 +2,17 @@ package scheduler
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 // Work arriving starts a cycle before the period is out: a fifth of the period after the
@@ -38,4 +43,48 @@ func TestArrivalStartsACycle(t *testing.T) {
 		arrivals <- struct{}{}
 		waitFor(want)
 	}
+}
+
+// countingCache is a fake cache that counts its changes as the real one does.
+type countingCache struct {
+	frameworktest.Cache
+	changes atomic.Uint64
+}
+
+func (c *countingCache) Changes() uint64 { return c.changes.Load() }
+
+// A cycle with nothing to do is skipped while the cache reports no change, under the same
+// configuration, once the queues' allocation has been summed since the last change; a
+// pending pod keeps every cycle running.
+func TestQuietCyclesAreSkipped(t *testing.T) {
+	cfg := &conf.SchedulerConfiguration{}
+	c := &countingCache{}
+	s := New(c, func() *conf.SchedulerConfiguration { return cfg }, framework.NewRegistry(), time.Hour)
+	cycles := func(want int32, why string) {
+		t.Helper()
+		s.RunOnce()
+		if got := c.Snapshots.Load(); got != want {
+			t.Errorf("%s: %d cycles ran, want %d", why, got, want)
+		}
+	}
+	cycles(1, "the first cycle")
+	cycles(1, "nothing changed since a quiet cycle")
+	c.changes.Add(1)
+	cycles(2, "the cache changed")
+	cycles(3, "the queues' allocation not summed since the change") // within the hour's period
+	s.queueStatusAt = time.Time{}
+	cycles(4, "the queues summed")
+	cycles(4, "quiet again")
+	cfg = &conf.SchedulerConfiguration{}
+	s.queueStatusAt = time.Time{}
+	cycles(5, "a new configuration")
+	cycles(5, "quiet under it")
+
+	c.Snap = frameworktest.ClusterOf(nil, frameworktest.JobOf(
+		&schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pg"}, Spec: schedulingv1beta1.PodGroupSpec{MinMember: 1}},
+		st.Pod("p", "1", "").Group("pg").Obj()))
+	c.changes.Add(1)
+	s.queueStatusAt = time.Time{}
+	cycles(6, "a pod arrived")
+	cycles(7, "the pod still waits for a node")
 }

@@ -21,6 +21,7 @@ import (
 // the Binding. It refuses a task the cache no longer holds as Pending, a node it does not
 // know, and a node whose idle resources cannot take the task.
 func (sc *SchedulerCache) Bind(task *api.TaskInfo) error {
+	defer sc.changed()
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	cur := sc.tasks[task.UID]
@@ -167,6 +168,7 @@ func (sc *SchedulerCache) bindFailed(ref podRef, pod *corev1.Pod, node string, e
 		sc.nodeChanged(node)
 	}
 	sc.mu.Unlock()
+	sc.changed()
 	sc.resyncs.AddRateLimited(ref)
 }
 
@@ -186,6 +188,7 @@ func (sc *SchedulerCache) processNextResync(ctx context.Context) bool {
 	}
 	sc.resyncs.Forget(ref)
 
+	defer sc.changed()
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	t := sc.tasks[ref.UID]

@@ -342,3 +342,44 @@ func TestBindWorkers(t *testing.T) {
 		}
 	}
 }
+
+// The cache counts what it is told once it is applied: the informers' events for what it
+// keeps (not another scheduler's pod), a bind, and the bound pod coming back.
+func TestChangesCountWhatTheCacheTakes(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	env := newTestEnv(t, Options{})
+	mustCreate(t, env.kube.Tracker().Add(st.Node("n1", st.Resources("64", "")).Obj()))
+	mustCreate(t, env.vc.Tracker().Add(newQueue("default")))
+	mustCreate(t, env.vc.Tracker().Add(newPodGroup("pg1", "", 1)))
+	env.sc.Run(ctx)
+	if !env.sc.WaitForCacheSync(ctx) {
+		t.Fatal("cache did not sync")
+	}
+	synced := env.sc.Changes()
+	if synced < 3 {
+		t.Errorf("%d changes after the first lists of a node, a queue and a PodGroup, want at least 3", synced)
+	}
+	// The informer delivers in order: once p1 is counted, the other pod has been passed over.
+	mustCreate(t, env.kube.Tracker().Add(st.Pod("other", "1", "").SchedulerName("someone-else").Obj()))
+	mustCreate(t, env.kube.Tracker().Add(st.Pod("p1", "1", "").Group("pg1").Obj()))
+	err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		job := env.sc.Snapshot().Jobs["ns/pg1"]
+		return job != nil && len(job.Tasks) == 1 && env.sc.Changes() > synced, nil
+	})
+	if err != nil {
+		t.Fatalf("the cache has not taken p1 (changes %d)", env.sc.Changes())
+	}
+	added := env.sc.Changes()
+	if added != synced+1 {
+		t.Errorf("%d changes for two pods added, one of them another scheduler's; want 1", added-synced)
+	}
+	task := taskNamed(t, sessionJob(t, env.sc, "ns/pg1"), "p1")
+	task.NodeName = "n1"
+	if err := env.sc.Bind(task); err != nil {
+		t.Fatal(err)
+	}
+	if env.sc.Changes() != added+1 {
+		t.Errorf("%d changes for a bind, want 1", env.sc.Changes()-added)
+	}
+}

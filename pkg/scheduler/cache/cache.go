@@ -55,6 +55,8 @@ type SchedulerCache struct {
 	// handedBack counts them.
 	handingBack atomic.Bool
 	handedBack  atomic.Int64
+	// changes counts what the cache has been told, each counted once applied (Changes).
+	changes atomic.Uint64
 
 	// binds holds pods whose placement Bind accepted, for the bind workers.
 	binds workqueue.TypedInterface[podRef]
@@ -254,3 +256,11 @@ func (sc *SchedulerCache) Synced() bool {
 	}
 	return true
 }
+
+// Changes implements framework.ChangeCounter: informer events the cache took, binds,
+// evictions and their failures, re-reads after a failed bind, and device rederivations.
+func (sc *SchedulerCache) Changes() uint64 { return sc.changes.Load() }
+
+// changed counts one change; called once it is applied and mu released, so that a snapshot
+// taken meanwhile is never counted as having seen it.
+func (sc *SchedulerCache) changed() { sc.changes.Add(1) }

@@ -30,6 +30,7 @@ type DeviceDeriver interface {
 
 // AddDeviceDeriver registers a deriver and derives the state of the nodes already known.
 func (sc *SchedulerCache) AddDeviceDeriver(d DeviceDeriver) {
+	defer sc.changed()
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	sc.derivers = append(sc.derivers, d)
@@ -66,6 +67,7 @@ func (sc *SchedulerCache) claim(d DeviceDeriver, node *corev1.Node) {
 // RederiveDevices has the device state of every node derived again, for a change that no
 // node or pod event shows: the device configuration renaming the vGPU resources.
 func (sc *SchedulerCache) RederiveDevices() {
+	defer sc.changed()
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	for name := range sc.nodes {

@@ -50,7 +50,14 @@ func (sc *SchedulerCache) addEventHandlers(priorityClasses bool) error {
 		}})
 	}
 	for _, h := range handlers {
-		reg, err := h.informer.AddEventHandler(h.handler)
+		handler := h.handler
+		if f, ok := handler.(toolscache.FilteringResourceEventHandler); ok {
+			f.Handler = counted{f.Handler, sc.changed} // count only what the cache takes
+			handler = f
+		} else {
+			handler = counted{handler, sc.changed}
+		}
+		reg, err := h.informer.AddEventHandler(handler)
 		if err != nil {
 			return fmt.Errorf("watch %s: %w", h.what, err)
 		}
@@ -65,6 +72,16 @@ type watch struct {
 	informer toolscache.SharedIndexInformer
 	handler  toolscache.ResourceEventHandler
 }
+
+// counted passes events on to the cache's handler and counts each one once it is applied.
+type counted struct {
+	handler toolscache.ResourceEventHandler
+	changed func()
+}
+
+func (c counted) OnAdd(obj any, initial bool) { c.handler.OnAdd(obj, initial); c.changed() }
+func (c counted) OnUpdate(old, cur any)       { c.handler.OnUpdate(old, cur); c.changed() }
+func (c counted) OnDelete(obj any)            { c.handler.OnDelete(obj); c.changed() }
 
 // unwrap returns the object of a delete event, which may be a tombstone.
 func unwrap[T any](obj any) (T, bool) {

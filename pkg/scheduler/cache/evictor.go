@@ -28,6 +28,7 @@ const (
 // preemptor takes it as a victim again; an evict worker then marks the pod and deletes it. It
 // refuses a task the cache no longer holds as Running or Bound.
 func (sc *SchedulerCache) Evict(task *api.TaskInfo, reason string) error {
+	defer sc.changed()
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	cur := sc.tasks[task.UID]
@@ -82,6 +83,7 @@ func (sc *SchedulerCache) processNextEvict(ctx context.Context) bool {
 			sc.setPod(t.Pod)
 		}
 		sc.mu.Unlock()
+		sc.changed()
 		return true
 	}
 	klog.V(3).InfoS("Evicted pod", "pod", klog.KObj(pod), "reason", reason)

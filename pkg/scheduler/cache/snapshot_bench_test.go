@@ -3,8 +3,14 @@ package cache
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
@@ -33,5 +39,43 @@ func BenchmarkSnapshot(b *testing.B) {
 		if snap := env.sc.Snapshot(); len(snap.Jobs) != 1250 || len(snap.NodeList) != 1000 {
 			b.Fatalf("snapshot has %d jobs and %d nodes", len(snap.Jobs), len(snap.NodeList))
 		}
+	}
+}
+
+// BenchmarkIdleCycle: a scheduler cycle over 5,000 nodes and 50,000 bound, running pods in
+// gangs of 8 with nothing pending (volcano-sh/volcano #5819's scale), when nothing changed
+// since the last cycle (skipped) and when one pod event arrived before each (a full cycle:
+// snapshot, session, close).
+func BenchmarkIdleCycle(b *testing.B) {
+	env := newTestEnv(b, Options{})
+	env.sc.onQueueSet(newQueue("default"))
+	const nodes, gangs = 5000, 6250
+	for i := range nodes {
+		env.sc.onNodeSet(st.Node(fmt.Sprintf("n%04d", i), st.Resources("64", "")).Obj())
+	}
+	for g := range gangs {
+		group := fmt.Sprintf("pg%04d", g)
+		pg := newPodGroup(group, "", 8)
+		pg.Status.Phase = schedulingv1beta1.PodGroupRunning
+		pg.Status.Running = 8
+		env.sc.onPodGroupSet(pg)
+		for i := range 8 {
+			env.sc.onPodAdd(st.Pod(fmt.Sprintf("%s-w-%d", group, i), "1", "").Group(group).
+				Node(fmt.Sprintf("n%04d", (g*8+i)%nodes)).Phase(corev1.PodRunning).Obj())
+		}
+	}
+	cfg := &conf.SchedulerConfiguration{}
+	s := scheduler.New(env.sc, func() *conf.SchedulerConfiguration { return cfg }, framework.NewRegistry(), time.Hour)
+	s.RunOnce()
+	s.RunOnce() // the queues summed in the first; nothing owed
+	for _, changed := range []bool{false, true} {
+		b.Run(fmt.Sprintf("changed=%v", changed), func(b *testing.B) {
+			for b.Loop() {
+				if changed {
+					env.sc.changed()
+				}
+				s.RunOnce()
+			}
+		})
 	}
 }

@@ -37,6 +37,14 @@ type Cache interface {
 	RecordJobEvent(job *api.JobInfo, eventType, reason, message string)
 }
 
+// ChangeCounter is a Cache that counts the changes it is told of (informer events, binds,
+// evictions and their failures, device rederivations), so that the scheduler can skip a
+// cycle when nothing changed since a quiet one (Session.Quiet).
+type ChangeCounter interface {
+	// Changes is the count so far; it only grows, and grows after a change is applied.
+	Changes() uint64
+}
+
 // Session is one scheduling cycle over a private copy of the cluster.
 type Session struct {
 	UID   types.UID
@@ -64,6 +72,9 @@ type Session struct {
 	// SkipQueueStatus leaves the queues' status.allocated to a later session: set for cycles
 	// that follow the last one that wrote it by less than a period (see Scheduler).
 	SkipQueueStatus bool
+	// Quiet is set by CloseSession when the session left no task waiting for a node and
+	// changed no PodGroup's status: the same snapshot would make the next cycle do nothing.
+	Quiet bool
 }
 
 // OpenSession snapshots the cache and opens every configured plugin, in tier order.
@@ -113,12 +124,17 @@ func CloseSession(ssn *Session) {
 		p.OnSessionClose(ssn)
 		metrics.ObservePlugin(p.Name(), metrics.OnSessionClose, start)
 	}
+	ssn.Quiet = true
 	for _, job := range ssn.Jobs {
 		if job.PodGroup == nil {
 			continue
 		}
 		ssn.updateJobPhase(job)
-		ssn.cache.UpdateJobStatus(job, podGroupStatusChanged(job.PodGroup.Status, job.Status))
+		changed := podGroupStatusChanged(job.PodGroup.Status, job.Status)
+		ssn.cache.UpdateJobStatus(job, changed)
+		if changed || job.TaskCount(api.Pending)+job.TaskCount(api.Pipelined)+job.TaskCount(api.Allocated) > 0 {
+			ssn.Quiet = false
+		}
 	}
 	if !ssn.SkipQueueStatus {
 		ssn.updateQueueStatus()
