@@ -11,6 +11,12 @@
 #   hack/bench-e2e.sh tiny     one small size with checks, as make test runs it: fails unless
 #                              vc-scheduler bound every pod without overbooking a GPU
 #   hack/bench-e2e.sh preempt  the preemption benchmark alone
+#   hack/bench-e2e.sh restart  the restart benchmark (benche2e restart): BENCH_RESTART_NODES
+#                              kwok nodes (default 2,000; 10 bound vGPU pods each) filled, the
+#                              scheduler killed and started again while a gang waits: time to
+#                              ready, first cycle and first bind, peak RSS, the API requests on
+#                              start; restart.json and restart.md, failing if a GPU was ever
+#                              over capacity or the first bind took over 10 s
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -28,6 +34,11 @@ preempt() {
 }
 if [ "${1:-}" = preempt ]; then
   preempt
+  exit
+fi
+if [ "${1:-}" = restart ]; then
+  "$BIN/benche2e" restart --nodes "${BENCH_RESTART_NODES:-2000}" --out "$out" --check
+  log "wrote $out/restart.json and restart.md"
   exit
 fi
 "$BIN/benche2e" --sizes "${BENCH_E2E_SIZES:-100,500,1000}" --out "$out" --profile

@@ -7,10 +7,12 @@
 // server and of the scheduler, the scheduler's peak RSS, the placement), and writes JSON, a
 // markdown table and a PNG plot.
 //
-// The preempt subcommand is the preemption benchmark on the same pieces (preempt.go).
+// The preempt subcommand is the preemption benchmark on the same pieces (preempt.go), and
+// the restart subcommand the restart benchmark (restart.go).
 //
 //	go run ./test/benche2e --sizes 100,500,1000
 //	go run ./test/benche2e preempt --nodes 100
+//	go run ./test/benche2e restart --nodes 2000
 //	go run ./test/benche2e binder --kubeconfig K --scheduler-name S   (the baseline, as a child)
 package main
 
@@ -82,6 +84,18 @@ func main() {
 			exitOn(fmt.Errorf("--nodes %d: want at least 1", *nodes))
 		}
 		exitOn(runPreempt(ctx, o, *nodes))
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "restart" {
+		fs := flag.NewFlagSet("restart", flag.ExitOnError)
+		o := options{}
+		o.register(fs, "gpu-mix.yaml")
+		nodes := fs.Int("nodes", 2000, "kwok GPU nodes; the workload's pods per node scale with it")
+		_ = fs.Parse(os.Args[2:])
+		if *nodes < 1 {
+			exitOn(fmt.Errorf("--nodes %d: want at least 1", *nodes))
+		}
+		exitOn(runRestart(ctx, o, *nodes))
 		return
 	}
 	o := options{}

@@ -130,6 +130,19 @@ func (w *bindWatcher) latencies() (first time.Time, fromCreate, fromComplete []t
 	return first, fromCreate, fromComplete
 }
 
+// firstBind is when the first pod was seen bound; zero before.
+func (w *bindWatcher) firstBind() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var first time.Time
+	for _, b := range w.bound {
+		if first.IsZero() || b.Before(first) {
+			first = b
+		}
+	}
+	return first
+}
+
 func (w *bindWatcher) boundPods() []*corev1.Pod {
 	w.mu.Lock()
 	defer w.mu.Unlock()

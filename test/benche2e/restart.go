@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+)
+
+// The restart benchmark (benche2e restart): vc-scheduler with the chart's configuration fills
+// kwok GPU nodes with the workload's vGPU gangs (set-up, timed), is killed (SIGKILL, as a
+// crash or an OOM kill), and is started again while a new gang waits. It measures, from the
+// second start: the time to ready (/healthz), to its first cycle, and to the new gang's first
+// bind; its peak RSS then; and the API requests it made until then by method (client-go's
+// rest_client_requests_total: a start that lists and watches makes a handful of GETs, one that
+// reads objects one by one makes thousands). One watch of every pod judges the GPUs' ledger
+// across the restart: no GPU may ever hold more than it has.
+
+// Namespaces of the fill and of the gang that waits for the restart.
+const (
+	restartNamespaces = "bench-restart-"
+	restartFill       = restartNamespaces + "fill"
+	restartProbe      = restartNamespaces + "probe"
+)
+
+// restartReport is one run of the restart benchmark.
+type restartReport struct {
+	Workload string `json:"workload"`
+	Date     string `json:"date"`
+	Host     string `json:"host"`
+	Nodes    int    `json:"nodes"`
+	GPUs     int    `json:"gpus"`
+	// The fill, before the kill.
+	FillPods int   `json:"fillPods"`
+	Fill     binds `json:"fill"`
+	// From the second start.
+	ReadySeconds      float64 `json:"readySeconds"`
+	FirstCycleSeconds float64 `json:"firstCycleSeconds"`
+	FirstBindSeconds  float64 `json:"firstBindSeconds"`
+	ProbePods         int     `json:"probePods"`
+	PeakRSSMiB        float64 `json:"peakRSSMiB"`
+	// StartRequests is the API requests made from the second start to the first bind, by HTTP
+	// method.
+	StartRequests map[string]float64 `json:"startRequests"`
+	// GPUsEverOver must be 0; Unassigned (bound pods without an assignment) too.
+	GPUsEverOver int      `json:"gpusEverOver"`
+	OverExamples []string `json:"overExamples,omitempty"`
+	Unassigned   int      `json:"unassigned"`
+}
+
+// runRestart runs the restart benchmark once on nodes nodes and removes what it created.
+func runRestart(ctx context.Context, o options, nodes int) (err error) {
+	w, cs, vc, err := prepare(ctx, o)
+	if err != nil {
+		return err
+	}
+	if err := deleteNodes(ctx, cs); err != nil {
+		return err
+	}
+	if err := waitNoNodes(ctx, cs); err != nil {
+		return err
+	}
+	defer func() {
+		cleanup := context.Background() // an interrupt ends ctx
+		for _, ns := range []string{restartFill, restartProbe} {
+			if e := cleanNamespace(cleanup, cs, vc, ns); e != nil && !apierrors.IsNotFound(e) && err == nil {
+				err = e
+			}
+		}
+		if !o.keepNodes {
+			if e := deleteNodes(cleanup, cs); e != nil && err == nil {
+				err = e
+			}
+		}
+	}()
+	if err := ensureNodes(ctx, cs, w, nodes); err != nil {
+		return err
+	}
+	s := schedulerBinaryRun(o, false)
+	first, err := startScheduler(ctx, vc, s)
+	if err != nil {
+		return err
+	}
+	defer first.stop()
+	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: benchNodeLabel + "=true"})
+	if err != nil {
+		return err
+	}
+	ledger, err := watchLedger(ctx, cs, s.schedulerName, list.Items)
+	if err != nil {
+		return err
+	}
+	defer ledger.stop()
+
+	rep := &restartReport{Workload: w.Name, Date: time.Now().UTC().Format(time.RFC3339), Host: hostDescription(),
+		Nodes: nodes, GPUs: nodes * w.Node.GPUs, FillPods: w.PodCount(nodes)}
+	klog.InfoS("Fill", "nodes", nodes, "pods", rep.FillPods)
+	if rep.Fill, err = runWave(ctx, cs, vc, o, w, s.schedulerName, restartFill, rep.FillPods); err != nil {
+		return err
+	}
+	if rep.Fill.Bound < rep.FillPods {
+		return fmt.Errorf("the fill: %d of %d pods bound; unbound: %s", rep.Fill.Bound, rep.FillPods,
+			strings.Join(unboundReasons(ctx, cs, restartFill, 5), "; "))
+	}
+	if err := waitPodGroupsRunning(ctx, vc, restartFill, podGroupSettle); err != nil {
+		klog.ErrorS(err, "The fill's PodGroup statuses not all written before the kill", "namespace", restartFill)
+	}
+	if err := first.cmd.Process.Kill(); err != nil {
+		return err
+	}
+	<-first.done
+
+	// The first job of the workload's mix waits for the restarted scheduler.
+	if err := createNamespace(ctx, cs, restartProbe); err != nil {
+		return err
+	}
+	watcher, err := watchBinds(ctx, cs, restartProbe)
+	if err != nil {
+		return err
+	}
+	defer watcher.stop()
+	probe := w.Jobs(restartProbe, s.schedulerName, w.PodCount(1))[:1]
+	for _, job := range probe {
+		rep.ProbePods += len(job.Pods)
+	}
+	if err := createJobs(ctx, cs, vc, w, probe, watcher); err != nil {
+		return err
+	}
+
+	klog.InfoS("Restart", "nodes", nodes, "boundPods", rep.FillPods)
+	start := time.Now()
+	second, err := startChild(s.args)
+	if err != nil {
+		return err
+	}
+	defer second.stop()
+	since := func() float64 { return time.Since(start).Seconds() }
+	if err := waitHTTP(ctx, "http://"+schedulerHealthz+"/healthz", func(string) bool { return true }); err != nil {
+		return fmt.Errorf("not ready after the restart: %w\n%s", err, second.log.tail(20))
+	}
+	rep.ReadySeconds = since()
+	cycled := func(page string) bool {
+		n := families(page)["volcano_e2e_scheduling_latency_milliseconds"]
+		return n != nil && len(n.GetMetric()) > 0 && n.GetMetric()[0].GetHistogram().GetSampleCount() > 0
+	}
+	if err := waitHTTP(ctx, "http://"+schedulerListen+"/metrics", cycled); err != nil {
+		return fmt.Errorf("no cycle after the restart: %w\n%s", err, second.log.tail(20))
+	}
+	rep.FirstCycleSeconds = since()
+	if err := poll(ctx, time.Minute, func() bool { return !watcher.firstBind().IsZero() }); err != nil {
+		return fmt.Errorf("the waiting gang was not bound after the restart: %w\n%s", err, second.log.tail(20))
+	}
+	rep.FirstBindSeconds = watcher.firstBind().Sub(start).Seconds()
+	sample, err := readProc(second.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	rep.PeakRSSMiB = float64(sample.peakRSS) / (1 << 20)
+	page, err := get(ctx, "http://"+schedulerListen+"/metrics")
+	if err != nil {
+		return err
+	}
+	rep.StartRequests = map[string]float64{}
+	for _, m := range families(page)["rest_client_requests_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "method" {
+				rep.StartRequests[l.GetValue()] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	watcher.waitAll(ctx, rep.ProbePods, o.stall)
+	if err := os.WriteFile(filepath.Join(o.out, "restart-vc-scheduler.log"), []byte(second.log.String()), 0o644); err != nil {
+		return err
+	}
+	seen := ledger.summary()
+	rep.GPUsEverOver, rep.Unassigned = len(seen.over), seen.unassigned
+	rep.OverExamples = seen.over[:min(5, len(seen.over))]
+	if err := rep.write(o.out); err != nil {
+		return err
+	}
+	fmt.Print(rep.markdown())
+	if o.check {
+		return rep.check()
+	}
+	return nil
+}
+
+// waitHTTP polls url until it answers 200 with a body ok accepts.
+func waitHTTP(ctx context.Context, url string, ok func(body string) bool) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		body, err := get(ctx, url)
+		last = err
+		return err == nil && ok(body), nil
+	})
+	if err != nil && last != nil {
+		return fmt.Errorf("%w (last: %v)", err, last)
+	}
+	return err
+}
+
+// get reads url's body; an answer other than 200 is an error.
+func get(ctx context.Context, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return string(body), nil
+}
+
+// families parses a Prometheus text page; nil where it cannot.
+func families(page string) map[string]*dto.MetricFamily {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	f, err := parser.TextToMetricFamilies(strings.NewReader(page))
+	if err != nil {
+		return nil
+	}
+	return f
+}
+
+// write saves restart.json and restart.md under dir.
+func (rep *restartReport) write(dir string) error {
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "restart.json"), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "restart.md"), []byte(rep.markdown()), 0o644)
+}
+
+func (rep *restartReport) markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Restart, workload %s, on %s (%s): vc-scheduler with the chart's configuration, killed and started again.\n\n", rep.Workload, rep.Host, rep.Date)
+	b.WriteString("| nodes / GPUs | bound pods (fill s) | start → ready / first cycle / first bind s | peak RSS MiB | API requests until the first bind | GPUs ever over capacity, unassigned |\n")
+	b.WriteString("|---|---|---|---|---|---|\n")
+	var requests []string
+	for _, method := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
+		if n := rep.StartRequests[method]; n > 0 {
+			requests = append(requests, fmt.Sprintf("%s %.0f", method, n))
+		}
+	}
+	fmt.Fprintf(&b, "| %d / %d | %d (%.0f) | %.2f / %.2f / %.2f | %.0f | %s | %d, %d |\n",
+		rep.Nodes, rep.GPUs, rep.Fill.Bound, rep.Fill.Seconds, rep.ReadySeconds, rep.FirstCycleSeconds, rep.FirstBindSeconds,
+		rep.PeakRSSMiB, strings.Join(requests, ", "), rep.GPUsEverOver, rep.Unassigned)
+	for _, o := range rep.OverExamples {
+		fmt.Fprintf(&b, "- over capacity: %s\n", o)
+	}
+	return b.String()
+}
+
+// check fails a run whose ledger was ever wrong, or whose first bind after the restart took
+// more than restartFirstBindTarget.
+func (rep *restartReport) check() error {
+	if rep.GPUsEverOver > 0 || rep.Unassigned > 0 || rep.FirstBindSeconds > restartFirstBindTarget.Seconds() {
+		return fmt.Errorf("restart on %d nodes: first bind %.2f s after the start (target %s), %d GPUs over capacity (%s), %d pods without an assignment",
+			rep.Nodes, rep.FirstBindSeconds, restartFirstBindTarget, rep.GPUsEverOver, strings.Join(rep.OverExamples, "; "), rep.Unassigned)
+	}
+	return nil
+}
+
+// restartFirstBindTarget is the issue's target at 5,000 nodes and 50,000 pods.
+const restartFirstBindTarget = 10 * time.Second
