@@ -20,6 +20,7 @@ type Scheduler struct {
 	cache    framework.Cache
 	config   func() *conf.SchedulerConfiguration
 	registry *framework.Registry
+	metrics  *metrics.Set
 	period   time.Duration
 	// arrivals, when set, reports newly schedulable work.
 	arrivals <-chan struct{}
@@ -28,9 +29,10 @@ type Scheduler struct {
 }
 
 // New builds a scheduler. config is read at the start of every cycle (a hot-reloaded file
-// applies from the next cycle).
-func New(cache framework.Cache, config func() *conf.SchedulerConfiguration, registry *framework.Registry, period time.Duration) *Scheduler {
-	return &Scheduler{cache: cache, config: config, registry: registry, period: period}
+// applies from the next cycle). Its cycles, and the sessions they open, record into m (nil:
+// nothing is recorded).
+func New(cache framework.Cache, config func() *conf.SchedulerConfiguration, registry *framework.Registry, m *metrics.Set, period time.Duration) *Scheduler {
+	return &Scheduler{cache: cache, config: config, registry: registry, metrics: m, period: period}
 }
 
 // WakeOn makes Run start a cycle before the period is out when arrivals reports newly
@@ -88,7 +90,7 @@ const minGapDivisor = 5
 func (s *Scheduler) RunOnce() {
 	start := time.Now()
 	cfg := s.config()
-	ssn := framework.OpenSession(s.cache, cfg, s.registry)
+	ssn := framework.OpenSession(s.cache, cfg, s.registry, s.metrics)
 	// Summing every queue's allocation walks every task: once a period is enough, as
 	// upstream does, however many cycles arriving work brings about in between.
 	ssn.SkipQueueStatus = start.Sub(s.queueStatusAt) < s.period
@@ -102,9 +104,9 @@ func (s *Scheduler) RunOnce() {
 		}
 		t := time.Now()
 		action.Execute(ssn)
-		metrics.ActionLatency.WithLabelValues(name).Observe(metrics.Since(t))
+		s.metrics.ObserveAction(name, t)
 	}
 	framework.CloseSession(ssn)
-	metrics.E2ESchedulingLatency.Observe(metrics.Since(start))
+	s.metrics.ObserveCycle(start)
 	klog.V(4).InfoS("Scheduling cycle done", "session", ssn.UID, "jobs", len(ssn.Jobs), "nodes", len(ssn.NodeList), "duration", time.Since(start))
 }

@@ -15,7 +15,7 @@ import (
 func TestArrivalStartsACycle(t *testing.T) {
 	const period = 3 * time.Second
 	c := &frameworktest.Cache{} // an empty cluster; one snapshot a cycle
-	s := New(c, func() *conf.SchedulerConfiguration { return &conf.SchedulerConfiguration{} }, framework.NewRegistry(), period)
+	s := New(c, func() *conf.SchedulerConfiguration { return &conf.SchedulerConfiguration{} }, framework.NewRegistry(), nil, period)
 	arrivals := make(chan struct{}, 1)
 	s.WakeOn(arrivals)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -37,5 +37,40 @@ func TestArrivalStartsACycle(t *testing.T) {
 	for want := int32(2); want <= 3; want++ {
 		arrivals <- struct{}{}
 		waitFor(want)
+	}
+}
+
+// noop is an action that does nothing.
+type noop struct{}
+
+func (noop) Name() string               { return "noop" }
+func (noop) Execute(*framework.Session) {}
+
+// A cycle records into the scheduler's metrics: the cycle's latency once, and each action's
+// under its name.
+func TestCycleMetrics(t *testing.T) {
+	m, reg := frameworktest.RegisteredMetrics()
+	registry := framework.NewRegistry()
+	registry.RegisterAction(noop{})
+	cfg := &conf.SchedulerConfiguration{Actions: "noop"}
+	New(&frameworktest.Cache{}, func() *conf.SchedulerConfiguration { return cfg }, registry, m, time.Second).RunOnce()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	observed := map[string]uint64{}
+	for _, f := range families {
+		for _, s := range f.Metric {
+			name := f.GetName()
+			for _, l := range s.Label {
+				name += " " + l.GetName() + "=" + l.GetValue()
+			}
+			observed[name] = s.GetHistogram().GetSampleCount()
+		}
+	}
+	for _, name := range []string{"volcano_e2e_scheduling_latency_milliseconds", "volcano_action_scheduling_latency_milliseconds action=noop"} {
+		if observed[name] != 1 {
+			t.Errorf("%s observed %d times, want once", name, observed[name])
+		}
 	}
 }

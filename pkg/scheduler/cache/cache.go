@@ -27,6 +27,7 @@ import (
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 )
 
 var _ framework.Cache = (*SchedulerCache)(nil)
@@ -48,7 +49,9 @@ type SchedulerCache struct {
 	synced []toolscache.InformerSynced
 
 	recorder record.EventRecorder
-	clock    clock.PassiveClock
+	// metrics records the binders' outcomes; nil records nothing.
+	metrics *metrics.Set
+	clock   clock.PassiveClock
 	// stopWorkers cancels the context of the bind, resync and status workers' API calls.
 	stopWorkers context.CancelFunc
 	// handingBack: Stop's time is up; binds and evictions not started are not sent, and
@@ -136,6 +139,7 @@ func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*
 		kubeInformers:  cfg.Informers,
 		vcInformers:    vcinformers.NewSharedInformerFactory(vc, cfg.ResyncPeriod),
 		recorder:       cfg.Recorder,
+		metrics:        cfg.Metrics,
 		clock:          clock.RealClock{},
 		binds:          workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[podRef]{Name: "bind"}),
 		evictions:      workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[podRef]{Name: "evict"}),
