@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -33,10 +32,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/cache"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/devicewatch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/deviceshare"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/volumes"
 )
 
 // configPollInterval: how often the configuration file is re-read. The kubelet refreshes a
@@ -116,31 +112,36 @@ func run(ctx context.Context, o *options) (err error) {
 		pipe.Shutdown(ctx)
 	}()
 	confEvents := newConfigEvents(pipe.Recorder(), o)
-	// The device ConfigMap's problems are recorded on the ConfigMap, by the recorder that
-	// reports the scheduler configuration's. devices is deviceshare's state for the life of
-	// the process; its sessions only read it.
-	devices := deviceshare.NewShared(devicewatch.NewSource(kube, confEvents.recorder))
-	served.MustRegister(devices.Collectors()...)
-	// kube-scheduler's volume plugins watch the storage objects, and the cache's pods and
-	// nodes, from the cache's informer factory, once a configuration asks for one of them.
-	kubeInformers := informers.NewSharedInformerFactory(kube, o.compat.resyncPeriod)
-	registry := newRegistryFor(allocate.Options{
+	registry := newClusterRegistry(allocate.Options{
 		MinimumFeasibleNodes:         int(o.minNodesToFind),
 		PercentageNodesToFind:        int(o.pctNodesToFind),
 		MinimumPercentageNodesToFind: int(o.minPctNodesFind),
-	}, devices, volumes.NewSource(ctx, kube, kubeInformers))
+	}, kube, pipe.Recorder())
+	// The plugins' components (watches, state their sessions share, metrics) live as long as
+	// the process, and are all run alike: collected from, started on the cache, and
+	// configured with every configuration put in force.
+	components := registry.Components()
+	for _, c := range components {
+		served.MustRegister(c.Collectors()...)
+	}
+	configure := func(cfg *conf.SchedulerConfiguration) {
+		for _, c := range components {
+			c.Configure(ctx, cfg)
+		}
+	}
 
 	sc, err := cache.New(ctx, cache.Options{
 		SchedulerNames: o.schedulerNames, DefaultQueue: o.defaultQueue, NodeSelector: o.nodeSelector,
 		ResyncPeriod: o.compat.resyncPeriod, PriorityClass: o.compat.priorityClass, Recorder: pipe.Recorder(),
-		Informers: kubeInformers, Metrics: recorded,
+		Metrics: recorded,
 	}, kube, vc)
 	if err != nil {
 		return err
 	}
-	sc.AddDeviceDeriver(devices.Deriver(pipe.Recorder()))
-	devices.OnChange(sc.RederiveDevices)
-	report := newConfigReport(confEvents, o.schedulerConf, func() int { return sc.NodesClaimedBy(deviceshare.PluginName) })
+	for _, c := range components {
+		c.Start(ctx, sc)
+	}
+	report := newConfigReport(confEvents, o.schedulerConf, sc.NodesClaimedBy)
 	served.MustRegister(report.Collectors()...)
 	config, err := loadConfig(o, registry, report)
 	if err != nil {
@@ -173,7 +174,7 @@ func run(ctx context.Context, o *options) (err error) {
 		go config.Run(ctx, configPollInterval, func(c *conf.SchedulerConfiguration) {
 			klog.InfoS("Scheduler configuration reloaded", "path", config.Path(), "actions", c.Actions)
 			report.Loaded(config.Skipped())
-			devices.Configure(ctx, c)
+			configure(c)
 		}, func(err error) {
 			report.Rejected(err, "the configuration in force")
 		})
@@ -182,7 +183,7 @@ func run(ctx context.Context, o *options) (err error) {
 	if config != nil {
 		current = config.Current
 	}
-	devices.Configure(ctx, current())
+	configure(current())
 	s := scheduler.New(sc, current, registry, recorded, o.schedulePeriod)
 	s.WakeOn(sc.Arrivals())
 

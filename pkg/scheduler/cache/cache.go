@@ -43,6 +43,8 @@ type SchedulerCache struct {
 	bindWorkers    int
 	statusWorkers  int
 
+	// kubeInformers holds the pod, node and PriorityClass informers, and those components add
+	// (Informers): Run starts them all and WaitForCacheSync waits for them all.
 	kubeInformers informers.SharedInformerFactory
 	vcInformers   vcinformers.SharedInformerFactory
 	// synced reports, per registered handler, that it has seen the informer's initial list.
@@ -88,7 +90,7 @@ type SchedulerCache struct {
 	// the informer still shows undeleted: it stays Releasing whatever updates come.
 	evicting        map[api.TaskID]string
 	priorityClasses map[string]*schedulingv1.PriorityClass
-	derivers        []DeviceDeriver
+	derivers        []framework.DeviceDeriver
 	// claimed holds, per deriver name, the nodes whose object announces its devices.
 	claimed  map[string]map[string]struct{}
 	dangling *danglingReferences
@@ -136,7 +138,7 @@ func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*
 		nodeSelector:   sel,
 		bindWorkers:    cfg.BindWorkers,
 		statusWorkers:  cfg.StatusWorkers,
-		kubeInformers:  cfg.Informers,
+		kubeInformers:  informers.NewSharedInformerFactory(kube, cfg.ResyncPeriod),
 		vcInformers:    vcinformers.NewSharedInformerFactory(vc, cfg.ResyncPeriod),
 		recorder:       cfg.Recorder,
 		metrics:        cfg.Metrics,
@@ -161,14 +163,16 @@ func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*
 		dangling:         newDanglingReferences(),
 		arrivals:         make(chan struct{}, 1),
 	}
-	if sc.kubeInformers == nil {
-		sc.kubeInformers = informers.NewSharedInformerFactory(kube, cfg.ResyncPeriod)
-	}
 	if err := sc.addEventHandlers(cfg.PriorityClass); err != nil {
 		return nil, err
 	}
 	return sc, nil
 }
+
+// Informers is the factory of the cache's pod and node informers, for a component that
+// watches them too (kube-scheduler's volume plugins) or more beside them
+// (framework.ComponentCache).
+func (sc *SchedulerCache) Informers() informers.SharedInformerFactory { return sc.kubeInformers }
 
 // Run starts the informers and the bind, evict, resync and status workers, and returns. The
 // informers stop when ctx is done; the workers keep going until Stop, so that binds and status
