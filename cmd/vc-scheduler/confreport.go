@@ -46,10 +46,11 @@ var skipReasons = map[conf.SkipKind]string{
 // to nodes without their assignment.
 type configReport struct {
 	events *configEvents
-	// vgpuNodes counts the nodes a device plugin has registered vGPU on.
-	vgpuNodes func() int
-	builtin   *conf.SchedulerConfiguration
-	withVGPU  *conf.SchedulerConfiguration
+	// claimed counts the nodes announcing the devices of a deriver (the cache's
+	// NodesClaimedBy): deviceshare's are those a device plugin has registered vGPU on.
+	claimed  func(deriver string) int
+	builtin  *conf.SchedulerConfiguration
+	withVGPU *conf.SchedulerConfiguration
 
 	skippedGauge *prometheus.GaugeVec
 
@@ -61,8 +62,8 @@ type configReport struct {
 	rejected string // the last problem of the file since the version in force was loaded
 }
 
-func newConfigReport(events *configEvents, path string, vgpuNodes func() int) *configReport {
-	return &configReport{events: events, path: path, vgpuNodes: vgpuNodes,
+func newConfigReport(events *configEvents, path string, claimed func(deriver string) int) *configReport {
+	return &configReport{events: events, path: path, claimed: claimed,
 		builtin: conf.DefaultConfiguration(), withVGPU: builtinWithVGPU(),
 		skippedGauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "volcano_scheduler_conf_skipped",
@@ -88,6 +89,9 @@ func (r *configReport) Builtin() *conf.SchedulerConfiguration {
 	}
 	return r.builtin
 }
+
+// vgpuNodes counts the nodes a device plugin has registered vGPU on.
+func (r *configReport) vgpuNodes() int { return r.claimed(deviceshare.PluginName) }
 
 // Collectors are the report's metrics, for the scheduler's registry.
 func (r *configReport) Collectors() []prometheus.Collector {

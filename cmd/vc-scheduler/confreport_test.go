@@ -23,7 +23,7 @@ func loadFile(t *testing.T, text string, nodes int) (*conf.Watcher, *configRepor
 		t.Fatal(err)
 	}
 	recorder := record.NewFakeRecorder(20)
-	report := newConfigReport(newConfigEvents(recorder, &options{}), path, func() int { return nodes })
+	report := newConfigReport(newConfigEvents(recorder, &options{}), path, func(string) int { return nodes })
 	w, err := loadConfig(&options{schedulerConf: path}, newRegistry(allocate.Options{}), report)
 	if err != nil {
 		t.Fatal(err)

@@ -69,7 +69,7 @@ func benchCycles(b *testing.B, registry *framework.Registry, cfg *conf.Scheduler
 		b.StopTimer()
 		bound := 0
 		cache := &frameworktest.Cache{Snap: frameworktest.CloneCluster(template), OnBind: func(*api.TaskInfo) error { bound++; return nil }}
-		s := scheduler.New(cache, func() *conf.SchedulerConfiguration { return cfg }, registry, 0)
+		s := scheduler.New(cache, func() *conf.SchedulerConfiguration { return cfg }, registry, nil, 0)
 		before := frameworktest.CPUTime(b)
 		b.StartTimer()
 		s.RunOnce()

@@ -139,7 +139,7 @@ func (sc packingScenario) run(b *testing.B, w *workload.Workload, registry *fram
 	fc := &feedbackCache{live: nodeCluster(&shape, sc.nodes), deriver: deviceshare.NewDeriver(),
 		gpuPods: map[string]int{}, nodes: map[string]bool{}}
 	fc.OnBind = fc.bind
-	s := scheduler.New(fc, func() *conf.SchedulerConfiguration { return cfg }, registry, 0)
+	s := scheduler.New(fc, func() *conf.SchedulerConfiguration { return cfg }, registry, nil, 0)
 	rng := rand.New(rand.NewPCG(sc.seed, 0))
 	var r packingResult
 	for submitted := 0; submitted < sc.pods; {

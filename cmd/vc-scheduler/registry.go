@@ -1,12 +1,14 @@
 package main
 
 import (
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/backfill"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/enqueue"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/preempt"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/reclaim"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/binpack"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/capacity"
@@ -19,19 +21,26 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/predicates"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/priority"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/proportion"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/volumes"
 )
 
-// newRegistry is newRegistryFor with the shipped device configuration, for a scheduler that
-// reads no ConfigMap (benchmarks).
+// newRegistry is the registry of a scheduler without an API server (benchmarks, tests):
+// deviceshare uses the shipped device configuration and predicates decides no volumes.
 func newRegistry(allocateOpts allocate.Options) *framework.Registry {
-	return newRegistryFor(allocateOpts, deviceshare.NewStaticShared(), nil)
+	return newRegistryWith(allocateOpts, deviceshare.NewStaticShared(), nil)
 }
 
-// newRegistryFor lists every action and plugin this binary has, each plugin with the argument
-// keys it reads; the framework knows none by name. deviceshare's sessions share devices, and
-// predicates' sessions decide volumes with the plugins of volumes (nil: not at all); both
-// outlive them.
-func newRegistryFor(allocateOpts allocate.Options, devices *deviceshare.Shared, volumes api.VolumeSource) *framework.Registry {
+// newClusterRegistry is the registry of the scheduler of the cluster kube reaches: the
+// plugins' components read it, and record their Events with recorder.
+func newClusterRegistry(allocateOpts allocate.Options, kube kubernetes.Interface, recorder record.EventRecorder) *framework.Registry {
+	return newRegistryWith(allocateOpts, deviceshare.NewSharedOn(kube, recorder), volumes.NewSource(kube))
+}
+
+// newRegistryWith lists every action and plugin this binary has, each plugin with the
+// argument keys it reads and the component it keeps for the life of the scheduler; the
+// framework knows none by name. devices is deviceshare's component, and vols, predicates'
+// (nil: it decides no volumes).
+func newRegistryWith(allocateOpts allocate.Options, devices *deviceshare.Shared, vols *volumes.Source) *framework.Registry {
 	r := framework.NewRegistry()
 	r.RegisterAction(enqueue.New())
 	r.RegisterAction(allocate.NewWithOptions(allocateOpts))
@@ -45,13 +54,13 @@ func newRegistryFor(allocateOpts allocate.Options, devices *deviceshare.Shared, 
 		gang.PluginName:        {Build: gang.New, Arguments: gang.ArgumentKeys},
 		conformance.PluginName: {Build: conformance.New, Arguments: conformance.ArgumentKeys},
 		drf.PluginName:         {Build: drf.New, Arguments: drf.ArgumentKeys},
-		predicates.PluginName:  {Build: predicates.NewBuilder(volumes), Arguments: predicates.ArgumentKeys, Ignored: predicates.IgnoredArgumentKeys},
+		predicates.PluginName:  predicatesSpec(vols),
 		proportion.PluginName:  {Build: proportion.New, Arguments: proportion.ArgumentKeys},
 		capacity.PluginName:    {Build: capacity.New, Arguments: capacity.ArgumentKeys},
 		overcommit.PluginName:  {Build: overcommit.New, Arguments: overcommit.ArgumentKeys},
 		nodeorder.PluginName:   {Build: nodeorder.New, Arguments: nodeorder.ArgumentKeys, Ignored: nodeorder.IgnoredArgumentKeys},
 		binpack.PluginName:     {Build: binpack.New, Arguments: binpack.ArgumentKeys},
-		deviceshare.PluginName: {Build: deviceshare.NewBuilder(devices), Arguments: deviceshare.ArgumentKeys},
+		deviceshare.PluginName: {Build: deviceshare.NewBuilder(devices), Arguments: deviceshare.ArgumentKeys, Component: devices},
 	} {
 		r.Register(name, spec)
 	}
@@ -62,6 +71,16 @@ func newRegistryFor(allocateOpts allocate.Options, devices *deviceshare.Shared, 
 		r.DescribeUpstream(false, name, does)
 	}
 	return r
+}
+
+// predicatesSpec is the predicates plugin deciding pods' volumes with the plugins of vols,
+// its component; nil: not at all.
+func predicatesSpec(vols *volumes.Source) framework.PluginSpec {
+	spec := framework.PluginSpec{Build: predicates.New, Arguments: predicates.ArgumentKeys, Ignored: predicates.IgnoredArgumentKeys}
+	if vols != nil {
+		spec.Build, spec.Component = predicates.NewBuilder(vols), vols
+	}
+	return spec
 }
 
 // upstreamActions are Volcano's actions this binary lacks, with what each does there: a

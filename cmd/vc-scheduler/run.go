@@ -10,15 +10,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
+	// Registers client-go's request, rate-limiter and workqueue metrics (rest_client_requests_total
+	// by code, method and host, ...) with the legacy registry that /metrics serves too, so API
+	// traffic can be watched.
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	"k8s.io/klog/v2"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
@@ -28,10 +32,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/cache"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/devicewatch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/deviceshare"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/volumes"
 )
 
 // configPollInterval: how often the configuration file is re-read. The kubelet refreshes a
@@ -91,12 +92,17 @@ func run(ctx context.Context, o *options) (err error) {
 		return err
 	}
 
+	// The binary owns the registry /metrics serves; everything that keeps metrics registers
+	// on it here and is handed what it writes.
+	served := prometheus.NewRegistry()
+	recorded := metrics.New()
+	served.MustRegister(recorded.Collectors()...)
 	pipe, err := events.New(kube, o.schedulerNames[0])
 	if err != nil {
 		return err
 	}
 	pipe.Start()
-	metrics.Registry.MustRegister(pipe.Collectors()...)
+	served.MustRegister(pipe.Collectors()...)
 	stopping := newShutdownClock(ctx)
 	// Events recorded until the very end (the last cycle's, the last binds') are written
 	// before the process goes.
@@ -106,37 +112,42 @@ func run(ctx context.Context, o *options) (err error) {
 		pipe.Shutdown(ctx)
 	}()
 	confEvents := newConfigEvents(pipe.Recorder(), o)
-	// The device ConfigMap's problems are recorded on the ConfigMap, by the recorder that
-	// reports the scheduler configuration's. devices is deviceshare's state for the life of
-	// the process; its sessions only read it.
-	devices := deviceshare.NewShared(devicewatch.NewSource(kube, confEvents.recorder))
-	metrics.Registry.MustRegister(devices.Collectors()...)
-	// kube-scheduler's volume plugins watch the storage objects, and the cache's pods and
-	// nodes, from the cache's informer factory, once a configuration asks for one of them.
-	kubeInformers := informers.NewSharedInformerFactory(kube, o.compat.resyncPeriod)
-	registry := newRegistryFor(allocate.Options{
+	registry := newClusterRegistry(allocate.Options{
 		MinimumFeasibleNodes:         int(o.minNodesToFind),
 		PercentageNodesToFind:        int(o.pctNodesToFind),
 		MinimumPercentageNodesToFind: int(o.minPctNodesFind),
-	}, devices, volumes.NewSource(ctx, kube, kubeInformers))
+	}, kube, pipe.Recorder())
+	// The plugins' components (watches, state their sessions share, metrics) live as long as
+	// the process, and are all run alike: collected from, started on the cache, and
+	// configured with every configuration put in force.
+	components := registry.Components()
+	for _, c := range components {
+		served.MustRegister(c.Collectors()...)
+	}
+	configure := func(cfg *conf.SchedulerConfiguration) {
+		for _, c := range components {
+			c.Configure(ctx, cfg)
+		}
+	}
 
 	sc, err := cache.New(ctx, cache.Options{
 		SchedulerNames: o.schedulerNames, DefaultQueue: o.defaultQueue, NodeSelector: o.nodeSelector,
 		ResyncPeriod: o.compat.resyncPeriod, PriorityClass: o.compat.priorityClass, Recorder: pipe.Recorder(),
-		Informers: kubeInformers,
+		Metrics: recorded,
 	}, kube, vc)
 	if err != nil {
 		return err
 	}
-	sc.AddDeviceDeriver(devices.Deriver(pipe.Recorder()))
-	devices.OnChange(sc.RederiveDevices)
-	report := newConfigReport(confEvents, o.schedulerConf, func() int { return sc.NodesClaimedBy(deviceshare.PluginName) })
-	metrics.Registry.MustRegister(report.Collectors()...)
+	for _, c := range components {
+		c.Start(ctx, sc)
+	}
+	report := newConfigReport(confEvents, o.schedulerConf, sc.NodesClaimedBy)
+	served.MustRegister(report.Collectors()...)
 	config, err := loadConfig(o, registry, report)
 	if err != nil {
 		return err
 	}
-	serveHTTP(ctx, o, sc, report)
+	serveHTTP(ctx, o, served, sc, report)
 
 	// Every replica keeps a warm cache (and so a truthful /healthz); only the leader schedules.
 	sc.Run(ctx)
@@ -163,7 +174,7 @@ func run(ctx context.Context, o *options) (err error) {
 		go config.Run(ctx, configPollInterval, func(c *conf.SchedulerConfiguration) {
 			klog.InfoS("Scheduler configuration reloaded", "path", config.Path(), "actions", c.Actions)
 			report.Loaded(config.Skipped())
-			devices.Configure(ctx, c)
+			configure(c)
 		}, func(err error) {
 			report.Rejected(err, "the configuration in force")
 		})
@@ -172,8 +183,8 @@ func run(ctx context.Context, o *options) (err error) {
 	if config != nil {
 		current = config.Current
 	}
-	devices.Configure(ctx, current())
-	s := scheduler.New(sc, current, registry, o.schedulePeriod)
+	configure(current())
+	s := scheduler.New(sc, current, registry, recorded, o.schedulePeriod)
 	s.WakeOn(sc.Arrivals())
 
 	if !o.leaderElection.LeaderElect {
@@ -272,14 +283,15 @@ func runAsLeader(ctx context.Context, o *options, kube kubernetes.Interface, lea
 	}
 }
 
-// serveHTTP starts /metrics (and pprof) on --listen-address and /healthz with /status on
-// --healthz-address, when enabled. /healthz fails until the cache has synced; /status says
-// which scheduler configuration is in force and what of it is not applied.
-func serveHTTP(ctx context.Context, o *options, sc *cache.SchedulerCache, status http.Handler) {
+// serveHTTP starts /metrics (served's, with the process-wide legacy registry's) and pprof
+// on --listen-address and /healthz with /status on --healthz-address, when enabled. /healthz
+// fails until the cache has synced; /status says which scheduler configuration is in force
+// and what of it is not applied.
+func serveHTTP(ctx context.Context, o *options, served prometheus.Gatherer, sc *cache.SchedulerCache, status http.Handler) {
 	if o.enableMetrics || o.enablePprof {
 		mux := http.NewServeMux()
 		if o.enableMetrics {
-			mux.Handle("/metrics", metrics.Handler())
+			mux.Handle("/metrics", metrics.Handler(served))
 		}
 		if o.enablePprof {
 			mux.HandleFunc("/debug/pprof/", pprof.Index)

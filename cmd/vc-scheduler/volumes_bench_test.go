@@ -19,6 +19,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/deviceshare"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/volumes"
 )
@@ -47,8 +48,9 @@ func BenchmarkCycleWithClaims(b *testing.B) {
 		ctx, cancel := context.WithCancel(context.Background())
 		client := fake.NewClientset(objs...)
 		factory := informers.NewSharedInformerFactory(client, 0)
-		source := volumes.NewSource(ctx, client, factory)
-		registry := newRegistryFor(allocate.Options{}, deviceshare.NewStaticShared(), source)
+		source := volumes.NewSource(client)
+		registry := newRegistryWith(allocate.Options{}, deviceshare.NewStaticShared(), source)
+		source.Start(ctx, &frameworktest.ComponentCache{Factory: factory})
 		cfg, _, err := conf.Parse(lab8Seed(b), registry)
 		if err != nil {
 			b.Fatal(err)

@@ -20,6 +20,7 @@ type Scheduler struct {
 	cache    framework.Cache
 	config   func() *conf.SchedulerConfiguration
 	registry *framework.Registry
+	metrics  *metrics.Set
 	period   time.Duration
 	// arrivals, when set, reports newly schedulable work.
 	arrivals <-chan struct{}
@@ -45,9 +46,10 @@ type settledState struct {
 const settledRunEvery = 10 * time.Second
 
 // New builds a scheduler. config is read at the start of every cycle (a hot-reloaded file
-// applies from the next cycle).
-func New(cache framework.Cache, config func() *conf.SchedulerConfiguration, registry *framework.Registry, period time.Duration) *Scheduler {
-	return &Scheduler{cache: cache, config: config, registry: registry, period: period}
+// applies from the next cycle). Its cycles, and the sessions they open, record into m (nil:
+// nothing is recorded).
+func New(cache framework.Cache, config func() *conf.SchedulerConfiguration, registry *framework.Registry, m *metrics.Set, period time.Duration) *Scheduler {
+	return &Scheduler{cache: cache, config: config, registry: registry, metrics: m, period: period}
 }
 
 // WakeOn makes Run start a cycle before the period is out when arrivals reports newly
@@ -112,7 +114,7 @@ func (s *Scheduler) RunOnce() {
 	counter, counts := s.cache.(framework.ChangeCounter)
 	if counts && s.settled.valid && s.settled.config == cfg && !s.queueStatusOwed &&
 		start.Sub(s.lastRun) < settledRunEvery && counter.Changes() == s.settled.changes {
-		metrics.E2ESchedulingLatency.Observe(metrics.Since(start))
+		s.metrics.ObserveCycle(start)
 		return
 	}
 	var changes uint64
@@ -120,7 +122,7 @@ func (s *Scheduler) RunOnce() {
 		changes = counter.Changes() // before the snapshot: a change it may miss is counted after
 	}
 	s.lastRun = start
-	ssn := framework.OpenSession(s.cache, cfg, s.registry)
+	ssn := framework.OpenSession(s.cache, cfg, s.registry, s.metrics)
 	// Summing every queue's allocation walks every task: once a period is enough, as
 	// upstream does, however many cycles arriving work brings about in between.
 	ssn.SkipQueueStatus = start.Sub(s.queueStatusAt) < s.period
@@ -134,12 +136,12 @@ func (s *Scheduler) RunOnce() {
 		}
 		t := time.Now()
 		action.Execute(ssn)
-		metrics.ActionLatency.WithLabelValues(name).Observe(metrics.Since(t))
+		s.metrics.ObserveAction(name, t)
 	}
 	framework.CloseSession(ssn)
 	// A cycle runs because something changed, which may change the queues' allocation.
 	s.queueStatusOwed = ssn.SkipQueueStatus
 	s.settled = settledState{valid: ssn.Quiet, changes: changes, config: cfg}
-	metrics.E2ESchedulingLatency.Observe(metrics.Since(start))
+	s.metrics.ObserveCycle(start)
 	klog.V(4).InfoS("Scheduling cycle done", "session", ssn.UID, "jobs", len(ssn.Jobs), "nodes", len(ssn.NodeList), "duration", time.Since(start))
 }

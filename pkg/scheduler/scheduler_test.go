@@ -20,7 +20,7 @@ import (
 func TestArrivalStartsACycle(t *testing.T) {
 	const period = 3 * time.Second
 	c := &frameworktest.Cache{} // an empty cluster; one snapshot a cycle
-	s := New(c, func() *conf.SchedulerConfiguration { return &conf.SchedulerConfiguration{} }, framework.NewRegistry(), period)
+	s := New(c, func() *conf.SchedulerConfiguration { return &conf.SchedulerConfiguration{} }, framework.NewRegistry(), nil, period)
 	arrivals := make(chan struct{}, 1)
 	s.WakeOn(arrivals)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -59,7 +59,7 @@ func (c *countingCache) Changes() uint64 { return c.changes.Load() }
 func TestQuietCyclesAreSkipped(t *testing.T) {
 	cfg := &conf.SchedulerConfiguration{}
 	c := &countingCache{}
-	s := New(c, func() *conf.SchedulerConfiguration { return cfg }, framework.NewRegistry(), time.Hour)
+	s := New(c, func() *conf.SchedulerConfiguration { return cfg }, framework.NewRegistry(), nil, time.Hour)
 	cycles := func(want int32, why string) {
 		t.Helper()
 		s.RunOnce()
@@ -87,4 +87,39 @@ func TestQuietCyclesAreSkipped(t *testing.T) {
 	s.queueStatusAt = time.Time{}
 	cycles(6, "a pod arrived")
 	cycles(7, "the pod still waits for a node")
+}
+
+// noop is an action that does nothing.
+type noop struct{}
+
+func (noop) Name() string               { return "noop" }
+func (noop) Execute(*framework.Session) {}
+
+// A cycle records into the scheduler's metrics: the cycle's latency once, and each action's
+// under its name.
+func TestCycleMetrics(t *testing.T) {
+	m, reg := frameworktest.RegisteredMetrics()
+	registry := framework.NewRegistry()
+	registry.RegisterAction(noop{})
+	cfg := &conf.SchedulerConfiguration{Actions: "noop"}
+	New(&frameworktest.Cache{}, func() *conf.SchedulerConfiguration { return cfg }, registry, m, time.Second).RunOnce()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	observed := map[string]uint64{}
+	for _, f := range families {
+		for _, s := range f.Metric {
+			name := f.GetName()
+			for _, l := range s.Label {
+				name += " " + l.GetName() + "=" + l.GetValue()
+			}
+			observed[name] = s.GetHistogram().GetSampleCount()
+		}
+	}
+	for _, name := range []string{"volcano_e2e_scheduling_latency_milliseconds", "volcano_action_scheduling_latency_milliseconds action=noop"} {
+		if observed[name] != 1 {
+			t.Errorf("%s observed %d times, want once", name, observed[name])
+		}
+	}
 }

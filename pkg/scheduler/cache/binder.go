@@ -13,7 +13,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 )
 
 // Bind accepts a committed placement: the cache's copy of the task becomes Binding
@@ -120,8 +119,7 @@ func (sc *SchedulerCache) bind(ctx context.Context, ref podRef, pod *corev1.Pod,
 	}
 	klog.V(3).InfoS("Bound pod", "pod", klog.KObj(pod), "node", node)
 	sc.recorder.Eventf(pod, corev1.EventTypeNormal, EventReasonScheduled, "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
-	metrics.ScheduledPods.Inc()
-	metrics.TaskSchedulingLatency.Observe(metrics.Since(pod.CreationTimestamp.Time))
+	sc.metrics.PodBound(pod.CreationTimestamp.Time)
 }
 
 // doneStep is a pre-bind step that did its work for the bind under way, and its undo.
@@ -157,7 +155,7 @@ func newBinding(t *api.TaskInfo) *corev1.Binding {
 // (a timeout), or the pod may have changed or gone.
 func (sc *SchedulerCache) bindFailed(ref podRef, pod *corev1.Pod, node string, err error) {
 	klog.ErrorS(err, "Bind failed; undoing the placement", "pod", klog.KObj(pod), "node", node)
-	metrics.BindFailures.Inc()
+	sc.metrics.BindFailed()
 	sc.setPodUnscheduled(pod, api.ReasonSchedulerError, fmt.Sprintf("failed to bind to node %s: %v", node, err))
 
 	sc.mu.Lock()

@@ -27,6 +27,7 @@ import (
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 )
 
 var _ framework.Cache = (*SchedulerCache)(nil)
@@ -42,13 +43,17 @@ type SchedulerCache struct {
 	bindWorkers    int
 	statusWorkers  int
 
+	// kubeInformers holds the pod, node and PriorityClass informers, and those components add
+	// (Informers): Run starts them all and WaitForCacheSync waits for them all.
 	kubeInformers informers.SharedInformerFactory
 	vcInformers   vcinformers.SharedInformerFactory
 	// synced reports, per registered handler, that it has seen the informer's initial list.
 	synced []toolscache.InformerSynced
 
 	recorder record.EventRecorder
-	clock    clock.PassiveClock
+	// metrics records the binders' outcomes; nil records nothing.
+	metrics *metrics.Set
+	clock   clock.PassiveClock
 	// stopWorkers cancels the context of the bind, resync and status workers' API calls.
 	stopWorkers context.CancelFunc
 	// handingBack: Stop's time is up; binds and evictions not started are not sent, and
@@ -87,7 +92,7 @@ type SchedulerCache struct {
 	// the informer still shows undeleted: it stays Releasing whatever updates come.
 	evicting        map[api.TaskID]string
 	priorityClasses map[string]*schedulingv1.PriorityClass
-	derivers        []DeviceDeriver
+	derivers        []framework.DeviceDeriver
 	// claimed holds, per deriver name, the nodes whose object announces its devices.
 	claimed  map[string]map[string]struct{}
 	dangling *danglingReferences
@@ -135,9 +140,10 @@ func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*
 		nodeSelector:   sel,
 		bindWorkers:    cfg.BindWorkers,
 		statusWorkers:  cfg.StatusWorkers,
-		kubeInformers:  cfg.Informers,
+		kubeInformers:  informers.NewSharedInformerFactory(kube, cfg.ResyncPeriod),
 		vcInformers:    vcinformers.NewSharedInformerFactory(vc, cfg.ResyncPeriod),
 		recorder:       cfg.Recorder,
+		metrics:        cfg.Metrics,
 		clock:          clock.RealClock{},
 		binds:          workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[podRef]{Name: "bind"}),
 		evictions:      workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[podRef]{Name: "evict"}),
@@ -159,14 +165,16 @@ func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*
 		dangling:         newDanglingReferences(),
 		arrivals:         make(chan struct{}, 1),
 	}
-	if sc.kubeInformers == nil {
-		sc.kubeInformers = informers.NewSharedInformerFactory(kube, cfg.ResyncPeriod)
-	}
 	if err := sc.addEventHandlers(cfg.PriorityClass); err != nil {
 		return nil, err
 	}
 	return sc, nil
 }
+
+// Informers is the factory of the cache's pod and node informers, for a component that
+// watches them too (kube-scheduler's volume plugins) or more beside them
+// (framework.ComponentCache).
+func (sc *SchedulerCache) Informers() informers.SharedInformerFactory { return sc.kubeInformers }
 
 // Run starts the informers and the bind, evict, resync and status workers, and returns. The
 // informers stop when ctx is done; the workers keep going until Stop, so that binds and status

@@ -4,32 +4,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 )
 
-// DeviceDeriver derives device state (the deviceshare plugin's GPU ledger) from a node object
-// and the pods on it. The cache calls it for a node when either has changed since the node's
-// last derivation, once, as the next snapshot is taken, and keeps the result in
-// NodeInfo.Devices[Name()], so that every snapshot carries device state consistent with the
-// tasks it holds, and a restarted scheduler rebuilds it from the same pods: device usage is
-// always derived from pods, never remembered. Deriving at the snapshot rather than at each
-// event matters when pods land together: a binpacked node taking 80 pods in a few cycles sees
-// some 160 pod events (bound, then started), and each derivation reads all its pods.
-//
-// Derive runs under the cache mutex: it must be quick and must not call back into the cache.
-type DeviceDeriver interface {
-	// Name is the key of the state in NodeInfo.Devices.
-	Name() string
-	// Claims reports whether the node object announces these devices (an annotation look-up,
-	// at every node event), so that NodesClaimedBy answers before any derivation.
-	Claims(node *corev1.Node) bool
-	// Derive computes the node's state. node is the cache's own object, with the node's full
-	// set of tasks (terminated pods excluded) and the previous state in Devices: read it,
-	// never change it. nil means the node has none of these devices.
-	Derive(node *api.NodeInfo) api.Devices
-}
-
 // AddDeviceDeriver registers a deriver and derives the state of the nodes already known.
-func (sc *SchedulerCache) AddDeviceDeriver(d DeviceDeriver) {
+func (sc *SchedulerCache) AddDeviceDeriver(d framework.DeviceDeriver) {
 	defer sc.changed()
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
@@ -43,7 +22,7 @@ func (sc *SchedulerCache) AddDeviceDeriver(d DeviceDeriver) {
 }
 
 // NodesClaimedBy is how many nodes in the scheduler's view announce the devices of the
-// deriver named name (DeviceDeriver.Claims), as of the last node event.
+// deriver named name (framework.DeviceDeriver.Claims), as of the last node event.
 func (sc *SchedulerCache) NodesClaimedBy(name string) int {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
@@ -51,7 +30,7 @@ func (sc *SchedulerCache) NodesClaimedBy(name string) int {
 }
 
 // claim records whether d claims node. Called under mu.
-func (sc *SchedulerCache) claim(d DeviceDeriver, node *corev1.Node) {
+func (sc *SchedulerCache) claim(d framework.DeviceDeriver, node *corev1.Node) {
 	nodes := sc.claimed[d.Name()]
 	if nodes == nil {
 		nodes = map[string]struct{}{}
@@ -95,7 +74,7 @@ func (sc *SchedulerCache) deriveChanged() {
 }
 
 // derive stores one deriver's state for the node. Called under mu.
-func (sc *SchedulerCache) derive(n *api.NodeInfo, d DeviceDeriver) {
+func (sc *SchedulerCache) derive(n *api.NodeInfo, d framework.DeviceDeriver) {
 	devices := d.Derive(n)
 	if devices == nil {
 		delete(n.Devices, d.Name())

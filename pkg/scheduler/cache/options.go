@@ -2,12 +2,13 @@ package cache
 
 import (
 	"fmt"
-	"k8s.io/client-go/informers"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 )
 
 // Options are the vc-scheduler flags the cache reads.
@@ -39,10 +40,9 @@ type Options struct {
 	// StatusWorkers is the number of PodGroup, Queue and pod-condition writes in flight at
 	// once; 0 means 8.
 	StatusWorkers int
-	// Informers is the factory of the cache's pod, node and PriorityClass informers; nil, one
-	// of its own. Given one shared with kube-scheduler's volume binding
-	// (pkg/scheduler/volumes), the cache starts and waits for that one's informers too.
-	Informers informers.SharedInformerFactory
+	// Metrics records the binds (volcano_scheduled_pods_total, the task scheduling latency,
+	// failed binds); nil records nothing.
+	Metrics *metrics.Set
 }
 
 const (

@@ -65,7 +65,7 @@ func BenchmarkIdleCycle(b *testing.B) {
 		}
 	}
 	cfg := &conf.SchedulerConfiguration{}
-	s := scheduler.New(env.sc, func() *conf.SchedulerConfiguration { return cfg }, framework.NewRegistry(), time.Hour)
+	s := scheduler.New(env.sc, func() *conf.SchedulerConfiguration { return cfg }, framework.NewRegistry(), nil, time.Hour)
 	s.RunOnce()
 	s.RunOnce() // the queues summed in the first; nothing owed
 	for _, changed := range []bool{false, true} {

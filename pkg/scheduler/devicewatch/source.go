@@ -13,12 +13,12 @@
 //     there was none); the reason is logged once per resourceVersion and recorded as a
 //     Warning Event on the ConfigMap.
 //
-// Which ConfigMap is in force: cmd/vc-scheduler selects the one the scheduler configuration
-// names (Select), at start and after every reload, outside any session; sessions and the
-// cache's deriver read the configuration in use (InUse), the default ConfigMap's until
-// something is selected. A change of that configuration, or of which ConfigMap is in use,
-// calls the OnChange function, so that state derived from the old names can be derived
-// again.
+// Which ConfigMap is in force: deviceshare's component selects the one the scheduler
+// configuration names (Select), at start and after every reload, outside any session;
+// sessions and the cache's deriver read the configuration in use (InUse), the default
+// ConfigMap's until something is selected. A change of that configuration, or of which
+// ConfigMap is in use, calls the OnChange function, so that state derived from the old names
+// can be derived again.
 package devicewatch
 
 import (

@@ -91,7 +91,7 @@ func TestEvictableFollowsFlags(t *testing.T) {
 		{Plugins: []conf.PluginOption{{Name: "a", EnabledPreemptable: &off}}},
 		{Plugins: []conf.PluginOption{{Name: "b", EnabledReclaimable: &off}}},
 	}}
-	ssn := framework.OpenSession(&frameworktest.Cache{Snap: cluster(1, 2)}, cfg, reg)
+	ssn := framework.OpenSession(&frameworktest.Cache{Snap: cluster(1, 2)}, cfg, reg, nil)
 	job := ssn.Jobs["ns/pg"]
 	candidates := []*api.TaskInfo{job.Tasks["uid-1"]}
 	if got := ssn.Preemptable(job.Tasks["uid-0"], candidates); len(got) != 1 {

@@ -221,7 +221,7 @@ func TestPredicateFollowsFlagsAndRegistrations(t *testing.T) {
 		{Plugins: []conf.PluginOption{{Name: "a", EnabledPredicate: &off}}},
 		{Plugins: []conf.PluginOption{{Name: "b"}}},
 	}}
-	ssn := framework.OpenSession(&frameworktest.Cache{Snap: cluster(1, 1)}, cfg, reg)
+	ssn := framework.OpenSession(&frameworktest.Cache{Snap: cluster(1, 1)}, cfg, reg, nil)
 	task, node := ssn.Jobs["ns/pg"].Tasks["uid-0"], ssn.NodeList[0]
 	if s := ssn.Predicate(task, node); s == nil || s.Plugin != "b" || s.Reasons[0] != "b says no" {
 		t.Fatalf("Predicate = %+v, want b's refusal (a is disabled)", s)

@@ -7,8 +7,9 @@
 //
 //   - A Plugin is built for one session, from its arguments, and OnSessionOpen registers its
 //     functions there. State that outlives a session (watches, metric series) is not the
-//     plugin's: cmd/vc-scheduler builds it once and hands it to the plugin's builder, and a
-//     session only reads it.
+//     plugin's: it is the plugin's Component, which its registry entry owns and its builder
+//     shares, and a session only reads it. The scheduler's metrics come with the session
+//     (Metrics).
 //   - Every extension point goes through one chain: the functions of the plugins whose tier
 //     lists them, tier by tier and in configuration order, skipping a plugin whose enable
 //     flag for the point is false (job validity and queue usage have no flag). How a chain

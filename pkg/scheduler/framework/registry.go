@@ -33,6 +33,9 @@ type PluginSpec struct {
 	Ignored conf.ArgumentKeys
 	// Hierarchy: the plugin implements enableHierarchy; loading reports it otherwise.
 	Hierarchy bool
+	// Component is the state the plugin keeps for the life of the scheduler, which Build
+	// shares with every session; nil when it keeps none.
+	Component Component
 }
 
 // NewRegistry is an empty registry.
@@ -133,6 +136,18 @@ func (r *Registry) ActionNames() []string { return slices.Sorted(maps.Keys(r.act
 func (r *Registry) CheckPluginArguments(plugin string, args conf.Arguments) error {
 	_, err := r.plugins[plugin].Build(args)
 	return err
+}
+
+// Components are the registered plugins' components, in the order of the plugins' names,
+// for cmd/vc-scheduler to start, configure and collect from.
+func (r *Registry) Components() []Component {
+	var components []Component
+	for _, name := range r.PluginNames() {
+		if c := r.plugins[name].Component; c != nil {
+			components = append(components, c)
+		}
+	}
+	return components
 }
 
 // Plugin builds a registered plugin for a session.

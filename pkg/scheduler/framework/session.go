@@ -75,14 +75,19 @@ type Session struct {
 	// Quiet is set by CloseSession when the session left no task waiting for a node and
 	// changed no PodGroup's status: the same snapshot would make the next cycle do nothing.
 	Quiet bool
+
+	// metrics outlives the session: the scheduler's, handed to every session it opens.
+	metrics *metrics.Set
 }
 
-// OpenSession snapshots the cache and opens every configured plugin, in tier order.
-func OpenSession(cache Cache, cfg *conf.SchedulerConfiguration, registry *Registry) *Session {
+// OpenSession snapshots the cache and opens every configured plugin, in tier order. The
+// session, its plugins and its actions record into m (nil: nothing is recorded).
+func OpenSession(cache Cache, cfg *conf.SchedulerConfiguration, registry *Registry, m *metrics.Set) *Session {
 	snap := cache.Snapshot()
 	ssn := &Session{
 		UID:            uuid.NewUUID(),
 		cache:          cache,
+		metrics:        m,
 		Jobs:           snap.Jobs,
 		Nodes:          snap.Nodes,
 		NodeList:       snap.NodeList,
@@ -110,7 +115,7 @@ func OpenSession(cache Cache, cfg *conf.SchedulerConfiguration, registry *Regist
 			ssn.plugins = append(ssn.plugins, p)
 			start := time.Now()
 			p.OnSessionOpen(ssn)
-			metrics.ObservePlugin(p.Name(), metrics.OnSessionOpen, start)
+			ssn.metrics.ObservePlugin(p.Name(), metrics.OnSessionOpen, start)
 		}
 	}
 	return ssn
@@ -122,7 +127,7 @@ func CloseSession(ssn *Session) {
 	for _, p := range ssn.plugins {
 		start := time.Now()
 		p.OnSessionClose(ssn)
-		metrics.ObservePlugin(p.Name(), metrics.OnSessionClose, start)
+		ssn.metrics.ObservePlugin(p.Name(), metrics.OnSessionClose, start)
 	}
 	ssn.Quiet = true
 	for _, job := range ssn.Jobs {
@@ -231,6 +236,10 @@ func (ssn *Session) updateQueueStatus() {
 		ssn.cache.UpdateQueueStatus(ssn.Queues[api.QueueID(id)], allocated[api.QueueID(id)])
 	}
 }
+
+// Metrics is what the session's plugins and actions record into; nil (a no-op) when the
+// caller watches no metrics.
+func (ssn *Session) Metrics() *metrics.Set { return ssn.metrics }
 
 // JobFor returns the task's job in this session.
 func (ssn *Session) JobFor(t *api.TaskInfo) *api.JobInfo { return ssn.Jobs[t.Job] }

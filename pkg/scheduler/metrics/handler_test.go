@@ -9,13 +9,15 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// The handler must gather every registry without a clash: a family registered twice (the Go
-// and process collectors once were) turns the whole scrape into an error page.
+// The handler must gather the scheduler's registry and the legacy one without a clash: a
+// family registered twice (the Go and process collectors once were) turns the whole scrape
+// into an error page.
 func TestHandlerServesOneParsableScrape(t *testing.T) {
-	if _, err := Gatherer().Gather(); err != nil {
+	_, reg := registered(t)
+	if _, err := gatherer(reg).Gather(); err != nil {
 		t.Fatalf("gather: %v", err)
 	}
-	srv := httptest.NewServer(Handler())
+	srv := httptest.NewServer(Handler(reg))
 	defer srv.Close()
 	resp, err := http.Get(srv.URL)
 	if err != nil {

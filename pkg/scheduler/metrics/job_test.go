@@ -28,7 +28,7 @@ const jobHelp = `
 // report that scheduled the job, the last time and duration the latest, and a job left out
 // of a report loses its series and is forgotten.
 func TestJobMetrics(t *testing.T) {
-	t.Cleanup(func() { ReportJobs(nil, time.Time{}) })
+	m, reg := registered(t)
 	created := time.Unix(1000, 0)
 	train := func(share float64, scheduled bool) JobFigures {
 		return JobFigures{Namespace: "team-a", Name: "train", Queue: "gpu", Created: created, Share: share, Scheduled: scheduled}
@@ -93,8 +93,8 @@ volcano_e2e_job_scheduling_last_time{job_name="train",job_namespace="team-a",que
 		},
 	}
 	for _, s := range sessions {
-		ReportJobs(s.jobs, time.Unix(s.now, 0))
-		if err := testutil.GatherAndCompare(Registry, strings.NewReader(jobHelp+s.want), jobMetricNames...); err != nil {
+		m.ReportJobs(s.jobs, time.Unix(s.now, 0))
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(jobHelp+s.want), jobMetricNames...); err != nil {
 			t.Errorf("%s: %v", s.name, err)
 		}
 	}
@@ -103,17 +103,17 @@ volcano_e2e_job_scheduling_last_time{job_name="train",job_namespace="team-a",que
 // TestJobMovedToAnotherQueue: the e2e series follow the job's queue label; none is left
 // under the old queue.
 func TestJobMovedToAnotherQueue(t *testing.T) {
-	t.Cleanup(func() { ReportJobs(nil, time.Time{}) })
+	m, reg := registered(t)
 	job := JobFigures{Namespace: "ns", Name: "j", Queue: "old", Created: time.Unix(0, 0), Scheduled: true}
-	ReportJobs([]JobFigures{job}, time.Unix(5, 0))
+	m.ReportJobs([]JobFigures{job}, time.Unix(5, 0))
 	job.Queue, job.Scheduled = "new", false
-	ReportJobs([]JobFigures{job}, time.Unix(6, 0))
+	m.ReportJobs([]JobFigures{job}, time.Unix(6, 0))
 	want := `
 # HELP volcano_e2e_job_scheduling_start_time Unix time in seconds at which this scheduler first bound tasks of the job
 # TYPE volcano_e2e_job_scheduling_start_time gauge
 volcano_e2e_job_scheduling_start_time{job_name="j",job_namespace="ns",queue="new"} 5
 `
-	if err := testutil.GatherAndCompare(Registry, strings.NewReader(want), "volcano_e2e_job_scheduling_start_time"); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "volcano_e2e_job_scheduling_start_time"); err != nil {
 		t.Error(err)
 	}
 }
@@ -122,16 +122,16 @@ volcano_e2e_job_scheduling_start_time{job_name="j",job_namespace="ns",queue="new
 // sessions is a new job: its old e2e series go until it is scheduled, from when it starts
 // afresh.
 func TestRecreatedJob(t *testing.T) {
-	t.Cleanup(func() { ReportJobs(nil, time.Time{}) })
+	m, reg := registered(t)
 	job := JobFigures{Namespace: "ns", Name: "j", Queue: "q", Created: time.Unix(0, 0), Scheduled: true}
-	ReportJobs([]JobFigures{job}, time.Unix(5, 0))
+	m.ReportJobs([]JobFigures{job}, time.Unix(5, 0))
 	job.Created, job.Scheduled = time.Unix(10, 0), false
-	ReportJobs([]JobFigures{job}, time.Unix(15, 0))
-	if n, err := testutil.GatherAndCount(Registry, "volcano_e2e_job_scheduling_start_time"); err != nil || n != 0 {
+	m.ReportJobs([]JobFigures{job}, time.Unix(15, 0))
+	if n, err := testutil.GatherAndCount(reg, "volcano_e2e_job_scheduling_start_time"); err != nil || n != 0 {
 		t.Errorf("%d e2e start series for the recreated, unscheduled job (err %v), want 0", n, err)
 	}
 	job.Scheduled = true
-	ReportJobs([]JobFigures{job}, time.Unix(20, 0))
+	m.ReportJobs([]JobFigures{job}, time.Unix(20, 0))
 	want := `
 # HELP volcano_e2e_job_scheduling_duration Milliseconds from the job's creation to the last time this scheduler bound tasks of it
 # TYPE volcano_e2e_job_scheduling_duration gauge
@@ -140,16 +140,17 @@ volcano_e2e_job_scheduling_duration{job_name="j",job_namespace="ns",queue="q"} 1
 # TYPE volcano_e2e_job_scheduling_start_time gauge
 volcano_e2e_job_scheduling_start_time{job_name="j",job_namespace="ns",queue="q"} 20
 `
-	if err := testutil.GatherAndCompare(Registry, strings.NewReader(want),
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
 		"volcano_e2e_job_scheduling_duration", "volcano_e2e_job_scheduling_start_time"); err != nil {
 		t.Error(err)
 	}
 }
 
 func TestEmptyJobReportDeletesEverything(t *testing.T) {
-	ReportJobs([]JobFigures{{Namespace: "ns", Name: "j", Queue: "q", Created: time.Unix(0, 0), Share: 1, Scheduled: true}}, time.Unix(1, 0))
-	ReportJobs(nil, time.Unix(2, 0))
-	if n, err := testutil.GatherAndCount(Registry, jobMetricNames...); err != nil || n != 0 {
+	m, reg := registered(t)
+	m.ReportJobs([]JobFigures{{Namespace: "ns", Name: "j", Queue: "q", Created: time.Unix(0, 0), Share: 1, Scheduled: true}}, time.Unix(1, 0))
+	m.ReportJobs(nil, time.Unix(2, 0))
+	if n, err := testutil.GatherAndCount(reg, jobMetricNames...); err != nil || n != 0 {
 		t.Errorf("%d job series after an empty report (err %v), want 0", n, err)
 	}
 }

@@ -1,6 +1,11 @@
 // Package metrics holds the scheduler's Prometheus metrics under upstream Volcano's names
 // (subsystem "volcano"), so dashboards built for the stock vc-scheduler keep working, plus
 // the counters upstream lacks (volcano#4930: no throughput metric).
+//
+// Nothing here is process-wide: New builds one Set, cmd/vc-scheduler registers its
+// Collectors on the registry /metrics serves and hands it to what writes it (the cache, the
+// scheduler loop, and through the session the plugins and actions). A test builds a Set of
+// its own and scrapes it.
 package metrics
 
 import (
@@ -11,115 +16,121 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/component-base/metrics/legacyregistry"
-	// Registers client-go's request, rate-limiter and workqueue metrics (rest_client_requests_total
-	// by code, method and host, ...) with the legacy registry, so API traffic can be watched.
-	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	"k8s.io/klog/v2"
 )
 
 const subsystem = "volcano"
 
-// Label values of PluginLatency's OnSession label.
+// Label values of the plugin latency's OnSession label.
 const (
 	OnSessionOpen  = "OnSessionOpen"
 	OnSessionClose = "OnSessionClose"
 )
 
-var (
-	// E2ESchedulingLatency: one whole scheduling cycle.
-	E2ESchedulingLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Subsystem: subsystem, Name: "e2e_scheduling_latency_milliseconds",
-		Help:    "E2e scheduling latency in milliseconds (scheduling algorithm + binding)",
-		Buckets: prometheus.ExponentialBuckets(5, 2, 15),
-	})
-	// E2EJobSchedulingLatency: from a job's first attempt until it was dispatched.
-	E2EJobSchedulingLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Subsystem: subsystem, Name: "e2e_job_scheduling_latency_milliseconds",
-		Help:    "E2e job scheduling latency in milliseconds",
-		Buckets: prometheus.ExponentialBuckets(32, 2, 10),
-	})
-	PluginLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Subsystem: subsystem, Name: "plugin_scheduling_latency_milliseconds",
-		Help:    "Plugin scheduling latency in milliseconds",
-		Buckets: prometheus.ExponentialBuckets(5, 2, 10),
-	}, []string{"plugin", "OnSession"})
-	ActionLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Subsystem: subsystem, Name: "action_scheduling_latency_milliseconds",
-		Help:    "Action scheduling latency in milliseconds",
-		Buckets: prometheus.ExponentialBuckets(5, 2, 10),
-	}, []string{"action"})
-	// TaskSchedulingLatency: pod creation to bind.
-	TaskSchedulingLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Subsystem: subsystem, Name: "task_scheduling_latency_milliseconds",
-		Help:    "Task scheduling latency in milliseconds",
-		Buckets: prometheus.ExponentialBuckets(5, 2, 10),
-	})
-	UnscheduleTaskCount = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: subsystem, Name: "unschedule_task_count",
-		Help: "Number of tasks could not be scheduled",
-	}, []string{"job_id"})
-	UnscheduleJobCount = prometheus.NewGauge(prometheus.GaugeOpts{
-		Subsystem: subsystem, Name: "unschedule_job_count",
-		Help: "Number of jobs could not be scheduled",
-	})
-	JobRetryCounts = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Subsystem: subsystem, Name: "job_retry_counts",
-		Help: "Number of retry counts for one job",
-	}, []string{"job_id"})
-	// ScheduleAttempts counts scheduling cycles by result (declared but never incremented
-	// upstream; we count "scheduled" and "unschedulable" per task decision).
-	ScheduleAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Subsystem: subsystem, Name: "schedule_attempts_total",
-		Help: "Number of attempts to schedule pods, by the result",
-	}, []string{"result"})
-	// ScheduledPods counts pods bound by this scheduler: the throughput users asked for.
-	ScheduledPods = prometheus.NewCounter(prometheus.CounterOpts{
-		Subsystem: subsystem, Name: "scheduled_pods_total",
-		Help: "Number of pods this scheduler bound to a node",
-	})
-	// PreemptionVictims is how many victims the last preemption or reclaim attempt chose.
-	PreemptionVictims = prometheus.NewGauge(prometheus.GaugeOpts{
-		Subsystem: subsystem, Name: "pod_preemption_victims",
-		Help: "Number of victims chosen by the last preemption or reclaim attempt",
-	})
-	// PreemptionAttempts counts preemption and reclaim attempts, one per preemptor and node.
-	PreemptionAttempts = prometheus.NewCounter(prometheus.CounterOpts{
-		Subsystem: subsystem, Name: "total_preemption_attempts",
-		Help: "Number of preemption and reclaim attempts since the scheduler started",
-	})
-	// BindFailures counts failed binds (each is rolled back and retried).
-	BindFailures = prometheus.NewCounter(prometheus.CounterOpts{
-		Subsystem: subsystem, Name: "bind_failures_total",
-		Help: "Number of bind requests the API server refused",
-	})
-)
+// Set is one scheduler's metrics. Its methods are safe for concurrent use (the binder
+// writes from its workers), and a nil *Set records nothing, for callers that watch no
+// metrics: most tests and the benchmarks.
+type Set struct {
+	// e2eSchedulingLatency: one whole scheduling cycle.
+	e2eSchedulingLatency prometheus.Histogram
+	// e2eJobSchedulingLatency: from a job's creation until it was dispatched.
+	e2eJobSchedulingLatency prometheus.Histogram
+	pluginLatency           *prometheus.HistogramVec
+	actionLatency           *prometheus.HistogramVec
+	// taskSchedulingLatency: pod creation to bind.
+	taskSchedulingLatency prometheus.Histogram
+	unscheduleTaskCount   *prometheus.GaugeVec
+	unscheduleJobCount    prometheus.Gauge
+	jobRetryCounts        *prometheus.CounterVec
+	// scheduleAttempts counts task decisions by result (declared but never incremented
+	// upstream). attempts are its series, resolved once: a count is taken per decision.
+	scheduleAttempts *prometheus.CounterVec
+	attempts         map[string]prometheus.Counter
+	// scheduledPods counts pods bound by this scheduler: the throughput users asked for.
+	scheduledPods prometheus.Counter
+	// preemptionVictims is how many victims the last preemption or reclaim attempt chose.
+	preemptionVictims prometheus.Gauge
+	// preemptionAttempts counts preemption and reclaim attempts, one per preemptor and node.
+	preemptionAttempts prometheus.Counter
+	// bindFailures counts failed binds (each is rolled back and retried).
+	bindFailures prometheus.Counter
 
-// Registry holds the scheduler's metrics.
-var Registry = prometheus.NewRegistry()
-
-// The Go runtime and process collectors are not registered here: the component-base legacy
-// registry, which Handler merges in, already carries them, and one family gathered from two
-// registries makes the whole scrape fail.
-func init() {
-	Registry.MustRegister(E2ESchedulingLatency, E2EJobSchedulingLatency, PluginLatency, ActionLatency,
-		TaskSchedulingLatency, UnscheduleTaskCount, UnscheduleJobCount, JobRetryCounts, ScheduleAttempts,
-		ScheduledPods, BindFailures, PreemptionVictims, PreemptionAttempts)
+	jobs   jobMetrics
+	queues queueMetrics
 }
 
-// Since is the time from start in milliseconds, the unit of every latency metric.
-func Since(start time.Time) float64 { return float64(time.Since(start).Microseconds()) / 1000 }
+// New builds a Set, registered nowhere.
+func New() *Set {
+	m := &Set{
+		e2eSchedulingLatency: prometheus.NewHistogram(histogramOpts("e2e_scheduling_latency_milliseconds",
+			"E2e scheduling latency in milliseconds (scheduling algorithm + binding)", prometheus.ExponentialBuckets(5, 2, 15))),
+		e2eJobSchedulingLatency: prometheus.NewHistogram(histogramOpts("e2e_job_scheduling_latency_milliseconds",
+			"E2e job scheduling latency in milliseconds", prometheus.ExponentialBuckets(32, 2, 10))),
+		pluginLatency: prometheus.NewHistogramVec(histogramOpts("plugin_scheduling_latency_milliseconds",
+			"Plugin scheduling latency in milliseconds", prometheus.ExponentialBuckets(5, 2, 10)), []string{"plugin", "OnSession"}),
+		actionLatency: prometheus.NewHistogramVec(histogramOpts("action_scheduling_latency_milliseconds",
+			"Action scheduling latency in milliseconds", prometheus.ExponentialBuckets(5, 2, 10)), []string{"action"}),
+		taskSchedulingLatency: prometheus.NewHistogram(histogramOpts("task_scheduling_latency_milliseconds",
+			"Task scheduling latency in milliseconds", prometheus.ExponentialBuckets(5, 2, 10))),
+		unscheduleTaskCount: prometheus.NewGaugeVec(gaugeOpts("unschedule_task_count", "Number of tasks could not be scheduled"), []string{"job_id"}),
+		unscheduleJobCount:  prometheus.NewGauge(gaugeOpts("unschedule_job_count", "Number of jobs could not be scheduled")),
+		jobRetryCounts:      prometheus.NewCounterVec(counterOpts("job_retry_counts", "Number of retry counts for one job"), []string{"job_id"}),
+		scheduleAttempts: prometheus.NewCounterVec(counterOpts("schedule_attempts_total", "Number of attempts to schedule pods, by the result"),
+			[]string{"result"}),
+		scheduledPods:      prometheus.NewCounter(counterOpts("scheduled_pods_total", "Number of pods this scheduler bound to a node")),
+		preemptionVictims:  prometheus.NewGauge(gaugeOpts("pod_preemption_victims", "Number of victims chosen by the last preemption or reclaim attempt")),
+		preemptionAttempts: prometheus.NewCounter(counterOpts("total_preemption_attempts", "Number of preemption and reclaim attempts since the scheduler started")),
+		bindFailures:       prometheus.NewCounter(counterOpts("bind_failures_total", "Number of bind requests the API server refused")),
+		jobs:               newJobMetrics(),
+		queues:             newQueueMetrics(),
+	}
+	m.attempts = map[string]prometheus.Counter{}
+	for _, result := range []string{AttemptScheduled, AttemptUnschedulable, AttemptError} {
+		m.attempts[result] = m.scheduleAttempts.WithLabelValues(result)
+	}
+	return m
+}
 
-// Gatherer is everything /metrics serves: the scheduler's metrics merged with the
+// gaugeOpts, counterOpts and histogramOpts name a metric in the subsystem.
+func gaugeOpts(name, help string) prometheus.GaugeOpts {
+	return prometheus.GaugeOpts{Subsystem: subsystem, Name: name, Help: help}
+}
+
+func counterOpts(name, help string) prometheus.CounterOpts {
+	return prometheus.CounterOpts{Subsystem: subsystem, Name: name, Help: help}
+}
+
+func histogramOpts(name, help string, buckets []float64) prometheus.HistogramOpts {
+	return prometheus.HistogramOpts{Subsystem: subsystem, Name: name, Help: help, Buckets: buckets}
+}
+
+// Collectors are every metric of the Set, for the registry that serves them. The Go
+// runtime and process collectors are not among them: the component-base legacy registry,
+// which Handler merges in, already carries them, and one family gathered from two
+// registries makes the whole scrape fail.
+func (m *Set) Collectors() []prometheus.Collector {
+	c := []prometheus.Collector{m.e2eSchedulingLatency, m.e2eJobSchedulingLatency, m.pluginLatency, m.actionLatency,
+		m.taskSchedulingLatency, m.unscheduleTaskCount, m.unscheduleJobCount, m.jobRetryCounts, m.scheduleAttempts,
+		m.scheduledPods, m.bindFailures, m.preemptionVictims, m.preemptionAttempts}
+	c = append(c, m.jobs.collectors()...)
+	return append(c, m.queues.collectors()...)
+}
+
+// since is the time from start in milliseconds, the unit of every latency metric.
+func since(start time.Time) float64 { return float64(time.Since(start).Microseconds()) / 1000 }
+
+// gatherer is everything /metrics serves: the scheduler's registry merged with the
 // component-base legacy registry (Go runtime, process, and client-go's rest_client_* and
 // workqueue_* metrics), as upstream's /metrics does.
-func Gatherer() prometheus.Gatherer {
-	return prometheus.Gatherers{Registry, legacyregistry.DefaultGatherer}
+func gatherer(scheduler prometheus.Gatherer) prometheus.Gatherer {
+	return prometheus.Gatherers{scheduler, legacyregistry.DefaultGatherer}
 }
 
-// Handler serves Gatherer. A collector that fails is logged and left out; the rest of the
-// scrape is still served, so one bad series never blinds Prometheus to all the others.
-func Handler() http.Handler {
-	return promhttp.HandlerFor(Gatherer(), promhttp.HandlerOpts{
+// Handler serves the scheduler's registry with the legacy registry's metrics. A collector
+// that fails is logged and left out; the rest of the scrape is still served, so one bad
+// series never blinds Prometheus to all the others.
+func Handler(scheduler prometheus.Gatherer) http.Handler {
+	return promhttp.HandlerFor(gatherer(scheduler), promhttp.HandlerOpts{
 		ErrorLog:      promLogger{},
 		ErrorHandling: promhttp.ContinueOnError,
 	})

@@ -15,10 +15,7 @@ type resourceGauges struct {
 
 func newResourceGauges(amount, meaning string) resourceGauges {
 	gauge := func(suffix, unit string, labels ...string) *prometheus.GaugeVec {
-		return prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Subsystem: subsystem, Name: "queue_" + amount + "_" + suffix,
-			Help: meaning + ": " + unit,
-		}, labels)
+		return prometheus.NewGaugeVec(gaugeOpts("queue_"+amount+"_"+suffix, meaning+": "+unit), labels)
 	}
 	return resourceGauges{
 		milliCPU: gauge("milli_cpu", "cpu in millicores", "queue_name"),
@@ -39,34 +36,35 @@ func (g resourceGauges) collectors() []prometheus.Collector {
 	return []prometheus.Collector{g.milliCPU, g.memory, g.scalar}
 }
 
-var (
-	queueAllocated    = newResourceGauges("allocated", "Resources held by the queue's placed tasks")
-	queueRequest      = newResourceGauges("request", "Resources requested by the queue's placed and pending tasks")
-	queueDeserved     = newResourceGauges("deserved", "The queue's deserved share of the cluster")
-	queueCapacity     = newResourceGauges("capacity", "The queue's spec.capability (an unbounded cpu or memory reads as the largest float64)")
-	queueRealCapacity = newResourceGauges("real_capacity", "Most the queue can hold: the cluster less other queues' guarantees, within its capability")
+// queueMetrics are the per-queue gauges; published sets them all in one report.
+type queueMetrics struct {
+	allocated, request, deserved, capacity, realCapacity resourceGauges
+	share, weight, overused                              *prometheus.GaugeVec
+	published                                            Publisher
+}
 
-	queueShare = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: subsystem, Name: "queue_share",
-		Help: "Largest ratio of allocated to deserved over the queue's resources",
-	}, []string{"queue_name"})
-	queueWeight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: subsystem, Name: "queue_weight",
-		Help: "The queue's weight",
-	}, []string{"queue_name"})
-	queueOverused = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: subsystem, Name: "queue_overused",
-		Help: "1 when the queue holds its deserved share in every resource, else 0",
-	}, []string{"queue_name"})
-
-	queueSeries Publisher
-)
-
-func init() {
-	for _, g := range []resourceGauges{queueAllocated, queueRequest, queueDeserved, queueCapacity, queueRealCapacity} {
-		Registry.MustRegister(g.collectors()...)
+func newQueueMetrics() queueMetrics {
+	gauge := func(name, help string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(gaugeOpts(name, help), []string{"queue_name"})
 	}
-	Registry.MustRegister(queueShare, queueWeight, queueOverused)
+	return queueMetrics{
+		allocated:    newResourceGauges("allocated", "Resources held by the queue's placed tasks"),
+		request:      newResourceGauges("request", "Resources requested by the queue's placed and pending tasks"),
+		deserved:     newResourceGauges("deserved", "The queue's deserved share of the cluster"),
+		capacity:     newResourceGauges("capacity", "The queue's spec.capability (an unbounded cpu or memory reads as the largest float64)"),
+		realCapacity: newResourceGauges("real_capacity", "Most the queue can hold: the cluster less other queues' guarantees, within its capability"),
+		share:        gauge("queue_share", "Largest ratio of allocated to deserved over the queue's resources"),
+		weight:       gauge("queue_weight", "The queue's weight"),
+		overused:     gauge("queue_overused", "1 when the queue holds its deserved share in every resource, else 0"),
+	}
+}
+
+func (q *queueMetrics) collectors() []prometheus.Collector {
+	var c []prometheus.Collector
+	for _, g := range []resourceGauges{q.allocated, q.request, q.deserved, q.capacity, q.realCapacity} {
+		c = append(c, g.collectors()...)
+	}
+	return append(c, q.share, q.weight, q.overused)
 }
 
 // QueueFigures is one queue as the queue metrics show it. Resources are in the scheduler's
@@ -82,21 +80,25 @@ type QueueFigures struct {
 // ReportQueues sets the queue metrics to exactly the given queues, which should be every
 // queue of the session: the series of a queue left out (deleted since the last report), and
 // of a resource a queue no longer has, are deleted.
-func ReportQueues(figures []QueueFigures) {
-	queueSeries.Publish(func(r Report) {
+func (m *Set) ReportQueues(figures []QueueFigures) {
+	if m == nil {
+		return
+	}
+	queues := &m.queues
+	queues.published.Publish(func(r Report) {
 		for _, q := range figures {
-			queueAllocated.set(r, q.Name, q.Allocated)
-			queueRequest.set(r, q.Name, q.Request)
-			queueDeserved.set(r, q.Name, q.Deserved)
-			queueCapacity.set(r, q.Name, q.Capacity)
-			queueRealCapacity.set(r, q.Name, q.RealCapacity)
-			r.Set(queueShare, q.Share, q.Name)
-			r.Set(queueWeight, float64(q.Weight), q.Name)
+			queues.allocated.set(r, q.Name, q.Allocated)
+			queues.request.set(r, q.Name, q.Request)
+			queues.deserved.set(r, q.Name, q.Deserved)
+			queues.capacity.set(r, q.Name, q.Capacity)
+			queues.realCapacity.set(r, q.Name, q.RealCapacity)
+			r.Set(queues.share, q.Share, q.Name)
+			r.Set(queues.weight, float64(q.Weight), q.Name)
 			overused := 0.0
 			if q.Overused {
 				overused = 1
 			}
-			r.Set(queueOverused, overused, q.Name)
+			r.Set(queues.overused, overused, q.Name)
 		}
 	})
 }

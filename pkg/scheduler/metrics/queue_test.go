@@ -59,14 +59,14 @@ func batchQueue() QueueFigures {
 }
 
 func TestQueueMetricsGolden(t *testing.T) {
-	t.Cleanup(func() { ReportQueues(nil) })
+	m, reg := registered(t)
 	golden, err := os.Open("testdata/queues.golden")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer golden.Close()
-	ReportQueues([]QueueFigures{gpuQueue(), batchQueue()})
-	if err := testutil.GatherAndCompare(Registry, golden, queueMetricNames...); err != nil {
+	m.ReportQueues([]QueueFigures{gpuQueue(), batchQueue()})
+	if err := testutil.GatherAndCompare(reg, golden, queueMetricNames...); err != nil {
 		t.Error(err)
 	}
 }
@@ -74,13 +74,13 @@ func TestQueueMetricsGolden(t *testing.T) {
 // TestQueueSeriesFollowReports: a queue missing from a report loses all its series, and so
 // does a resource a queue no longer has; what remains keeps its (new) values.
 func TestQueueSeriesFollowReports(t *testing.T) {
-	t.Cleanup(func() { ReportQueues(nil) })
-	ReportQueues([]QueueFigures{gpuQueue(), batchQueue()})
+	m, reg := registered(t)
+	m.ReportQueues([]QueueFigures{gpuQueue(), batchQueue()})
 
 	gpu := gpuQueue()
 	gpu.Allocated = &api.Resource{MilliCPU: 500, Memory: 1 * gi} // its vGPU pod ended
 	gpu.Share = 0.125
-	ReportQueues([]QueueFigures{gpu}) // batch was deleted
+	m.ReportQueues([]QueueFigures{gpu}) // batch was deleted
 
 	want := `
 # HELP volcano_queue_allocated_milli_cpu Resources held by the queue's placed tasks: cpu in millicores
@@ -96,17 +96,17 @@ volcano_queue_share{queue_name="gpu"} 0.125
 # TYPE volcano_queue_overused gauge
 volcano_queue_overused{queue_name="gpu"} 0
 `
-	if err := testutil.GatherAndCompare(Registry, strings.NewReader(want),
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
 		"volcano_queue_allocated_milli_cpu", "volcano_queue_allocated_scalar_resources",
 		"volcano_queue_request_scalar_resources", "volcano_queue_share", "volcano_queue_overused"); err != nil {
 		t.Error(err)
 	}
-	if n, err := testutil.GatherAndCount(Registry, queueMetricNames...); err != nil || n != 17 {
+	if n, err := testutil.GatherAndCount(reg, queueMetricNames...); err != nil || n != 17 {
 		t.Errorf("%d queue series after the second report (err %v), want 17: gpu's 18 less its allocated vGPU memory", n, err)
 	}
 
-	ReportQueues(nil)
-	if n, err := testutil.GatherAndCount(Registry, queueMetricNames...); err != nil || n != 0 {
+	m.ReportQueues(nil)
+	if n, err := testutil.GatherAndCount(reg, queueMetricNames...); err != nil || n != 0 {
 		t.Errorf("%d queue series after an empty report (err %v), want 0", n, err)
 	}
 }

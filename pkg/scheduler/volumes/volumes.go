@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -34,16 +35,21 @@ import (
 	_ "k8s.io/kubernetes/pkg/features"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 )
 
 // BindTimeout is how long PreBind waits for the PV controller to bind a pod's claims, as
 // kube-scheduler's default (VolumeBindingArgs.BindTimeoutSeconds).
 const BindTimeout = 600
 
-// Source builds the plugins on first demand (an api.VolumeSource).
+// Source builds the plugins on first demand (an api.VolumeSource). It is the predicates
+// plugin's framework.Component: Start attaches it to the scheduler cache's informers.
 type Source struct {
+	client kubernetes.Interface
+	// ctx and factory are Start's: the plugins' informers are added to factory, the cache's,
+	// and run until ctx ends.
 	ctx     context.Context
-	client  kubernetes.Interface
 	factory informers.SharedInformerFactory
 
 	once    sync.Once
@@ -51,14 +57,29 @@ type Source struct {
 	err     error
 }
 
-var _ api.VolumeSource = (*Source)(nil)
+var (
+	_ api.VolumeSource    = (*Source)(nil)
+	_ framework.Component = (*Source)(nil)
+)
 
-// NewSource builds nothing yet: the plugins' informers are added to factory, and it is started
-// until ctx ends, when a configuration first asks for a volume predicate. factory is the
-// scheduler cache's, so the pods and nodes VolumeBinding watches are the cache's informers.
-func NewSource(ctx context.Context, client kubernetes.Interface, factory informers.SharedInformerFactory) *Source {
-	return &Source{ctx: ctx, client: client, factory: factory}
+// NewSource builds nothing yet: once started, the plugins are built over client when a
+// configuration first asks for a volume predicate.
+func NewSource(client kubernetes.Interface) *Source { return &Source{client: client} }
+
+// Start makes the cache's informer factory the plugins', so that the pods and nodes
+// VolumeBinding watches are the cache's informers; what the plugins add to it runs until ctx
+// ends. Volumes is not called before: the scheduler loads its configuration once its
+// components have started.
+func (s *Source) Start(ctx context.Context, cache framework.ComponentCache) {
+	s.ctx, s.factory = ctx, cache.Informers()
 }
+
+// Configure has nothing to do: the plugins are built when predicates' builder first asks for
+// one (Volumes), which checking a configuration does before it is put in force.
+func (*Source) Configure(context.Context, *conf.SchedulerConfiguration) {}
+
+// Collectors: the volume plugins keep no metrics of this scheduler's.
+func (*Source) Collectors() []prometheus.Collector { return nil }
 
 // Volumes returns the plugins checks switches on, building them (and starting their
 // informers) the first time any is on.

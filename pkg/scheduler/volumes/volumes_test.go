@@ -12,11 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 )
 
 const (
@@ -99,6 +101,14 @@ func podWith(name string, claims ...string) *corev1.Pod {
 	return p
 }
 
+// started is a Source over client started, as the scheduler starts it, on a cache whose
+// informer factory is factory.
+func started(ctx context.Context, client kubernetes.Interface, factory informers.SharedInformerFactory) *Source {
+	s := NewSource(client)
+	s.Start(ctx, &frameworktest.ComponentCache{Factory: factory})
+	return s
+}
+
 // pluginsOn returns the plugins checks switch on, over a fake API server holding objs, once
 // their informers have synced.
 func pluginsOn(t *testing.T, checks api.VolumeChecks, objs ...runtime.Object) *Plugins {
@@ -109,7 +119,7 @@ func pluginsOn(t *testing.T, checks api.VolumeChecks, objs ...runtime.Object) *P
 	factory := informers.NewSharedInformerFactory(client, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	v, err := NewSource(ctx, client, factory).Volumes(checks)
+	v, err := started(ctx, client, factory).Volumes(checks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +137,7 @@ func TestNoCheckWatchesNothing(t *testing.T) {
 	factory := informers.NewSharedInformerFactory(client, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	v, err := NewSource(ctx, client, factory).Volumes(api.VolumeChecks{})
+	v, err := started(ctx, client, factory).Volumes(api.VolumeChecks{})
 	if v != nil || err != nil {
 		t.Fatalf("plugins %v, error %v; want neither", v, err)
 	}
@@ -309,7 +319,7 @@ func TestPodWithVolumesWaitsForTheFirstLists(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	v, err := NewSource(ctx, client, informers.NewSharedInformerFactory(client, 0)).Volumes(allChecks)
+	v, err := started(ctx, client, informers.NewSharedInformerFactory(client, 0)).Volumes(allChecks)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,7 +110,7 @@ func (c *cycle) run() {
 			if stmt != nil {
 				stmt.Commit()
 				if !dispatched && job.IsReady() {
-					metrics.ObserveJobDispatched(job.CreationTimestamp.Time)
+					c.ssn.Metrics().ObserveJobDispatched(job.CreationTimestamp.Time)
 				}
 			}
 		}
@@ -212,7 +212,7 @@ func (c *cycle) allocateTasks(queue *api.QueueInfo, job *api.JobInfo, tasks *tas
 		if err := ssn.PrePredicate(task); err != nil {
 			klog.V(3).InfoS("Pre-predicate failed", "pod", klog.KRef(task.Namespace, task.Name), "err", err)
 			job.NodesFitErrors[task.UID] = c.search.FailAllNodes(err)
-			metrics.CountAttempt(metrics.AttemptUnschedulable)
+			ssn.Metrics().CountAttempt(metrics.AttemptUnschedulable)
 			break
 		}
 		node, fitErrors := c.search.Find(task)
@@ -220,12 +220,12 @@ func (c *cycle) allocateTasks(queue *api.QueueInfo, job *api.JobInfo, tasks *tas
 			if err := nodesearch.Place(stmt, task, node); err != nil {
 				klog.ErrorS(err, "A plugin refused the placement", "pod", klog.KRef(task.Namespace, task.Name), "node", node.Name)
 				node, fitErrors = nil, nodesearch.PlacementFailure(node, err)
-				metrics.CountAttempt(metrics.AttemptError)
+				ssn.Metrics().CountAttempt(metrics.AttemptError)
 			} else {
-				metrics.CountAttempt(metrics.AttemptScheduled)
+				ssn.Metrics().CountAttempt(metrics.AttemptScheduled)
 			}
 		} else {
-			metrics.CountAttempt(metrics.AttemptUnschedulable)
+			ssn.Metrics().CountAttempt(metrics.AttemptUnschedulable)
 		}
 		if node == nil {
 			job.NodesFitErrors[task.UID] = fitErrors

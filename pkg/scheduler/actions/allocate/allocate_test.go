@@ -14,6 +14,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
@@ -34,6 +35,8 @@ type allocateCase struct {
 	hooks     func(ssn *framework.Session)
 	args      conf.Arguments
 	opts      *Options
+	// metrics records the run (nil: nothing is recorded).
+	metrics *metrics.Set
 
 	wantBinds map[string]string // "<ns>/<pod>" -> node; nil means none
 	// wantFitErrors: the fit error message recorded for each listed pod (by name).
@@ -59,7 +62,7 @@ func runAllocate(t *testing.T, tc allocateCase) (*framework.Session, *frameworkt
 	if tc.args != nil {
 		cfg.Configurations = []conf.Configuration{{Name: Name, Arguments: tc.args}}
 	}
-	ssn := frameworktest.OpenTiers(cache, cfg, standardTiers(tc.hooks)...)
+	ssn := frameworktest.OpenTiersRecording(tc.metrics, cache, cfg, standardTiers(tc.hooks)...)
 	act := New()
 	if tc.opts != nil {
 		act = NewWithOptions(*tc.opts)

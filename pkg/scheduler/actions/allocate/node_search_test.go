@@ -2,6 +2,7 @@ package allocate
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -12,7 +13,6 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
@@ -237,23 +237,26 @@ func TestSearchSeesPlacementsAndTheirUndo(t *testing.T) {
 // Every task decision counts in schedule_attempts_total: four pods, three nodes of room for
 // three of them.
 func TestScheduleAttemptsCounted(t *testing.T) {
-	scheduled := metrics.ScheduleAttempts.WithLabelValues(metrics.AttemptScheduled)
-	unschedulable := metrics.ScheduleAttempts.WithLabelValues(metrics.AttemptUnschedulable)
-	before, beforeUnschedulable := testutil.ToFloat64(scheduled), testutil.ToFloat64(unschedulable)
+	m, reg := frameworktest.RegisteredMetrics()
 	groups, pods := singles(4, st.Resources("1", "1Gi"))
 	tc := allocateCase{
 		queues:    []*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)},
 		podGroups: groups,
 		pods:      pods,
 		nodes:     nodes(3, st.Resources("1", "8Gi", "pods", "10")),
+		metrics:   m,
 		wantBinds: map[string]string{"c1/job0-p": "n0", "c1/job1-p": "n1", "c1/job2-p": "n2"},
 	}
 	ssn, cache := runAllocate(t, tc)
 	checkCase(t, tc, ssn, cache)
-	if got := testutil.ToFloat64(scheduled) - before; got != 3 {
-		t.Errorf("scheduled attempts +%v, want +3", got)
-	}
-	if got := testutil.ToFloat64(unschedulable) - beforeUnschedulable; got != 1 {
-		t.Errorf("unschedulable attempts +%v, want +1", got)
+	want := `
+# HELP volcano_schedule_attempts_total Number of attempts to schedule pods, by the result
+# TYPE volcano_schedule_attempts_total counter
+volcano_schedule_attempts_total{result="error"} 0
+volcano_schedule_attempts_total{result="scheduled"} 3
+volcano_schedule_attempts_total{result="unschedulable"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "volcano_schedule_attempts_total"); err != nil {
+		t.Error(err)
 	}
 }

@@ -46,23 +46,23 @@ func (a *action) Execute(ssn *framework.Session) {
 		if err := ssn.PrePredicate(task); err != nil {
 			klog.V(3).InfoS("Pre-predicate failed", "pod", klog.KRef(task.Namespace, task.Name), "err", err)
 			job.NodesFitErrors[task.UID] = search.FailAllNodes(err)
-			metrics.CountAttempt(metrics.AttemptUnschedulable)
+			ssn.Metrics().CountAttempt(metrics.AttemptUnschedulable)
 			continue
 		}
 		node, fitErrors := search.Find(task)
 		if node == nil {
 			job.NodesFitErrors[task.UID] = fitErrors
-			metrics.CountAttempt(metrics.AttemptUnschedulable)
+			ssn.Metrics().CountAttempt(metrics.AttemptUnschedulable)
 			continue
 		}
 		stmt := ssn.NewStatement()
 		if err := nodesearch.Place(stmt, task, node); err != nil {
 			klog.ErrorS(err, "A plugin refused the placement", "pod", klog.KRef(task.Namespace, task.Name), "node", node.Name)
 			job.NodesFitErrors[task.UID] = nodesearch.PlacementFailure(node, err)
-			metrics.CountAttempt(metrics.AttemptError)
+			ssn.Metrics().CountAttempt(metrics.AttemptError)
 			continue
 		}
-		metrics.CountAttempt(metrics.AttemptScheduled)
+		ssn.Metrics().CountAttempt(metrics.AttemptScheduled)
 		// A pending best-effort task already counts towards the gang, so placing one never
 		// makes a job ready: a job that is not ready lacks other tasks, and its best-effort
 		// ones wait for them (the undone placement still says where the pod would go).

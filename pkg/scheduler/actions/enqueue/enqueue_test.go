@@ -183,7 +183,7 @@ func TestEnqueue(t *testing.T) {
 			reg := framework.NewRegistry()
 			reg.RegisterPlugin(v.Name(), func(conf.Arguments) (framework.Plugin, error) { return v, nil })
 			cfg := &conf.SchedulerConfiguration{Actions: "enqueue, allocate", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: v.Name()}}}}}
-			ssn := framework.OpenSession(&frameworktest.Cache{Snap: snap}, cfg, reg)
+			ssn := framework.OpenSession(&frameworktest.Cache{Snap: snap}, cfg, reg, nil)
 
 			informerPhases := map[string]schedulingv1beta1.PodGroupPhase{}
 			for _, j := range c.jobs {

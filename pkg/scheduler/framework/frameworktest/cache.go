@@ -1,6 +1,7 @@
 // Package frameworktest holds what unit tests of the framework, actions and plugins share to
 // open a session without a real cache: a fake cache, snapshots built from API objects or
-// infos, and ways to open a session or run actions over them.
+// infos, and ways to open a session or run actions over them; and the cache a plugin's
+// component starts on without one.
 package frameworktest
 
 import (

@@ -67,7 +67,9 @@ func (cp *capacityPlugin) OnSessionOpen(ssn *framework.Session) {
 // OnSessionClose publishes the queue metrics. volcano_queue_overused says whether a queue
 // holds its deserved share, as upstream's capacity reports it, although this plugin makes no
 // decision on it.
-func (cp *capacityPlugin) OnSessionClose(*framework.Session) { cp.ledger.ReportMetrics() }
+func (cp *capacityPlugin) OnSessionClose(ssn *framework.Session) {
+	cp.ledger.ReportMetrics(ssn.Metrics())
+}
 
 // declaredDeserved is spec.deserved cut to the real capability (dimensions the capability does
 // not name stay as declared) and raised to the guarantee.

@@ -11,7 +11,6 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 	qt "github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/internal/quota/quotatest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
@@ -19,7 +18,7 @@ import (
 // TestQueueMetrics: a queue's deserved share is the one it declares, also when it has no
 // job; a queue holding its deserved share reads overused.
 func TestQueueMetrics(t *testing.T) {
-	t.Cleanup(func() { metrics.ReportQueues(nil) })
+	m, reg := frameworktest.RegisteredMetrics()
 	cluster := frameworktest.Objects{
 		Nodes: []*corev1.Node{st.Node("n1", st.Resources("4", "4Gi")).Obj()},
 		Queues: []*schedulingv1beta1.Queue{
@@ -29,7 +28,7 @@ func TestQueueMetrics(t *testing.T) {
 		PodGroups: []*schedulingv1beta1.PodGroup{qt.PodGroup("running", "busy", 1, nil, schedulingv1beta1.PodGroupRunning)},
 		Pods:      []*corev1.Pod{qt.Pod("running-0", "running", "n1", st.Resources("1", "1Gi"))},
 	}
-	framework.CloseSession(frameworktest.OpenSession(t, &frameworktest.Cache{Snap: cluster.ClusterInfo()}, qt.Actions, builders, conf.PluginOption{Name: PluginName}))
+	framework.CloseSession(frameworktest.OpenRecording(t, m, &frameworktest.Cache{Snap: cluster.ClusterInfo()}, qt.Actions, builders, conf.PluginOption{Name: PluginName}))
 
 	want := `
 # HELP volcano_queue_deserved_milli_cpu The queue's deserved share of the cluster: cpu in millicores
@@ -53,7 +52,7 @@ volcano_queue_share{queue_name="idle"} 0
 volcano_queue_overused{queue_name="busy"} 1
 volcano_queue_overused{queue_name="idle"} 0
 `
-	if err := testutil.GatherAndCompare(metrics.Registry, strings.NewReader(want),
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
 		"volcano_queue_deserved_milli_cpu", "volcano_queue_capacity_milli_cpu", "volcano_queue_real_capacity_memory_bytes",
 		"volcano_queue_share", "volcano_queue_overused"); err != nil {
 		t.Error(err)

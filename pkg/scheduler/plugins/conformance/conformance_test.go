@@ -47,7 +47,7 @@ func TestChangesNoDecision(t *testing.T) {
 	reg := framework.NewRegistry()
 	reg.RegisterPlugin(PluginName, New)
 	cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName}}}}}
-	ssn := framework.OpenSession(&frameworktest.Cache{Snap: ci}, cfg, reg)
+	ssn := framework.OpenSession(&frameworktest.Cache{Snap: ci}, cfg, reg, nil)
 	if r := ssn.JobValid(job); r != nil {
 		t.Errorf("JobValid = %+v, want nil", r)
 	}

@@ -33,7 +33,7 @@ func runAllocate(t *testing.T, cache *frameworktest.Cache, args conf.Arguments) 
 		{Plugins: []conf.PluginOption{{Name: predicates.PluginName}, {Name: PluginName, Arguments: deviceArgs}}},
 	}}
 	reg := registry(map[string]framework.PluginBuilder{gang.PluginName: gang.New, predicates.PluginName: predicates.New})
-	ssn := framework.OpenSession(cache, cfg, reg)
+	ssn := framework.OpenSession(cache, cfg, reg, nil)
 	allocate.New().Execute(ssn)
 	framework.CloseSession(ssn)
 	return ssn

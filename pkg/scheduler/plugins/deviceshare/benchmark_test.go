@@ -60,7 +60,7 @@ func BenchmarkAllocateVGPU(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		cache := &frameworktest.Cache{Snap: frameworktest.CloneCluster(template)}
-		ssn := framework.OpenSession(cache, cfg, reg)
+		ssn := framework.OpenSession(cache, cfg, reg, nil)
 		before := frameworktest.CPUTime(b)
 		b.StartTimer()
 		act.Execute(ssn)

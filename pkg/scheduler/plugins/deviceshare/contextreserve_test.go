@@ -208,7 +208,7 @@ func TestQueueUsageLeavesTheReserveOut(t *testing.T) {
 		Name: PluginName, Arguments: conf.Arguments{VGPUEnableArg: true}}}}}}
 	reg := framework.NewRegistry()
 	reg.RegisterPlugin(PluginName, NewBuilder(NewShared(reserveDevices)))
-	ssn := framework.OpenSession(cache, cfg, reg)
+	ssn := framework.OpenSession(cache, cfg, reg, nil)
 	stmt := ssn.NewStatement()
 	if err := stmt.Allocate(taskOf(t, ssn, "new"), ssn.Nodes["n1"]); err != nil {
 		t.Fatal(err)
@@ -241,7 +241,7 @@ func TestContextReserveMetrics(t *testing.T) {
 		Name: PluginName, Arguments: conf.Arguments{VGPUEnableArg: true}}}}}}
 	reg := framework.NewRegistry()
 	reg.RegisterPlugin(PluginName, NewBuilder(shared))
-	ssn := framework.OpenSession(cache, cfg, reg)
+	ssn := framework.OpenSession(cache, cfg, reg, nil)
 	stmt := ssn.NewStatement()
 	for _, name := range []string{"new", "half"} {
 		if err := stmt.Allocate(taskOf(t, ssn, name), ssn.Nodes["n1"]); err != nil {

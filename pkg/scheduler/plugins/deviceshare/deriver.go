@@ -13,7 +13,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
-// Deriver builds each node's GPU ledger for the scheduler cache (cache.DeviceDeriver): the
+// Deriver builds each node's GPU ledger for the scheduler cache (framework.DeviceDeriver): the
 // GPUs from the node's register annotation, and on them the assignments of the pods on the
 // node. The cache derives the ledger again after every change to the node or its pods, so a
 // restarted scheduler finds the same bookings as the one before it.
@@ -24,7 +24,7 @@ import (
 // That is the ConfigMap the loaded scheduler configuration's deviceshare arguments name
 // (Shared.Configure), and the default one (devicewatch.DefaultKey) before any
 // (devicewatch.Source.InUse). The Source's OnChange tells when that configuration changes;
-// the cache must then derive every node again (cache.SchedulerCache.RederiveDevices).
+// the cache must then derive every node again, as Shared.Start has it do.
 //
 // A handshake annotation, which upstream v1.13 to v1.15.0 require, is honoured when present
 // but only read: "Deleted_" means no GPUs, and so does a "Requesting_" older than

@@ -15,6 +15,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/devicewatch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
@@ -99,8 +100,8 @@ func TestCustomResourceNames(t *testing.T) {
 }
 
 // TestConfigMapArguments: once the configuration is loaded (Shared.Configure), sessions
-// read the names of the ConfigMap the plugin's arguments name, and the deriver follows
-// that ConfigMap.
+// read the names of the ConfigMap the plugin's arguments name, the deriver Start gave the
+// cache follows that ConfigMap, and the cache is told to derive its ledgers again.
 func TestConfigMapArguments(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -109,9 +110,14 @@ func TestConfigMapArguments(t *testing.T) {
 		Data: map[string]string{vgpu.DeviceConfigKey: fmt.Sprintf("nvidia:\n  resourceCountName: %s\n  resourceMemoryName: %s\n  resourceCoreName: %s\n",
 			sliceNames.Count, sliceNames.Memory, sliceNames.Cores)},
 	}
-	shared := NewShared(devicewatch.NewSource(kubefake.NewClientset(cm), nil))
+	shared := NewSharedOn(kubefake.NewClientset(cm), nil)
+	cache := &frameworktest.ComponentCache{}
+	shared.Start(ctx, cache)
+	if len(cache.Derivers) != 1 {
+		t.Fatalf("Start added %d device derivers to the cache, want 1", len(cache.Derivers))
+	}
 	n := api.NewNodeInfo(sliceNode(gpus(1, 10, 30000, h200)))
-	deriver := shared.Deriver(nil)
+	deriver := cache.Derivers[0]
 	if l := deriver.Derive(n).(*ledger); l.unavailable == nil {
 		t.Errorf("before any configuration the deriver follows the default ConfigMap, which is missing: want the node unusable")
 	}
@@ -119,6 +125,9 @@ func TestConfigMapArguments(t *testing.T) {
 	args := conf.Arguments{VGPUEnableArg: true, KnownGeometriesCMNameArg: "gpu-slices", KnownGeometriesCMNamespaceArg: "gpu-system"}
 	shared.Configure(ctx, &conf.SchedulerConfiguration{Actions: "allocate",
 		Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName, Arguments: args}}}}})
+	if cache.Rederived.Load() == 0 {
+		t.Error("the ConfigMap in use changed and the cache was not told to derive the ledgers again")
+	}
 	fp, err := NewBuilder(shared)(args)
 	if err != nil {
 		t.Fatal(err)

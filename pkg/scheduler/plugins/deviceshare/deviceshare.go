@@ -30,10 +30,10 @@
 // queue's status.allocated (queueUsage).
 //
 // The vGPU resource names come from the device ConfigMap the deviceshare.KnownGeometriesCM*
-// arguments name (the shipped defaults while there is none). It is watched by Shared, which
-// outlives sessions and which cmd/vc-scheduler points at the ConfigMap of every
-// configuration it loads; a session reads the configuration in use when it opens, the same
-// one the cache's ledgers follow (see Deriver).
+// arguments name (the shipped defaults while there is none). It is watched by Shared, the
+// plugin's component, which outlives sessions and is configured with every configuration the
+// scheduler loads; a session reads the configuration in use when it opens, the same one the
+// cache's ledgers follow (see Deriver).
 //
 // GPUs in mig mode are shared by MIG instances of the ConfigMap's knownMigGeometries (see
 // migSharing); one whose type has no geometry there takes no vGPU, and says so.

@@ -190,7 +190,7 @@ func TestVGPUMetrics(t *testing.T) {
 
 	t.Run("vGPU scheduling off", func(t *testing.T) {
 		cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName}}}}}
-		framework.CloseSession(framework.OpenSession(&frameworktest.Cache{Snap: snapshot(metricsCluster("", bound), 1)}, cfg, registry(nil)))
+		framework.CloseSession(framework.OpenSession(&frameworktest.Cache{Snap: snapshot(metricsCluster("", bound), 1)}, cfg, registry(nil), nil))
 		if n := countVGPUSeries(t); n != 0 {
 			t.Errorf("%d series with vGPU scheduling off, want 0", n)
 		}

@@ -27,7 +27,7 @@ func TestNodeLockRequest(t *testing.T) {
 		cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{
 			Name: PluginName, Arguments: conf.Arguments{VGPUEnableArg: true, NodeLockEnableArg: enabled},
 		}}}}}
-		ssn := framework.OpenSession(cache, cfg, registry(nil))
+		ssn := framework.OpenSession(cache, cfg, registry(nil), nil)
 		var want []api.PreBindStep
 		if enabled {
 			want = []api.PreBindStep{nodeLockStep}

@@ -46,7 +46,7 @@ func TestMemoryPercentageEndToEnd(t *testing.T) {
 				{Plugins: []conf.PluginOption{{Name: gang.PluginName}}},
 				{Plugins: []conf.PluginOption{{Name: predicates.PluginName}, {Name: PluginName, Arguments: conf.Arguments{VGPUEnableArg: true}}}},
 			}}
-			ssn := framework.OpenSession(cache, cfg, registry(map[string]framework.PluginBuilder{gang.PluginName: gang.New, predicates.PluginName: predicates.New}))
+			ssn := framework.OpenSession(cache, cfg, registry(map[string]framework.PluginBuilder{gang.PluginName: gang.New, predicates.PluginName: predicates.New}), nil)
 			allocate.New().Execute(ssn)
 			framework.CloseSession(ssn)
 

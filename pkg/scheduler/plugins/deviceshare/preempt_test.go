@@ -289,7 +289,7 @@ func TestEvictAndPipelineDiscard(t *testing.T) {
 		gpuJob{"low", 1, 1, holding("low", 4, 6000, func(int) int { return 0 })},
 		gpuJob{"high", 10, 1, pendingPods("high", 1, 1, 6000)})
 	var p *plugin
-	ssn := framework.OpenSession(&frameworktest.Cache{Snap: ci}, preemptTiers(preempt.Name), testRegistry(&p))
+	ssn := framework.OpenSession(&frameworktest.Cache{Snap: ci}, preemptTiers(preempt.Name), testRegistry(&p), nil)
 	node := ssn.Nodes["n1"]
 	victim := ssn.Jobs[api.JobID(testNS+"/low")].Tasks["uid-low-3"]
 	preemptor := ssn.Jobs[api.JobID(testNS+"/high")].Tasks["uid-high-0"]

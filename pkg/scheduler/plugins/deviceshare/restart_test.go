@@ -86,7 +86,7 @@ func TestRestartRebuildsLedger(t *testing.T) {
 		{Plugins: []conf.PluginOption{{Name: predicates.PluginName}, {Name: PluginName, Arguments: conf.Arguments{VGPUEnableArg: true}}}},
 	}}
 	reg := registry(map[string]framework.PluginBuilder{gang.PluginName: gang.New, predicates.PluginName: predicates.New})
-	ssn := framework.OpenSession(restarted, cfg, reg)
+	ssn := framework.OpenSession(restarted, cfg, reg, nil)
 	allocate.New().Execute(ssn)
 	framework.CloseSession(ssn)
 

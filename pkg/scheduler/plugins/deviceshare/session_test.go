@@ -51,7 +51,7 @@ func openDeviceSession(cache framework.Cache) *framework.Session {
 	cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{
 		Name: PluginName, Arguments: conf.Arguments{VGPUEnableArg: true, SchedulePolicyArg: PolicyBinpack},
 	}}}}}
-	return framework.OpenSession(cache, cfg, registry(nil))
+	return framework.OpenSession(cache, cfg, registry(nil), nil)
 }
 
 func taskOf(t *testing.T, ssn *framework.Session, name string) *api.TaskInfo {
@@ -196,7 +196,7 @@ func TestDisabled(t *testing.T) {
 	cache := &frameworktest.Cache{Snap: snapshot([]*api.NodeInfo{nodeInfo(gpuNode("n1", 0, gpus(1, 10, 30000, h200)))}, 1,
 		pod("w-0", "pg", vgpuCtr("main", 1, 99999, 0)))}
 	cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName}}}}}
-	ssn := framework.OpenSession(cache, cfg, registry(nil))
+	ssn := framework.OpenSession(cache, cfg, registry(nil), nil)
 	task := taskOf(t, ssn, "w-0")
 	if s := ssn.Predicate(task, ssn.Nodes["n1"]); s != nil {
 		t.Errorf("disabled plugin refused the node: %v", s.Reasons)

@@ -100,7 +100,7 @@ func (d *drfPlugin) OnSessionClose(ssn *framework.Session) {
 			Created: job.CreationTimestamp.Time, Share: d.shares[uid], Scheduled: scheduled[uid],
 		})
 	}
-	metrics.ReportJobs(figures, time.Now())
+	ssn.Metrics().ReportJobs(figures, time.Now())
 }
 
 func (d *drfPlugin) smallerShareFirst(l, r *api.JobInfo) int {

@@ -5,20 +5,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 )
 
-// e2eGauges reads the e2e gauges of job ns/<name> (queue "default"): start and last time in
-// Unix seconds, duration in milliseconds; found is false when the job has none.
-func e2eGauges(t *testing.T, name string) (start, last, duration float64, found bool) {
+// e2eGauges reads the e2e gauges of job ns/<name> (queue "default") from reg: start and last
+// time in Unix seconds, duration in milliseconds; found is false when the job has none.
+func e2eGauges(t *testing.T, reg prometheus.Gatherer, name string) (start, last, duration float64, found bool) {
 	t.Helper()
-	families, err := metrics.Registry.Gather()
+	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,8 +77,8 @@ func allocate(t *testing.T, ssn *framework.Session, job, task string, then outco
 // TestJobShareMetric: volcano_job_share shows each job's share at the close of the session,
 // committed placements included; finished and deleted jobs lose their series.
 func TestJobShareMetric(t *testing.T) {
-	t.Cleanup(func() { metrics.ReportJobs(nil, time.Time{}) })
-	ssn := frameworktest.OpenSession(t, onTwoNodes(sessionJobs()...), "allocate", builders, drfOnly)
+	m, reg := frameworktest.RegisteredMetrics()
+	ssn := frameworktest.OpenRecording(t, m, onTwoNodes(sessionJobs()...), "allocate", builders, drfOnly)
 	allocate(t, ssn, "idle", "idle-0", commit) // 3 of 8 cpu
 	framework.CloseSession(ssn)
 	want := `
@@ -88,20 +88,20 @@ volcano_job_share{job_id="cpu-heavy",job_ns="ns"} 0.375
 volcano_job_share{job_id="idle",job_ns="ns"} 0.375
 volcano_job_share{job_id="memory-heavy",job_ns="ns"} 0.25
 `
-	if err := testutil.GatherAndCompare(metrics.Registry, strings.NewReader(want), "volcano_job_share"); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "volcano_job_share"); err != nil {
 		t.Error(err)
 	}
 
 	// memory-heavy is deleted and cpu-heavy has completed.
 	jobs := sessionJobs()
 	jobs[0].PodGroup.Status.Phase = schedulingv1beta1.PodGroupCompleted
-	framework.CloseSession(frameworktest.OpenSession(t, onTwoNodes(jobs[0], jobs[2]), "allocate", builders, drfOnly))
+	framework.CloseSession(frameworktest.OpenRecording(t, m, onTwoNodes(jobs[0], jobs[2]), "allocate", builders, drfOnly))
 	want = `
 # HELP volcano_job_share The job's dominant resource share: the largest fraction of any cluster resource it holds
 # TYPE volcano_job_share gauge
 volcano_job_share{job_id="idle",job_ns="ns"} 0
 `
-	if err := testutil.GatherAndCompare(metrics.Registry, strings.NewReader(want), "volcano_job_share"); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "volcano_job_share"); err != nil {
 		t.Errorf("after jobs finished and went: %v", err)
 	}
 }
@@ -110,26 +110,26 @@ volcano_job_share{job_id="idle",job_ns="ns"} 0
 // gauges; the start time stays the first such session's, the last time and the duration
 // (from the PodGroup's creation) follow the latest.
 func TestE2EJobSchedulingMetrics(t *testing.T) {
-	t.Cleanup(func() { metrics.ReportJobs(nil, time.Time{}) })
+	m, reg := frameworktest.RegisteredMetrics()
 	created := float64(3) // newJob("idle", 3, ...)
 
 	// Placed and discarded, then placed and never committed: not scheduled.
-	ssn := frameworktest.OpenSession(t, onTwoNodes(sessionJobs()...), "allocate", builders, drfOnly)
+	ssn := frameworktest.OpenRecording(t, m, onTwoNodes(sessionJobs()...), "allocate", builders, drfOnly)
 	allocate(t, ssn, "idle", "idle-0", discard)
 	allocate(t, ssn, "idle", "idle-0", leave)
 	framework.CloseSession(ssn)
 	for _, name := range []string{"idle", "cpu-heavy", "memory-heavy"} {
-		if _, _, _, found := e2eGauges(t, name); found {
+		if _, _, _, found := e2eGauges(t, reg, name); found {
 			t.Errorf("%s has e2e gauges without any task reaching the binder", name)
 		}
 	}
 
 	before := unixSeconds(time.Now())
-	ssn = frameworktest.OpenSession(t, onTwoNodes(sessionJobs()...), "allocate", builders, drfOnly)
+	ssn = frameworktest.OpenRecording(t, m, onTwoNodes(sessionJobs()...), "allocate", builders, drfOnly)
 	allocate(t, ssn, "idle", "idle-0", commit)
 	framework.CloseSession(ssn)
 	after := unixSeconds(time.Now())
-	firstStart, last, duration, found := e2eGauges(t, "idle")
+	firstStart, last, duration, found := e2eGauges(t, reg, "idle")
 	if !found {
 		t.Fatal("idle has no e2e gauges after its task was bound")
 	}
@@ -142,17 +142,17 @@ func TestE2EJobSchedulingMetrics(t *testing.T) {
 
 	// Scheduled again later: the start stays.
 	before = unixSeconds(time.Now())
-	ssn = frameworktest.OpenSession(t, onTwoNodes(sessionJobs()...), "allocate", builders, drfOnly)
+	ssn = frameworktest.OpenRecording(t, m, onTwoNodes(sessionJobs()...), "allocate", builders, drfOnly)
 	allocate(t, ssn, "idle", "idle-0", commit)
 	framework.CloseSession(ssn)
-	start, last, _, _ := e2eGauges(t, "idle")
+	start, last, _, _ := e2eGauges(t, reg, "idle")
 	if start != firstStart || last < before {
 		t.Errorf("second scheduling: start %v, last %v; want start %v and last at or after %v", start, last, firstStart, before)
 	}
 
 	// The job is deleted: its e2e series go.
-	framework.CloseSession(frameworktest.OpenSession(t, onTwoNodes(sessionJobs()[:2]...), "allocate", builders, drfOnly))
-	if _, _, _, found := e2eGauges(t, "idle"); found {
+	framework.CloseSession(frameworktest.OpenRecording(t, m, onTwoNodes(sessionJobs()[:2]...), "allocate", builders, drfOnly))
+	if _, _, _, found := e2eGauges(t, reg, "idle"); found {
 		t.Error("a deleted job keeps its e2e gauges")
 	}
 }

@@ -25,7 +25,6 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 )
 
 // PluginName is the plugin's name in volcano-scheduler.conf.
@@ -154,12 +153,11 @@ func (gangPlugin) OnSessionClose(ssn *framework.Session) {
 		if cond.Type == schedulingv1beta1.PodGroupUnschedulableType {
 			klog.V(3).InfoS("Gang unschedulable", "podGroup", klog.KRef(job.Namespace, job.Name), "message", cond.Message)
 			unreadyJobs++
-			metrics.JobRetryCounts.WithLabelValues(job.Name).Inc()
-			metrics.UnscheduleTaskCount.WithLabelValues(job.Name).Set(float64(unready))
+			ssn.Metrics().GangUnready(job.Name, unready)
 		}
 		ssn.UpdatePodGroupCondition(job, cond)
 	}
-	metrics.UnscheduleJobCount.Set(float64(unreadyJobs))
+	ssn.Metrics().UnreadyJobs(unreadyJobs)
 }
 
 // gangCondition is the condition the job's PodGroup gets from this session, and how many

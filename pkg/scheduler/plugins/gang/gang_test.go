@@ -2,6 +2,7 @@ package gang
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,7 +16,6 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
@@ -282,23 +282,33 @@ func allocateFirstThenDiscard(t *testing.T, ssn *framework.Session, job *api.Job
 }
 
 // The gang metrics follow what the conditions say: the unready job's missing tasks and a
-// retry, and the number of unready jobs (upstream's names and labels).
+// retry, and the number of unready jobs (upstream's names, help texts and labels).
 func TestOnSessionCloseMetrics(t *testing.T) {
+	m, reg := frameworktest.RegisteredMetrics()
 	unready := newJob("short", 3, nil, nil, running, pending, pending)
-	ssn := frameworktest.OpenSession(t, onN0(unready), "allocate", builders, conf.PluginOption{Name: PluginName})
-	retriesBefore := testutil.ToFloat64(metrics.JobRetryCounts.WithLabelValues("short"))
-	framework.CloseSession(ssn)
-	if got := testutil.ToFloat64(metrics.UnscheduleTaskCount.WithLabelValues("short")); got != 2 {
-		t.Errorf("volcano_unschedule_task_count{job_id=short} = %v, want 2", got)
+	framework.CloseSession(frameworktest.OpenRecording(t, m, onN0(unready), "allocate", builders, conf.PluginOption{Name: PluginName}))
+	want := `
+# HELP volcano_unschedule_task_count Number of tasks could not be scheduled
+# TYPE volcano_unschedule_task_count gauge
+volcano_unschedule_task_count{job_id="short"} 2
+# HELP volcano_job_retry_counts Number of retry counts for one job
+# TYPE volcano_job_retry_counts counter
+volcano_job_retry_counts{job_id="short"} 1
+# HELP volcano_unschedule_job_count Number of jobs could not be scheduled
+# TYPE volcano_unschedule_job_count gauge
+volcano_unschedule_job_count 1
+`
+	names := []string{"volcano_unschedule_task_count", "volcano_job_retry_counts", "volcano_unschedule_job_count"}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
+		t.Error(err)
 	}
-	if got := testutil.ToFloat64(metrics.JobRetryCounts.WithLabelValues("short")) - retriesBefore; got != 1 {
-		t.Errorf("volcano_job_retry_counts{job_id=short} grew by %v, want 1", got)
-	}
-	if got := testutil.ToFloat64(metrics.UnscheduleJobCount); got != 1 {
-		t.Errorf("volcano_unschedule_job_count = %v, want 1", got)
-	}
-	framework.CloseSession(frameworktest.OpenSession(t, onN0(newJob("ready", 2, nil, nil, running, running)), "allocate", builders, conf.PluginOption{Name: PluginName}))
-	if got := testutil.ToFloat64(metrics.UnscheduleJobCount); got != 0 {
-		t.Errorf("after a ready cycle volcano_unschedule_job_count = %v, want 0", got)
+	framework.CloseSession(frameworktest.OpenRecording(t, m, onN0(newJob("ready", 2, nil, nil, running, running)), "allocate", builders, conf.PluginOption{Name: PluginName}))
+	want = `
+# HELP volcano_unschedule_job_count Number of jobs could not be scheduled
+# TYPE volcano_unschedule_job_count gauge
+volcano_unschedule_job_count 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "volcano_unschedule_job_count"); err != nil {
+		t.Errorf("after a ready cycle: %v", err)
 	}
 }

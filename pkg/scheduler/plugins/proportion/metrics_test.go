@@ -11,7 +11,6 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 	qt "github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/internal/quota/quotatest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
@@ -51,8 +50,8 @@ func metricsCluster(withB bool) frameworktest.Objects {
 // the queue metrics show once it closes; a queue deleted before the next session loses its
 // series.
 func TestQueueMetrics(t *testing.T) {
-	t.Cleanup(func() { metrics.ReportQueues(nil) })
-	ssn := frameworktest.OpenSession(t, &frameworktest.Cache{Snap: metricsCluster(true).ClusterInfo()}, qt.Actions, builders, conf.PluginOption{Name: PluginName})
+	m, reg := frameworktest.RegisteredMetrics()
+	ssn := frameworktest.OpenRecording(t, m, &frameworktest.Cache{Snap: metricsCluster(true).ClusterInfo()}, qt.Actions, builders, conf.PluginOption{Name: PluginName})
 	// b takes its whole deserved share: share 1, overused.
 	if qt.Allocate(ssn, qt.Task(ssn, "b-0")) == "" {
 		t.Fatal("b-0 was not placed")
@@ -127,12 +126,12 @@ volcano_queue_overused{queue_name="idle"} 0
 		"volcano_queue_real_capacity_milli_cpu", "volcano_queue_real_capacity_scalar_resources",
 		"volcano_queue_share", "volcano_queue_weight", "volcano_queue_overused",
 	}
-	if err := testutil.GatherAndCompare(metrics.Registry, strings.NewReader(want), names...); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
 		t.Error(err)
 	}
 
 	// Queue b and its job are deleted: its series go, a's and idle's stay.
-	framework.CloseSession(frameworktest.OpenSession(t, &frameworktest.Cache{Snap: metricsCluster(false).ClusterInfo()}, qt.Actions, builders,
+	framework.CloseSession(frameworktest.OpenRecording(t, m, &frameworktest.Cache{Snap: metricsCluster(false).ClusterInfo()}, qt.Actions, builders,
 		conf.PluginOption{Name: PluginName}))
 	want = `
 # HELP volcano_queue_weight The queue's weight
@@ -143,7 +142,7 @@ volcano_queue_weight{queue_name="idle"} 2
 # TYPE volcano_queue_allocated_scalar_resources gauge
 volcano_queue_allocated_scalar_resources{queue_name="a",resource="pods"} 1000
 `
-	if err := testutil.GatherAndCompare(metrics.Registry, strings.NewReader(want),
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
 		"volcano_queue_weight", "volcano_queue_allocated_scalar_resources"); err != nil {
 		t.Errorf("after queue b was deleted: %v", err)
 	}

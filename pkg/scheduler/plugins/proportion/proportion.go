@@ -58,7 +58,9 @@ func (pp *proportionPlugin) OnSessionOpen(ssn *framework.Session) {
 
 // OnSessionClose publishes the queue metrics. A queue with no job deserves nothing here:
 // water-filling divides the cluster only between queues that have work.
-func (pp *proportionPlugin) OnSessionClose(*framework.Session) { pp.ledger.ReportMetrics() }
+func (pp *proportionPlugin) OnSessionClose(ssn *framework.Session) {
+	pp.ledger.ReportMetrics(ssn.Metrics())
+}
 
 // overused: the queue already holds its deserved share in every dimension of Deserved (cpu
 // and memory always), so allocate passes it by.

@@ -27,7 +27,6 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/nodesearch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 )
 
 // Reasons a node gives a preemptor (or reclaimer) it cannot take, as they read after a count
@@ -157,7 +156,7 @@ func search(ssn *framework.Session, stmt *framework.Statement, preemptor *api.Ta
 		}
 		out.victimsSeen = true
 		chosen := choose(preemptor, candidates)
-		metrics.PreemptionVictims.Set(float64(len(chosen)))
+		ssn.Metrics().VictimsChosen(len(chosen))
 		// Every candidate, whatever the plugins allow, would leave it short: that is the
 		// node's reason, the plugins' choice could not change it.
 		if short := shortOf(preemptor, node, candidates); short != "" {
@@ -174,7 +173,7 @@ func search(ssn *framework.Session, stmt *framework.Statement, preemptor *api.Ta
 			why.SetNodeError(node.Name, insufficient(short))
 			continue
 		}
-		metrics.PreemptionAttempts.Inc()
+		ssn.Metrics().CountPreemptionAttempt()
 		order(ssn, chosen)
 		if selected, ok := ssn.SelectVictims(preemptor, node, chosen); ok {
 			chosen = selected

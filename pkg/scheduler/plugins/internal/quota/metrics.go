@@ -7,11 +7,11 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 )
 
-// ReportMetrics publishes upstream's queue metrics (volcano_queue_*) for every queue of the
-// session, from the accounts as they stand: the plugins call it when the session closes, so
-// the figures include the cycle's placements. An idle queue holds nothing and so is never
-// overused; a queue that left the cluster loses its series.
-func (l *Ledger) ReportMetrics() {
+// ReportMetrics publishes upstream's queue metrics (volcano_queue_*) into m for every queue
+// of the session, from the accounts as they stand: the plugins call it when the session
+// closes, so the figures include the cycle's placements. An idle queue holds nothing and so
+// is never overused; a queue that left the cluster loses its series.
+func (l *Ledger) ReportMetrics(m *metrics.Set) {
 	figures := make([]metrics.QueueFigures, 0, len(l.Queues)+len(l.Idle))
 	for _, q := range l.Sorted() {
 		figures = append(figures, q.figures(q.HoldsDeserved()))
@@ -19,7 +19,7 @@ func (l *Ledger) ReportMetrics() {
 	for _, q := range l.Idle {
 		figures = append(figures, q.figures(false))
 	}
-	metrics.ReportQueues(figures)
+	m.ReportQueues(figures)
 }
 
 func (q *Queue) figures(overused bool) metrics.QueueFigures {
