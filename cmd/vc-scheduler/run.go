@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -83,7 +84,13 @@ func run(ctx context.Context, o *options) (err error) {
 	restCfg.QPS, restCfg.Burst = o.kubeAPIQPS, o.kubeAPIBurst
 	restCfg.UserAgent = rest.DefaultKubernetesUserAgent() + "/vc-scheduler"
 	apideadline.Set(restCfg, apideadline.Default) // binds, status writes, leases; not watches
-	kube, err := kubernetes.NewForConfig(restCfg)
+	// Kubernetes' own objects travel as protobuf, as kube-scheduler's do: a restarted
+	// scheduler's first lists of every pod and node decode several times faster than JSON.
+	// Volcano's CRDs have JSON only.
+	kubeCfg := rest.CopyConfig(restCfg)
+	kubeCfg.ContentType = runtime.ContentTypeProtobuf
+	kubeCfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	kube, err := kubernetes.NewForConfig(kubeCfg)
 	if err != nil {
 		return err
 	}
