@@ -24,14 +24,14 @@ import (
 // newRegistry is newRegistryFor with the shipped device configuration, for a scheduler that
 // reads no ConfigMap (benchmarks).
 func newRegistry(allocateOpts allocate.Options) *framework.Registry {
-	return newRegistryFor(allocateOpts, deviceshare.NewStaticShared(), nil)
+	return newRegistryFor(allocateOpts, deviceshare.NewStaticShared(), nil, nil)
 }
 
 // newRegistryFor lists every action and plugin this binary has, each plugin with the argument
 // keys it reads; the framework knows none by name. deviceshare's sessions share devices, and
-// predicates' sessions decide volumes with the plugins of volumes (nil: not at all); both
-// outlive them.
-func newRegistryFor(allocateOpts allocate.Options, devices *deviceshare.Shared, volumes api.VolumeSource) *framework.Registry {
+// predicates' sessions decide volumes with the plugins of volumes and inter-pod affinity and
+// topology spread with those of interPod (nil: not at all); all outlive them.
+func newRegistryFor(allocateOpts allocate.Options, devices *deviceshare.Shared, volumes api.VolumeSource, interPod api.InterPodSource) *framework.Registry {
 	r := framework.NewRegistry()
 	r.RegisterAction(enqueue.New())
 	r.RegisterAction(allocate.NewWithOptions(allocateOpts))
@@ -45,7 +45,7 @@ func newRegistryFor(allocateOpts allocate.Options, devices *deviceshare.Shared, 
 		gang.PluginName:        {Build: gang.New, Arguments: gang.ArgumentKeys},
 		conformance.PluginName: {Build: conformance.New, Arguments: conformance.ArgumentKeys},
 		drf.PluginName:         {Build: drf.New, Arguments: drf.ArgumentKeys},
-		predicates.PluginName:  {Build: predicates.NewBuilder(volumes), Arguments: predicates.ArgumentKeys, Ignored: predicates.IgnoredArgumentKeys},
+		predicates.PluginName:  {Build: predicates.NewBuilder(volumes, interPod), Arguments: predicates.ArgumentKeys, Ignored: predicates.IgnoredArgumentKeys},
 		proportion.PluginName:  {Build: proportion.New, Arguments: proportion.ArgumentKeys},
 		capacity.PluginName:    {Build: capacity.New, Arguments: capacity.ArgumentKeys},
 		overcommit.PluginName:  {Build: overcommit.New, Arguments: overcommit.ArgumentKeys},

@@ -29,6 +29,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/cache"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/devicewatch"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/interpod"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/deviceshare"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/volumes"
@@ -112,13 +113,14 @@ func run(ctx context.Context, o *options) (err error) {
 	devices := deviceshare.NewShared(devicewatch.NewSource(kube, confEvents.recorder))
 	metrics.Registry.MustRegister(devices.Collectors()...)
 	// kube-scheduler's volume plugins watch the storage objects, and the cache's pods and
-	// nodes, from the cache's informer factory, once a configuration asks for one of them.
+	// nodes, and its InterPodAffinity the namespaces, from the cache's informer factory, once
+	// a configuration asks for one of them.
 	kubeInformers := informers.NewSharedInformerFactory(kube, o.compat.resyncPeriod)
 	registry := newRegistryFor(allocate.Options{
 		MinimumFeasibleNodes:         int(o.minNodesToFind),
 		PercentageNodesToFind:        int(o.pctNodesToFind),
 		MinimumPercentageNodesToFind: int(o.minPctNodesFind),
-	}, devices, volumes.NewSource(ctx, kube, kubeInformers))
+	}, devices, volumes.NewSource(ctx, kube, kubeInformers), interpod.NewSource(ctx, kubeInformers))
 
 	sc, err := cache.New(ctx, cache.Options{
 		SchedulerNames: o.schedulerNames, DefaultQueue: o.defaultQueue, NodeSelector: o.nodeSelector,

@@ -48,7 +48,7 @@ func BenchmarkCycleWithClaims(b *testing.B) {
 		client := fake.NewClientset(objs...)
 		factory := informers.NewSharedInformerFactory(client, 0)
 		source := volumes.NewSource(ctx, client, factory)
-		registry := newRegistryFor(allocate.Options{}, deviceshare.NewStaticShared(), source)
+		registry := newRegistryFor(allocate.Options{}, deviceshare.NewStaticShared(), source, interPodSource(b))
 		cfg, _, err := conf.Parse(lab8Seed(b), registry)
 		if err != nil {
 			b.Fatal(err)
