@@ -25,8 +25,9 @@ import (
 )
 
 // BenchmarkCycle measures one whole scheduling cycle of this binary (open session, enqueue,
-// allocate, backfill, close with its status updates) with every plugin a configuration names,
-// over the benchmark workloads (test/workload/*.yaml, shared with make bench-e2e) on 1,000
+// allocate, backfill, close with its status updates) with every plugin a configuration names
+// (predicates with kube-scheduler's inter-pod filters, as the binary has them; the volume
+// plugins are BenchmarkCycleWithClaims'), over the benchmark workloads (test/workload/*.yaml, shared with make bench-e2e) on 1,000
 // nodes of 8 GPUs (81,920 MiB, split 10): 10,000 new pods with one 8,192 MiB vGPU each, alone,
 // in gangs of 8, or mixed; binds counted by a fake cache. Two configurations: upstream's
 // default (vGPU counted as plain extended resources) and lab 8's seed, which adds deviceshare
@@ -36,7 +37,7 @@ import (
 //	go test ./cmd/vc-scheduler/ -run '^$' -bench BenchmarkCycle -benchtime 3x
 func BenchmarkCycle(b *testing.B) {
 	const nodeCount = 1000
-	registry := newRegistry(allocate.Options{})
+	registry := newRegistryWith(allocate.Options{}, deviceshare.NewStaticShared(), nil, interPodSource(b))
 	lab8, _, err := conf.Parse(lab8Seed(b), registry)
 	if err != nil {
 		b.Fatal(err)

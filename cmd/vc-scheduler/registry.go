@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
@@ -9,7 +12,10 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/enqueue"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/preempt"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/reclaim"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/interpod"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/binpack"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/capacity"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/conformance"
@@ -27,20 +33,20 @@ import (
 // newRegistry is the registry of a scheduler without an API server (benchmarks, tests):
 // deviceshare uses the shipped device configuration and predicates decides no volumes.
 func newRegistry(allocateOpts allocate.Options) *framework.Registry {
-	return newRegistryWith(allocateOpts, deviceshare.NewStaticShared(), nil)
+	return newRegistryWith(allocateOpts, deviceshare.NewStaticShared(), nil, nil)
 }
 
 // newClusterRegistry is the registry of the scheduler of the cluster kube reaches: the
 // plugins' components read it, and record their Events with recorder.
 func newClusterRegistry(allocateOpts allocate.Options, kube kubernetes.Interface, recorder record.EventRecorder) *framework.Registry {
-	return newRegistryWith(allocateOpts, deviceshare.NewSharedOn(kube, recorder), volumes.NewSource(kube))
+	return newRegistryWith(allocateOpts, deviceshare.NewSharedOn(kube, recorder), volumes.NewSource(kube), interpod.NewSource())
 }
 
 // newRegistryWith lists every action and plugin this binary has, each plugin with the
 // argument keys it reads and the component it keeps for the life of the scheduler; the
-// framework knows none by name. devices is deviceshare's component, and vols, predicates'
-// (nil: it decides no volumes).
-func newRegistryWith(allocateOpts allocate.Options, devices *deviceshare.Shared, vols *volumes.Source) *framework.Registry {
+// framework knows none by name. devices is deviceshare's component; vols and interPod are
+// predicates' (nil: it decides no volumes, or no inter-pod affinity and topology spread).
+func newRegistryWith(allocateOpts allocate.Options, devices *deviceshare.Shared, vols *volumes.Source, interPod *interpod.Source) *framework.Registry {
 	r := framework.NewRegistry()
 	r.RegisterAction(enqueue.New())
 	r.RegisterAction(allocate.NewWithOptions(allocateOpts))
@@ -54,7 +60,7 @@ func newRegistryWith(allocateOpts allocate.Options, devices *deviceshare.Shared,
 		gang.PluginName:        {Build: gang.New, Arguments: gang.ArgumentKeys},
 		conformance.PluginName: {Build: conformance.New, Arguments: conformance.ArgumentKeys},
 		drf.PluginName:         {Build: drf.New, Arguments: drf.ArgumentKeys},
-		predicates.PluginName:  predicatesSpec(vols),
+		predicates.PluginName:  predicatesSpec(vols, interPod),
 		proportion.PluginName:  {Build: proportion.New, Arguments: proportion.ArgumentKeys},
 		capacity.PluginName:    {Build: capacity.New, Arguments: capacity.ArgumentKeys},
 		overcommit.PluginName:  {Build: overcommit.New, Arguments: overcommit.ArgumentKeys},
@@ -74,14 +80,44 @@ func newRegistryWith(allocateOpts allocate.Options, devices *deviceshare.Shared,
 }
 
 // predicatesSpec is the predicates plugin deciding pods' volumes with the plugins of vols,
-// its component; nil: not at all.
-func predicatesSpec(vols *volumes.Source) framework.PluginSpec {
+// and inter-pod affinity and topology spread with those of interPod (nil: not at all), with
+// their sources as its component.
+func predicatesSpec(vols *volumes.Source, interPod *interpod.Source) framework.PluginSpec {
 	spec := framework.PluginSpec{Build: predicates.New, Arguments: predicates.ArgumentKeys, Ignored: predicates.IgnoredArgumentKeys}
+	var volumeSource api.VolumeSource
+	var interPodSource api.InterPodSource
 	if vols != nil {
-		spec.Build, spec.Component = predicates.NewBuilder(vols), vols
+		volumeSource = vols
+	}
+	if interPod != nil {
+		interPodSource = interPod
+	}
+	if vols != nil || interPod != nil {
+		spec.Build = predicates.NewBuilder(volumeSource, interPodSource)
+		spec.Component = predicatesComponent{vols: vols, interPod: interPod}
 	}
 	return spec
 }
+
+// predicatesComponent starts predicates' sources of kube-scheduler's plugins on the cache's
+// informers; they keep no metrics, and build their plugins when a configuration first asks.
+type predicatesComponent struct {
+	vols     *volumes.Source
+	interPod *interpod.Source
+}
+
+func (c predicatesComponent) Start(ctx context.Context, cache framework.ComponentCache) {
+	if c.vols != nil {
+		c.vols.Start(ctx, cache)
+	}
+	if c.interPod != nil {
+		c.interPod.Start(ctx, cache)
+	}
+}
+
+func (predicatesComponent) Configure(context.Context, *conf.SchedulerConfiguration) {}
+
+func (predicatesComponent) Collectors() []prometheus.Collector { return nil }
 
 // upstreamActions are Volcano's actions this binary lacks, with what each does there: a
 // configuration naming one loads without it, and the warning says what is not enforced.

@@ -291,11 +291,21 @@ func TestTrimForCache(t *testing.T) {
 			Ports:     []corev1.ContainerPort{{HostPort: 80, ContainerPort: 80}},
 			Resources: corev1.ResourceRequirements{Requests: requests, Limits: requests}}
 	}
+	// What kube-scheduler's InterPodAffinity and PodTopologySpread read stays: the namespace,
+	// the labels, the affinity and the spread constraints.
+	term := corev1.PodAffinityTerm{TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"job": "train"}}}
+	affinity := func() *corev1.Affinity {
+		return &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term}},
+			PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term}}}
+	}
+	spread := []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone,
+		WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: term.LabelSelector}}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{"a": "b"},
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: map[string]string{"job": "train"}, Annotations: map[string]string{"a": "b"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
 		Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "v"}, claimVolume, ephemeralVolume, diskVolume}, InitContainers: []corev1.Container{full()},
-			Containers: []corev1.Container{full()}, Tolerations: []corev1.Toleration{{Key: "k"}}, NodeSelector: map[string]string{"n": "1"}},
+			Containers: []corev1.Container{full()}, Tolerations: []corev1.Toleration{{Key: "k"}}, NodeSelector: map[string]string{"n": "1"},
+			Affinity: affinity(), TopologySpreadConstraints: spread},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Reason: "r", NominatedNodeName: "n1", PodIP: "10.0.0.1",
 			PodIPs: []corev1.PodIP{{IP: "10.0.0.1"}}, HostIP: "10.1.0.1", HostIPs: []corev1.HostIP{{IP: "10.1.0.1"}},
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue},
@@ -312,9 +322,10 @@ func TestTrimForCache(t *testing.T) {
 			Resources: corev1.ResourceRequirements{Requests: requests, Limits: requests}}
 	}
 	want := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{"a": "b"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: map[string]string{"job": "train"}, Annotations: map[string]string{"a": "b"}},
 		Spec: corev1.PodSpec{Volumes: []corev1.Volume{claimVolume, ephemeralVolume, diskVolume}, InitContainers: []corev1.Container{kept()},
-			Containers: []corev1.Container{kept()}, Tolerations: []corev1.Toleration{{Key: "k"}}, NodeSelector: map[string]string{"n": "1"}},
+			Containers: []corev1.Container{kept()}, Tolerations: []corev1.Toleration{{Key: "k"}}, NodeSelector: map[string]string{"n": "1"},
+			Affinity: affinity(), TopologySpreadConstraints: spread},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Reason: "r", NominatedNodeName: "n1",
 			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}},
 	}

@@ -56,6 +56,9 @@ func newTrimmer() *trimmer {
 // patched and bound, never written back whole), its containers' statuses, addresses and
 // conditions other than PodScheduled; a node's image list. Equal resource requirements of
 // pods' containers, and pods' equal annotation keys and short values, become one shared copy.
+// A pod's namespace, labels, affinity and topology spread constraints stay whole:
+// kube-scheduler's InterPodAffinity and PodTopologySpread read them, of the pod being placed
+// and of every pod already placed.
 func (t *trimmer) trim(obj any) (any, error) {
 	if m, err := meta.Accessor(obj); err == nil {
 		m.SetManagedFields(nil)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/volumerestrictions"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/kubestatus"
 )
 
 // Plugins are the volume plugins one configuration switches on (an api.VolumePlugins).
@@ -70,7 +71,7 @@ func (p *Plugins) PreFilter(ctx context.Context, pod *corev1.Pod, nodes []*api.N
 		case s.IsSkip():
 			continue
 		case !s.IsSuccess():
-			return nil, convert(s, pl.Name())
+			return nil, kubestatus.Convert(s, pl.Name())
 		}
 		v.filters = append(v.filters, pl)
 		v.binds = v.binds || pl == filter(p.binding)
@@ -89,7 +90,7 @@ func (p *Plugins) Filter(ctx context.Context, pv api.PodVolumes, node *api.NodeI
 	ni := newNodeView(p.nodes.get(node.Node), node)
 	for _, pl := range v.filters {
 		if s := pl.Filter(ctx, v.state, v.pod, ni); !s.IsSuccess() {
-			return convert(s, pl.Name())
+			return kubestatus.Convert(s, pl.Name())
 		}
 	}
 	return nil
@@ -117,24 +118,4 @@ func (p *Plugins) Unreserve(ctx context.Context, pv api.PodVolumes, node string)
 	if v := pv.(*podVolumes); v.binds {
 		p.binding.Unreserve(ctx, v.state, v.pod, node)
 	}
-}
-
-// convert turns a plugin's status into the scheduler's, with its reasons as kube-scheduler
-// words them ("node(s) didn't find available persistent volumes to bind").
-func convert(s *fwk.Status, plugin string) *api.Status {
-	if s.IsSuccess() {
-		return nil
-	}
-	code := api.Error
-	switch s.Code() {
-	case fwk.Unschedulable:
-		code = api.Unschedulable
-	case fwk.UnschedulableAndUnresolvable:
-		code = api.UnschedulableAndUnresolvable
-	}
-	reasons := s.Reasons()
-	if len(reasons) == 0 {
-		reasons = []string{s.Message()}
-	}
-	return &api.Status{Code: code, Reasons: reasons, Plugin: plugin}
 }

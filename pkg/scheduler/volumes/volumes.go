@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -35,7 +34,6 @@ import (
 	_ "k8s.io/kubernetes/pkg/features"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 )
 
@@ -57,10 +55,7 @@ type Source struct {
 	err     error
 }
 
-var (
-	_ api.VolumeSource    = (*Source)(nil)
-	_ framework.Component = (*Source)(nil)
-)
+var _ api.VolumeSource = (*Source)(nil)
 
 // NewSource builds nothing yet: once started, the plugins are built over client when a
 // configuration first asks for a volume predicate.
@@ -73,13 +68,6 @@ func NewSource(client kubernetes.Interface) *Source { return &Source{client: cli
 func (s *Source) Start(ctx context.Context, cache framework.ComponentCache) {
 	s.ctx, s.factory = ctx, cache.Informers()
 }
-
-// Configure has nothing to do: the plugins are built when predicates' builder first asks for
-// one (Volumes), which checking a configuration does before it is put in force.
-func (*Source) Configure(context.Context, *conf.SchedulerConfiguration) {}
-
-// Collectors: the volume plugins keep no metrics of this scheduler's.
-func (*Source) Collectors() []prometheus.Collector { return nil }
 
 // Volumes returns the plugins checks switches on, building them (and starting their
 // informers) the first time any is on.

@@ -10,9 +10,18 @@
 // were matched to (given back if the placement is undone), and the claims are bound in the
 // bind worker before the pod's Binding.
 //
-// Not checked (upstream runs kube-scheduler's plugins for them): inter-pod affinity and
-// anti-affinity, pod topology spread, and dynamic resource allocation. Their upstream
-// switches are accepted and ignored.
+// Where other pods are is decided by kube-scheduler's InterPodAffinity and PodTopologySpread
+// filters (an api.InterPodPlugins, pkg/scheduler/interpod), each with its predicate.<Name>Enable
+// switch: a pod's required affinity and anti-affinity, the required anti-affinity of the pods
+// already placed, and its DoNotSchedule spread constraints, counted over the session's nodes
+// when the task's nodes are about to be tried, so that a gang's earlier placements count for
+// its later pods and an undone one no longer does. A pod without constraints of its own
+// reaches them only where a pod with required anti-affinity is placed (repellingNodes), and
+// then only with those pods' nodes. Preferred terms and ScheduleAnyway constraints, which
+// only score, are not read.
+//
+// Not checked (upstream runs kube-scheduler's plugin for it): dynamic resource allocation.
+// Its upstream switch is accepted and ignored.
 //
 // The predicate runs for every (task, node) pair, so everything that depends only on the
 // pod is worked out once per task (taskFacts), the failure verdicts are built once per
@@ -45,14 +54,14 @@ const (
 	VolumeBindingEnable     = "predicate.VolumeBindingEnable"
 	VolumeZoneEnable        = "predicate.VolumeZoneEnable"
 	NodeVolumeLimitsEnable  = "predicate.NodeVolumeLimitsEnable"
+	PodAffinityEnable       = "predicate.PodAffinityEnable"
+	PodTopologySpreadEnable = "predicate.PodTopologySpreadEnable"
 )
 
 // IgnoredArgumentKeys are upstream's switches for checks this plugin does not make. A file
 // written for upstream may set them; they are read only so that a malformed value is still
 // reported, and loading says they are not acted on.
 var IgnoredArgumentKeys = conf.ArgumentKeys{
-	"predicate.PodAffinityEnable",
-	"predicate.PodTopologySpreadEnable",
 	"predicate.DynamicResourceAllocationEnable",
 	"predicate.CacheEnable",
 	"predicate.ProportionalEnable",
@@ -61,7 +70,8 @@ var IgnoredArgumentKeys = conf.ArgumentKeys{
 // ArgumentKeys are the arguments New reads: the switches, upstream's unimplemented ones
 // included.
 var ArgumentKeys = append(conf.ArgumentKeys{PodNumberEnable, NodeUnschedulableEnable, NodeAffinityEnable,
-	TaintTolerationEnable, NodePortsEnable, VolumeBindingEnable, VolumeZoneEnable, NodeVolumeLimitsEnable},
+	TaintTolerationEnable, NodePortsEnable, VolumeBindingEnable, VolumeZoneEnable, NodeVolumeLimitsEnable,
+	PodAffinityEnable, PodTopologySpreadEnable},
 	IgnoredArgumentKeys...)
 
 // Reasons users see in "0/N nodes are unavailable: ...". All but the pod-number one are
@@ -87,6 +97,7 @@ func UntoleratedTaintReason(t *corev1.Taint) string {
 type checks struct {
 	podNumber, unschedulable, nodeAffinity, taints, hostPorts bool
 	volumes                                                   api.VolumeChecks
+	interPod                                                  api.InterPodChecks
 }
 
 // verdicts are the session's failure statuses. They are shared by every node that fails the
@@ -132,22 +143,32 @@ type predicatesPlugin struct {
 	// tasks that have volumes they read.
 	volumes   api.VolumePlugins
 	volumesOf volumesByTask
+
+	// interPod are kube-scheduler's InterPodAffinity and PodTopologySpread as the switches
+	// turn them on, nil when neither is (or in a scheduler without them); interPodOf holds
+	// the session's tasks they have something to check for, and repelling the nodes whose
+	// tasks' anti-affinity may keep a pod without constraints away.
+	interPod   api.InterPodPlugins
+	interPodOf interPodByTask
+	repelling  repellingNodes
 }
 
-// New is NewBuilder without volume plugins: pods' volumes are not looked at.
-func New(args conf.Arguments) (framework.Plugin, error) { return NewBuilder(nil)(args) }
+// New is NewBuilder without kube-scheduler's plugins: pods' volumes, inter-pod affinity and
+// topology spread are not looked at.
+func New(args conf.Arguments) (framework.Plugin, error) { return NewBuilder(nil, nil)(args) }
 
 // NewBuilder builds the plugin from its predicate.<Check>Enable arguments, deciding pods'
-// volumes with the plugins source gives (nil: not at all). A value that is not a bool is an
-// error naming the argument.
-func NewBuilder(source api.VolumeSource) framework.PluginBuilder {
-	return func(args conf.Arguments) (framework.Plugin, error) { return build(args, source) }
+// volumes with the plugins volumes gives, and where other pods are with those interPod gives
+// (nil: not at all). A value that is not a bool is an error naming the argument.
+func NewBuilder(volumes api.VolumeSource, interPod api.InterPodSource) framework.PluginBuilder {
+	return func(args conf.Arguments) (framework.Plugin, error) { return build(args, volumes, interPod) }
 }
 
-func build(args conf.Arguments, source api.VolumeSource) (framework.Plugin, error) {
+func build(args conf.Arguments, volumes api.VolumeSource, interPod api.InterPodSource) (framework.Plugin, error) {
 	p := &predicatesPlugin{
 		enabled: checks{podNumber: true, unschedulable: true, nodeAffinity: true, taints: true, hostPorts: true,
-			volumes: api.VolumeChecks{Binding: true, Zone: true, Limits: true}},
+			volumes:  api.VolumeChecks{Binding: true, Zone: true, Limits: true},
+			interPod: api.InterPodChecks{Affinity: true, Spread: true}},
 		verdicts: newVerdicts(),
 		logger:   klog.Background(),
 	}
@@ -163,6 +184,8 @@ func build(args conf.Arguments, source api.VolumeSource) (framework.Plugin, erro
 		{VolumeBindingEnable, &p.enabled.volumes.Binding},
 		{VolumeZoneEnable, &p.enabled.volumes.Zone},
 		{NodeVolumeLimitsEnable, &p.enabled.volumes.Limits},
+		{PodAffinityEnable, &p.enabled.interPod.Affinity},
+		{PodTopologySpreadEnable, &p.enabled.interPod.Spread},
 	}
 	for _, s := range switches {
 		if err := args.GetBool(s.on, s.key); err != nil {
@@ -175,12 +198,15 @@ func build(args conf.Arguments, source api.VolumeSource) (framework.Plugin, erro
 			return nil, err
 		}
 	}
-	if source != nil {
-		v, err := source.Volumes(p.enabled.volumes)
+	if volumes != nil {
+		v, err := volumes.Volumes(p.enabled.volumes)
 		if err != nil {
 			return nil, err
 		}
 		p.volumes = v
+	}
+	if interPod != nil {
+		p.interPod = interPod.InterPod(p.enabled.interPod)
 	}
 	return p, nil
 }
@@ -201,6 +227,10 @@ func (p *predicatesPlugin) OnSessionOpen(ssn *framework.Session) {
 		p.volumesOf = volumesByTask{m: map[api.TaskID]*taskVolumes{}}
 		ssn.AddEventHandler(&framework.EventHandler{AllocateFunc: p.reserveVolumes, DeallocateFunc: p.unreserveVolumes})
 	}
+	if p.interPod != nil {
+		p.interPodOf = interPodByTask{m: map[api.TaskID]api.InterPodState{}}
+		ssn.AddEventHandler(&framework.EventHandler{AllocateFunc: p.nodeChanged, DeallocateFunc: p.nodeChanged})
+	}
 }
 
 func (p *predicatesPlugin) OnSessionClose(*framework.Session) {}
@@ -213,7 +243,12 @@ func (p *predicatesPlugin) prePredicate(task *api.TaskInfo) error {
 		return fmt.Errorf("pod %s: invalid required node affinity: %w", task.Key(), f.affinityErr)
 	}
 	if p.volumes != nil {
-		return p.readVolumes(task)
+		if err := p.readVolumes(task); err != nil {
+			return err
+		}
+	}
+	if p.interPod != nil {
+		return p.readInterPod(task)
 	}
 	return nil
 }
@@ -244,7 +279,12 @@ func (p *predicatesPlugin) predicate(task *api.TaskInfo, node *api.NodeInfo) *ap
 		return p.verdicts.hostPorts
 	}
 	if p.volumes != nil && f.hasVolumes {
-		return p.filterVolumes(task, node)
+		if s := p.filterVolumes(task, node); s != nil {
+			return s
+		}
+	}
+	if p.interPod != nil && (f.podConstraints || p.repelling.some) {
+		return p.filterInterPod(task, node)
 	}
 	return nil
 }

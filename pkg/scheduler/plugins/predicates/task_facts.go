@@ -30,6 +30,9 @@ type taskFacts struct {
 	hostPorts []hostPort
 	// hasVolumes: the pod has volumes that kube-scheduler's volume plugins read.
 	hasVolumes bool
+	// podConstraints: where the pod may go depends on where other pods are
+	// (api.HasPodConstraints).
+	podConstraints bool
 }
 
 func newTaskFacts(task *api.TaskInfo, logger klog.Logger) *taskFacts {
@@ -40,6 +43,7 @@ func newTaskFacts(task *api.TaskInfo, logger klog.Logger) *taskFacts {
 		tolerations:            pod.Spec.Tolerations,
 		hostPorts:              appendHostPorts(nil, pod),
 		hasVolumes:             api.HasSchedulingVolumes(pod),
+		podConstraints:         api.HasPodConstraints(pod),
 	}
 	if len(pod.Spec.NodeSelector) > 0 {
 		f.nodeSelector = labels.SelectorFromSet(pod.Spec.NodeSelector)

@@ -164,6 +164,53 @@ func (w *PodWrapper) PreferredNodeAffinity(terms ...corev1.PreferredSchedulingTe
 	return w
 }
 
+// affinity is the pod's affinity, made when it has none.
+func (w *PodWrapper) affinity() *corev1.Affinity {
+	if w.Spec.Affinity == nil {
+		w.Spec.Affinity = &corev1.Affinity{}
+	}
+	return w.Spec.Affinity
+}
+
+// PodAffinityTerm selects the pods with the labels (in the pod's namespace) within the
+// domains of topologyKey.
+func PodAffinityTerm(topologyKey string, labels map[string]string) corev1.PodAffinityTerm {
+	return corev1.PodAffinityTerm{TopologyKey: topologyKey, LabelSelector: &metav1.LabelSelector{MatchLabels: labels}}
+}
+
+// RequiredPodAffinity adds a required pod affinity term.
+func (w *PodWrapper) RequiredPodAffinity(term corev1.PodAffinityTerm) *PodWrapper {
+	a := w.affinity()
+	if a.PodAffinity == nil {
+		a.PodAffinity = &corev1.PodAffinity{}
+	}
+	a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, term)
+	return w
+}
+
+// RequiredPodAntiAffinity adds a required pod anti-affinity term.
+func (w *PodWrapper) RequiredPodAntiAffinity(term corev1.PodAffinityTerm) *PodWrapper {
+	a := w.affinity()
+	if a.PodAntiAffinity == nil {
+		a.PodAntiAffinity = &corev1.PodAntiAffinity{}
+	}
+	a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, term)
+	return w
+}
+
+// SpreadConstraint is a DoNotSchedule constraint of maxSkew over topologyKey's domains for
+// the pods with the labels.
+func SpreadConstraint(maxSkew int32, topologyKey string, labels map[string]string) corev1.TopologySpreadConstraint {
+	return corev1.TopologySpreadConstraint{MaxSkew: maxSkew, TopologyKey: topologyKey, WhenUnsatisfiable: corev1.DoNotSchedule,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: labels}}
+}
+
+// TopologySpread adds topology spread constraints.
+func (w *PodWrapper) TopologySpread(cs ...corev1.TopologySpreadConstraint) *PodWrapper {
+	w.Spec.TopologySpreadConstraints = append(w.Spec.TopologySpreadConstraints, cs...)
+	return w
+}
+
 // Tolerations adds tolerations.
 func (w *PodWrapper) Tolerations(ts ...corev1.Toleration) *PodWrapper {
 	w.Spec.Tolerations = append(w.Spec.Tolerations, ts...)

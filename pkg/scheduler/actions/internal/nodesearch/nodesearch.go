@@ -66,8 +66,14 @@ type SessionSearch struct {
 	// so the search stops at the first node that can run the task now.
 	scoring bool
 	// errorCache remembers, per job and role, why a node failed: the role's other tasks ask
-	// the same of the node and get the same answer. nil when disabled.
+	// the same of the node and get the same answer. nil when disabled. A task whose nodes
+	// depend on where other pods are (api.HasPodConstraints) neither reads nor fills it: a
+	// node its spread constraint refused one pod of the role takes the next once another has
+	// gone to the other zone, and one its affinity refused takes it once a pod it selects is
+	// placed there.
 	errorCache map[roleKey]map[string]*api.Status
+	// uncached: the task being searched for is such a task.
+	uncached bool
 	// insufficient holds one "Insufficient <name>" status per resource name, shared by every
 	// node that lacks it (statuses are read-only once made).
 	insufficient map[corev1.ResourceName]*api.Status
@@ -145,6 +151,7 @@ func (s *SessionSearch) Find(task *api.TaskInfo) (*api.NodeInfo, *api.FitErrors)
 	}
 	s.feasible, s.failures = s.feasible[:0], s.failures[:0]
 	s.setDemands(task)
+	s.uncached = api.HasPodConstraints(task.Pod)
 	n := len(s.nodes)
 	start := s.owner.offset
 	examined := 0
@@ -229,7 +236,7 @@ func (s *SessionSearch) setDemands(task *api.TaskInfo) {
 // now says whether it has the room at once.
 func (s *SessionSearch) check(task *api.TaskInfo, i int, node *api.NodeInfo) (status *api.Status, now bool) {
 	var cached map[string]*api.Status
-	if s.errorCache != nil && task.TaskRole != "" {
+	if s.errorCache != nil && task.TaskRole != "" && !s.uncached {
 		key := roleKey{job: task.Job, role: task.TaskRole}
 		if cached = s.errorCache[key]; cached == nil {
 			cached = map[string]*api.Status{}

@@ -1,0 +1,113 @@
+package interpod
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+)
+
+// podInfos holds, for one session, each pod's terms as kube-scheduler parses them, keyed by
+// the pod object the session's tasks share. Only PreFilter reads it, one pod at a time (the
+// actions place pods one by one), so it takes no lock.
+type podInfos map[*corev1.Pod]fwk.PodInfo
+
+// of returns the pod's parsed terms. A term that does not parse is left out, as
+// kube-scheduler's cache leaves it out of a pod already placed (the API server does not
+// validate every term); the pod being placed is parsed by InterPodAffinity itself, which
+// refuses it.
+func (c podInfos) of(pod *corev1.Pod) fwk.PodInfo {
+	if pi, ok := c[pod]; ok {
+		return pi
+	}
+	pi, _ := framework.NewPodInfo(pod)
+	c[pod] = pi
+	return pi
+}
+
+// nodeView is a session's node as the plugins read it: the node object, and the tasks the
+// session has there (its tentative placements included), listed on first use and kept for
+// later attempts until the session changes them (NodeChanged). The filters read nothing else;
+// the embedded interface is left nil.
+type nodeView struct {
+	fwk.NodeInfo
+	node *api.NodeInfo
+	pods podInfos
+
+	all, antiAffinity             []fwk.PodInfo
+	allListed, antiAffinityListed bool
+}
+
+func (n *nodeView) Node() *corev1.Node { return n.node.Node }
+
+// GetPods lists every task's pod: PodTopologySpread counts those its constraints select, and
+// InterPodAffinity those the pod's own terms select.
+func (n *nodeView) GetPods() []fwk.PodInfo {
+	if !n.allListed {
+		n.allListed = true
+		n.all = make([]fwk.PodInfo, 0, len(n.node.Tasks))
+		for _, t := range n.node.Tasks {
+			n.all = append(n.all, n.pods.of(t.Pod))
+		}
+	}
+	return n.all
+}
+
+// GetPodsWithRequiredAntiAffinity lists the pods whose anti-affinity may keep the pod away.
+func (n *nodeView) GetPodsWithRequiredAntiAffinity() []fwk.PodInfo {
+	if !n.antiAffinityListed {
+		n.antiAffinityListed = true
+		for _, t := range n.node.Tasks {
+			if api.HasRequiredAntiAffinity(t.Pod) {
+				n.antiAffinity = append(n.antiAffinity, n.pods.of(t.Pod))
+			}
+		}
+	}
+	return n.antiAffinity
+}
+
+// views holds, for one session, the view of each node a PreFilter was given, until the
+// session changes the node's tasks. PreFilter reads it, and the session's placements change
+// it, one at a time (the actions place pods one by one), so it takes no lock.
+type views map[*api.NodeInfo]*nodeView
+
+// snapshot views the nodes as they are now: a node whose tasks the session has not changed
+// since it was last viewed keeps its view, and the pods it listed.
+func (v views) snapshot(nodes []*api.NodeInfo, pods podInfos) *snapshot {
+	s := &snapshot{nodes: make([]fwk.NodeInfo, len(nodes))}
+	for i, n := range nodes {
+		view := v[n]
+		if view == nil {
+			view = &nodeView{node: n, pods: pods}
+			v[n] = view
+		}
+		s.nodes[i] = view
+	}
+	return s
+}
+
+// snapshot is the nodes one PreFilter is given, as kube-scheduler's snapshot lists them to
+// InterPodAffinity (which asks only for the nodes that hold pods with anti-affinity) and as
+// both plugins' PreFilter take them. The embedded interface is left nil.
+type snapshot struct {
+	fwk.NodeInfoLister
+	nodes []fwk.NodeInfo
+}
+
+func (s *snapshot) NodeInfos() fwk.NodeInfoLister { return s }
+
+// StorageInfos is never called: neither plugin reads claims.
+func (s *snapshot) StorageInfos() fwk.StorageInfoLister { return nil }
+
+// HavePodsWithRequiredAntiAffinityList lists the nodes that hold a pod with required
+// anti-affinity.
+func (s *snapshot) HavePodsWithRequiredAntiAffinityList() ([]fwk.NodeInfo, error) {
+	var out []fwk.NodeInfo
+	for _, n := range s.nodes {
+		if len(n.GetPodsWithRequiredAntiAffinity()) > 0 {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,131 @@
+package predicates
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+)
+
+// interPodByTask holds the counts of the session's tasks whose last PreFilter left something
+// for the per-node filter to check. Predicates may run in parallel over nodes, so reads and
+// writes take the lock.
+type interPodByTask struct {
+	mu sync.Mutex
+	m  map[api.TaskID]api.InterPodState
+}
+
+func (c *interPodByTask) get(id api.TaskID) api.InterPodState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[id]
+}
+
+// set keeps the task's counts; nil forgets them.
+func (c *interPodByTask) set(id api.TaskID, s api.InterPodState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s == nil {
+		delete(c.m, id)
+		return
+	}
+	c.m[id] = s
+}
+
+// repellingNodes are the session's nodes that hold a task with required anti-affinity, with
+// how many each holds: only they can keep away a pod that has no constraint of its own. It is
+// built on first need from the nodes' tasks (count nil until then), then kept current by the
+// event handlers, and read only between placements.
+type repellingNodes struct {
+	count map[*api.NodeInfo]int
+	// list is count's nodes, nil since count last changed.
+	list []*api.NodeInfo
+	// some: count is not empty. The predicate asks for every node a pod is tried on.
+	some bool
+}
+
+func (r *repellingNodes) build(nodes []*api.NodeInfo) {
+	r.count = map[*api.NodeInfo]int{}
+	for _, n := range nodes {
+		r.recount(n)
+	}
+}
+
+// recount counts the node's tasks with required anti-affinity again. An eviction leaves its
+// task on the node (releasing) until the pod is gone, and so in the count.
+func (r *repellingNodes) recount(node *api.NodeInfo) {
+	n := 0
+	for _, t := range node.Tasks {
+		if api.HasRequiredAntiAffinity(t.Pod) {
+			n++
+		}
+	}
+	if n == r.count[node] {
+		return
+	}
+	if n == 0 {
+		delete(r.count, node)
+	} else {
+		r.count[node] = n
+	}
+	r.list, r.some = nil, len(r.count) > 0
+}
+
+func (r *repellingNodes) nodes() []*api.NodeInfo {
+	if r.list == nil && len(r.count) > 0 {
+		r.list = make([]*api.NodeInfo, 0, len(r.count))
+		for n := range r.count {
+			r.list = append(r.list, n)
+		}
+	}
+	return r.list
+}
+
+// readInterPod counts, before the task's nodes are tried (kube-scheduler's PreFilter), the
+// pods its affinity, anti-affinity and spread constraints select, over the session's nodes
+// as they are now, and the pods whose anti-affinity selects it. A task without constraints of
+// its own is looked at only where a pod with required anti-affinity is placed, and then only
+// on those pods' nodes.
+func (p *predicatesPlugin) readInterPod(task *api.TaskInfo) error {
+	nodes := p.nodes
+	if !p.facts(task).podConstraints {
+		if !p.enabled.interPod.Affinity {
+			return nil
+		}
+		if p.repelling.count == nil {
+			p.repelling.build(p.nodes)
+		}
+		if nodes = p.repelling.nodes(); len(nodes) == 0 {
+			return nil
+		}
+	}
+	s, status := p.interPod.PreFilter(context.Background(), task.Pod, nodes)
+	if status != nil {
+		return errors.New(strings.Join(status.Reasons, ", "))
+	}
+	p.interPodOf.set(task.UID, s)
+	return nil
+}
+
+// filterInterPod says whether the node takes the task by its counts.
+func (p *predicatesPlugin) filterInterPod(task *api.TaskInfo, node *api.NodeInfo) *api.Status {
+	s := p.interPodOf.get(task.UID)
+	if s == nil {
+		return nil
+	}
+	return p.interPod.Filter(context.Background(), s, node)
+}
+
+// nodeChanged follows a placement, or its undo: the filters read the node's pods again, and
+// a task with required anti-affinity is counted in or out of the repelling nodes. Before that
+// index exists there is nothing to follow: it will be built from node.Tasks, which already
+// holds the placement.
+func (p *predicatesPlugin) nodeChanged(e *framework.Event) {
+	p.interPod.NodeChanged(e.Node)
+	if p.repelling.count != nil && api.HasRequiredAntiAffinity(e.Task.Pod) {
+		p.repelling.recount(e.Node)
+	}
+}
