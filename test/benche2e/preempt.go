@@ -102,20 +102,13 @@ func runPreempt(ctx context.Context, o options, nodes int) (err error) {
 	// Clean-up runs on failure too, on a context of its own: an interrupt ends ctx.
 	defer func() {
 		cleanup := context.Background()
-		for _, ns := range []string{fillNamespace, preemptorNamespace} {
-			if e := cleanNamespace(cleanup, cs, vc, ns); e != nil && !apierrors.IsNotFound(e) && err == nil {
-				err = e
-			}
-		}
 		for name := range w.PriorityClasses {
 			if e := cs.SchedulingV1().PriorityClasses().Delete(cleanup, name, metav1.DeleteOptions{}); e != nil && !apierrors.IsNotFound(e) && err == nil {
 				err = e
 			}
 		}
-		if !o.keepNodes {
-			if e := deleteNodes(cleanup, cs); e != nil && err == nil {
-				err = e
-			}
+		if e := cleanRun(cleanup, cs, vc, o, fillNamespace, preemptorNamespace); e != nil && err == nil {
+			err = e
 		}
 	}()
 	if err := ensureNodes(ctx, cs, w, nodes); err != nil {
@@ -128,19 +121,11 @@ func runPreempt(ctx context.Context, o options, nodes int) (err error) {
 		return err
 	}
 	s := schedulerBinaryRun(o, false)
-	child, err := startScheduler(ctx, vc, s)
+	child, ledger, err := startWatched(ctx, cs, vc, s)
 	if err != nil {
 		return err
 	}
 	defer child.stop()
-	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: benchNodeLabel + "=true"})
-	if err != nil {
-		return err
-	}
-	ledger, err := watchLedger(ctx, cs, s.schedulerName, list.Items)
-	if err != nil {
-		return err
-	}
 	defer ledger.stop()
 
 	rep := &preemptReport{Workload: w.Name, Date: time.Now().UTC().Format(time.RFC3339), Host: hostDescription(),
@@ -283,6 +268,41 @@ func createPriorityClasses(ctx context.Context, cs kubernetes.Interface, classes
 		}
 	}
 	return nil
+}
+
+// startWatched starts s with one watch of every pod of its scheduler name judging the GPUs
+// of the bench nodes (watchLedger).
+func startWatched(ctx context.Context, cs kubernetes.Interface, vc vcclient.Interface, s schedulerRun) (*child, *ledgerWatcher, error) {
+	c, err := startScheduler(ctx, vc, s)
+	if err != nil {
+		return nil, nil, err
+	}
+	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: benchNodeLabel + "=true"})
+	if err == nil {
+		var ledger *ledgerWatcher
+		if ledger, err = watchLedger(ctx, cs, s.schedulerName, list.Items); err == nil {
+			return c, ledger, nil
+		}
+	}
+	c.stop()
+	return nil, nil, err
+}
+
+// cleanRun removes a run's namespaces and, unless o.keepNodes, its nodes; the first error
+// is returned, the rest still tried.
+func cleanRun(ctx context.Context, cs kubernetes.Interface, vc vcclient.Interface, o options, namespaces ...string) error {
+	var first error
+	for _, ns := range namespaces {
+		if e := cleanNamespace(ctx, cs, vc, ns); e != nil && !apierrors.IsNotFound(e) && first == nil {
+			first = e
+		}
+	}
+	if !o.keepNodes {
+		if e := deleteNodes(ctx, cs); e != nil && first == nil {
+			first = e
+		}
+	}
+	return first
 }
 
 // waitNoNodes waits until no node has the bench label.

@@ -14,8 +14,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 )
@@ -74,35 +72,20 @@ func runRestart(ctx context.Context, o options, nodes int) (err error) {
 		return err
 	}
 	defer func() {
-		cleanup := context.Background() // an interrupt ends ctx
-		for _, ns := range []string{restartFill, restartProbe} {
-			if e := cleanNamespace(cleanup, cs, vc, ns); e != nil && !apierrors.IsNotFound(e) && err == nil {
-				err = e
-			}
-		}
-		if !o.keepNodes {
-			if e := deleteNodes(cleanup, cs); e != nil && err == nil {
-				err = e
-			}
+		// An interrupt ends ctx.
+		if e := cleanRun(context.Background(), cs, vc, o, restartFill, restartProbe); e != nil && err == nil {
+			err = e
 		}
 	}()
 	if err := ensureNodes(ctx, cs, w, nodes); err != nil {
 		return err
 	}
 	s := schedulerBinaryRun(o, false)
-	first, err := startScheduler(ctx, vc, s)
+	first, ledger, err := startWatched(ctx, cs, vc, s)
 	if err != nil {
 		return err
 	}
 	defer first.stop()
-	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: benchNodeLabel + "=true"})
-	if err != nil {
-		return err
-	}
-	ledger, err := watchLedger(ctx, cs, s.schedulerName, list.Items)
-	if err != nil {
-		return err
-	}
 	defer ledger.stop()
 
 	rep := &restartReport{Workload: w.Name, Date: time.Now().UTC().Format(time.RFC3339), Host: hostDescription(),
