@@ -75,27 +75,11 @@ func main() {
 		return
 	}
 	if len(os.Args) > 1 && os.Args[1] == "preempt" {
-		fs := flag.NewFlagSet("preempt", flag.ExitOnError)
-		o := options{}
-		o.register(fs, "preempt.yaml")
-		nodes := fs.Int("nodes", 100, "kwok GPU nodes; the workload's pods per node scale with it")
-		_ = fs.Parse(os.Args[2:])
-		if *nodes < 1 {
-			exitOn(fmt.Errorf("--nodes %d: want at least 1", *nodes))
-		}
-		exitOn(runPreempt(ctx, o, *nodes))
+		exitOn(runOnNodes(ctx, "preempt.yaml", 100, runPreempt))
 		return
 	}
 	if len(os.Args) > 1 && os.Args[1] == "restart" {
-		fs := flag.NewFlagSet("restart", flag.ExitOnError)
-		o := options{}
-		o.register(fs, "gpu-mix.yaml")
-		nodes := fs.Int("nodes", 2000, "kwok GPU nodes; the workload's pods per node scale with it")
-		_ = fs.Parse(os.Args[2:])
-		if *nodes < 1 {
-			exitOn(fmt.Errorf("--nodes %d: want at least 1", *nodes))
-		}
-		exitOn(runRestart(ctx, o, *nodes))
+		exitOn(runOnNodes(ctx, "gpu-mix.yaml", 2000, runRestart))
 		return
 	}
 	o := options{}
@@ -112,6 +96,20 @@ func main() {
 		o.sizes = append(o.sizes, n)
 	}
 	exitOn(run(ctx, o))
+}
+
+// runOnNodes parses a subcommand's flags (the shared ones, with workloadFile as the default
+// workload, and --nodes) and runs it.
+func runOnNodes(ctx context.Context, workloadFile string, defaultNodes int, run func(context.Context, options, int) error) error {
+	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
+	o := options{}
+	o.register(fs, workloadFile)
+	nodes := fs.Int("nodes", defaultNodes, "kwok GPU nodes; the workload's pods per node scale with it")
+	_ = fs.Parse(os.Args[2:])
+	if *nodes < 1 {
+		return fmt.Errorf("--nodes %d: want at least 1", *nodes)
+	}
+	return run(ctx, o, *nodes)
 }
 
 // register adds the flags the end-to-end run and the preemption run share to fs, with the
