@@ -62,9 +62,14 @@ func (s *Scheduler) WakeOn(arrivals <-chan struct{}) { s.arrivals = arrivals }
 
 // Run schedules until ctx ends.
 func (s *Scheduler) Run(ctx context.Context) {
-	for ctx.Err() == nil {
+	for first := true; ctx.Err() == nil; first = false {
 		start := time.Now()
 		s.RunOnce()
+		if first {
+			// After a restart, an operator (and the restart benchmark) reads here when
+			// scheduling resumed and what its first look at the whole cluster cost.
+			klog.InfoS("First scheduling cycle done", "duration", time.Since(start))
+		}
 		if !s.waitForNext(ctx, time.Since(start)) {
 			return
 		}

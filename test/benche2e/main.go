@@ -75,11 +75,13 @@ func main() {
 		return
 	}
 	if len(os.Args) > 1 && os.Args[1] == "preempt" {
-		exitOn(runOnNodes(ctx, "preempt.yaml", 100, runPreempt))
+		exitOn(runOnNodes(ctx, "preempt.yaml", 100, nil, runPreempt))
 		return
 	}
 	if len(os.Args) > 1 && os.Args[1] == "restart" {
-		exitOn(runOnNodes(ctx, "gpu-mix.yaml", 2000, runRestart))
+		exitOn(runOnNodes(ctx, "gpu-mix.yaml", 2000, func(fs *flag.FlagSet, o *options) {
+			fs.BoolVar(&o.profile, "profile", false, "take the restarted vc-scheduler's CPU profile and execution trace of its first seconds")
+		}, runRestart))
 		return
 	}
 	o := options{}
@@ -99,11 +101,14 @@ func main() {
 }
 
 // runOnNodes parses a subcommand's flags (the shared ones, with workloadFile as the default
-// workload, and --nodes) and runs it.
-func runOnNodes(ctx context.Context, workloadFile string, defaultNodes int, run func(context.Context, options, int) error) error {
+// workload, --nodes, and those extra adds when not nil) and runs it.
+func runOnNodes(ctx context.Context, workloadFile string, defaultNodes int, extra func(*flag.FlagSet, *options), run func(context.Context, options, int) error) error {
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	o := options{}
 	o.register(fs, workloadFile)
+	if extra != nil {
+		extra(fs, &o)
+	}
 	nodes := fs.Int("nodes", defaultNodes, "kwok GPU nodes; the workload's pods per node scale with it")
 	_ = fs.Parse(os.Args[2:])
 	if *nodes < 1 {
