@@ -142,8 +142,8 @@ tiers:
 		t.Fatal(err)
 	}
 	want := []string{
-		`actions: action "preempt" is skipped: this scheduler runs it as its preempt action, which "gangpreempt" already runs in this cycle`,
-		`actions: action "gangreclaim" is skipped: this scheduler runs it as its reclaim action, which "reclaim" already runs in this cycle`,
+		`actions: action "preempt" is skipped: in Volcano an action of its own; this scheduler runs it as its preempt action, which "gangpreempt" already runs in this cycle`,
+		`actions: action "gangreclaim" is skipped: in Volcano an action of its own; this scheduler runs it as its reclaim action, which "reclaim" already runs in this cycle`,
 	}
 	var got []string
 	for _, s := range skipped {

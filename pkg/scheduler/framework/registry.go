@@ -85,16 +85,12 @@ func (r *Registry) IgnoredArgument(plugin, key string) (string, bool) {
 // HonoursHierarchy implements conf.PluginModes.
 func (r *Registry) HonoursHierarchy(plugin string) bool { return r.plugins[plugin].Hierarchy }
 
-// UpstreamAction implements conf.UpstreamNames.
-func (r *Registry) UpstreamAction(name string) (string, bool) {
-	d, ok := r.upstreamActions[name]
-	return d, ok
-}
-
-// UpstreamPlugin implements conf.UpstreamNames.
-func (r *Registry) UpstreamPlugin(name string) (string, bool) {
-	d, ok := r.upstreamPlugins[name]
-	return d, ok
+// Upstream implements conf.UpstreamNames.
+func (r *Registry) Upstream(kind conf.SkipKind) map[string]string {
+	if kind == conf.SkippedAction {
+		return r.upstreamActions
+	}
+	return r.upstreamPlugins
 }
 
 // RegisterAction adds an action under its name.
