@@ -162,15 +162,7 @@ tiers:
 	}
 }
 
-// vgpuEnabled: cfg runs deviceshare with vGPU scheduling on.
+// vgpuEnabled: cfg runs deviceshare with vGPU scheduling on, as run asks the registry.
 func vgpuEnabled(cfg *conf.SchedulerConfiguration) bool {
-	for _, tier := range cfg.Tiers {
-		for _, p := range tier.Plugins {
-			on := false
-			if p.Name == deviceshare.PluginName && p.Arguments.GetBool(&on, deviceshare.VGPUEnableArg) == nil && on {
-				return true
-			}
-		}
-	}
-	return false
+	return newRegistry(allocate.Options{}).Places(cfg, deviceshare.PluginName)
 }

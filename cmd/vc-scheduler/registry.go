@@ -66,7 +66,7 @@ func newRegistryWith(allocateOpts allocate.Options, devices *deviceshare.Shared,
 		overcommit.PluginName:  {Build: overcommit.New, Arguments: overcommit.ArgumentKeys},
 		nodeorder.PluginName:   {Build: nodeorder.New, Arguments: nodeorder.ArgumentKeys, Ignored: nodeorder.IgnoredArgumentKeys},
 		binpack.PluginName:     {Build: binpack.New, Arguments: binpack.ArgumentKeys},
-		deviceshare.PluginName: {Build: deviceshare.NewBuilder(devices), Arguments: deviceshare.ArgumentKeys, Component: devices},
+		deviceshare.PluginName: {Build: deviceshare.NewBuilder(devices), Arguments: deviceshare.ArgumentKeys, Component: devices, Owns: devices},
 	} {
 		r.Register(name, spec)
 	}
