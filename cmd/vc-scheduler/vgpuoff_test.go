@@ -1,13 +1,17 @@
 package main
 
 import (
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
@@ -87,5 +91,88 @@ func TestConfWithoutDeviceshareKeepsVGPUPodsPending(t *testing.T) {
 	}
 	if slices.Sort(keys); !slices.Equal(keys, []string{"ns/cpu-0", "ns/gpu-0"}) {
 		t.Errorf("with deviceshare: bound %q, want both pods", keys)
+	}
+}
+
+// A file in force that does not schedule vGPU is reported once per load, as soon as a node
+// has registered vGPU: one Warning Event however many cycles run, the gauge and /status. A
+// reload is a new load; a file with deviceshare reports nothing.
+func TestConfWithoutDeviceshareIsReportedOncePerLoad(t *testing.T) {
+	chart := upstreamConf(t, "01-chart-default.conf")
+	path := filepath.Join(t.TempDir(), "volcano-scheduler.conf")
+	write := func(text []byte) {
+		t.Helper()
+		if err := os.WriteFile(path, text, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(chart)
+	nodes := 0
+	recorder := record.NewFakeRecorder(20)
+	report := newConfigReport(newConfigEvents(recorder, &options{}), path, func(string) int { return nodes }, vgpuEnabled)
+	w, err := loadConfig(&options{schedulerConf: path}, newRegistry(allocate.Options{}), report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	current := report.Checked(w.Current)
+	cycles := func(n int) []string {
+		for range n {
+			current()
+		}
+		return drain(recorder)
+	}
+	gauge := func(want string) {
+		t.Helper()
+		served := prometheus.NewPedanticRegistry()
+		served.MustRegister(report.Collectors()...)
+		if err := testutil.GatherAndCompare(served, strings.NewReader(`
+# HELP volcano_vgpu_unscheduled_nodes Nodes with vGPU registered while the scheduler configuration in force does not schedule vGPU (no deviceshare with deviceshare.VGPUEnable: true), so that pods requesting vGPU stay Pending
+# TYPE volcano_vgpu_unscheduled_nodes gauge
+volcano_vgpu_unscheduled_nodes `+want+"\n"), "volcano_vgpu_unscheduled_nodes"); err != nil {
+			t.Error(err)
+		}
+	}
+	status := func() string {
+		rec := httptest.NewRecorder()
+		report.ServeHTTP(rec, httptest.NewRequest("GET", "/status", nil))
+		return rec.Body.String()
+	}
+	reload := func(text []byte) {
+		t.Helper()
+		write(text)
+		if _, err := w.Reload(); err != nil {
+			t.Fatal(err)
+		}
+		report.Loaded(w.Skipped())
+	}
+
+	if events := cycles(3); len(events) != 0 {
+		t.Errorf("no vGPU node yet: events %q", events)
+	}
+	gauge("0")
+
+	nodes = 2
+	const message = "2 node(s) have registered vGPU, but the scheduler configuration in force does not schedule it " +
+		"(no deviceshare plugin with deviceshare.VGPUEnable: true): pods that request vGPU stay Pending"
+	if events := cycles(5); !slices.Equal(events, []string{"Warning VGPUSchedulingOff " + message}) {
+		t.Errorf("5 cycles with 2 vGPU nodes: events %q, want one VGPUSchedulingOff", events)
+	}
+	gauge("2")
+	if body := status(); !strings.Contains(body, "\nvGPU: not scheduled: "+message+"\n") {
+		t.Errorf("/status\n%s\nlacks the vGPU line", body)
+	}
+
+	reload(append(chart, "# edited\n"...))
+	if events := cycles(3); len(events) != 1 {
+		t.Errorf("after a reload: events %q, want one VGPUSchedulingOff", events)
+	}
+
+	reload(upstreamConf(t, "02-gpu-preempt-reclaim.conf"))
+	if events := cycles(3); len(events) != 0 {
+		t.Errorf("with deviceshare: events %q", events)
+	}
+	gauge("0")
+	if body := status(); strings.Contains(body, "vGPU:") {
+		t.Errorf("with deviceshare, /status\n%s\nsays vGPU is not scheduled", body)
 	}
 }
