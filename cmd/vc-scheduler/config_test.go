@@ -142,8 +142,8 @@ tiers:
 		t.Fatal(err)
 	}
 	want := []string{
-		`actions: action "preempt" is skipped: this scheduler runs it as its preempt action, which "gangpreempt" already runs in this cycle`,
-		`actions: action "gangreclaim" is skipped: this scheduler runs it as its reclaim action, which "reclaim" already runs in this cycle`,
+		`actions: action "preempt" is skipped: in Volcano an action of its own; this scheduler runs it as its preempt action, which "gangpreempt" already runs in this cycle`,
+		`actions: action "gangreclaim" is skipped: in Volcano an action of its own; this scheduler runs it as its reclaim action, which "reclaim" already runs in this cycle`,
 	}
 	var got []string
 	for _, s := range skipped {
@@ -162,15 +162,7 @@ tiers:
 	}
 }
 
-// vgpuEnabled: cfg runs deviceshare with vGPU scheduling on.
+// vgpuEnabled: cfg runs deviceshare with vGPU scheduling on, as run asks the registry.
 func vgpuEnabled(cfg *conf.SchedulerConfiguration) bool {
-	for _, tier := range cfg.Tiers {
-		for _, p := range tier.Plugins {
-			on := false
-			if p.Name == deviceshare.PluginName && p.Arguments.GetBool(&on, deviceshare.VGPUEnableArg) == nil && on {
-				return true
-			}
-		}
-	}
-	return false
+	return newRegistry(allocate.Options{}).Places(cfg, deviceshare.PluginName)
 }

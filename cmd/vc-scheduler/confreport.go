@@ -28,6 +28,10 @@ const (
 	ReasonUnknownPluginArgument = "UnknownPluginArgument"
 	ReasonInvalidPluginArgument = "InvalidPluginArgument"
 	ReasonSkippedPluginSetting  = "SkippedPluginSetting"
+	// ReasonVGPUSchedulingOff: nodes have registered vGPU, but the configuration in force
+	// does not schedule it (no deviceshare with deviceshare.VGPUEnable: true); vGPU pods stay
+	// Pending.
+	ReasonVGPUSchedulingOff = "VGPUSchedulingOff"
 )
 
 var skipReasons = map[conf.SkipKind]string{
@@ -44,13 +48,21 @@ var skipReasons = map[conf.SkipKind]string{
 // in force: upstream's default, with deviceshare scheduling vGPU as soon as a device plugin
 // has registered vGPU on any node, so that a file that cannot be used never sends vGPU pods
 // to nodes without their assignment.
+//
+// A file in force that does not schedule vGPU (upstream's chart default has no deviceshare)
+// leaves vGPU pods Pending, each saying why (framework.ResourceOwner); once a node has
+// registered vGPU under such a file, the report says so too, once per load (see Checked): a
+// log line, a VGPUSchedulingOff Warning Event, the volcano_vgpu_unscheduled_nodes gauge and
+// /status.
 type configReport struct {
 	events *configEvents
 	// claimed counts the nodes announcing the devices of a deriver (the cache's
 	// NodesClaimedBy): deviceshare's are those a device plugin has registered vGPU on.
-	claimed  func(deriver string) int
-	builtin  *conf.SchedulerConfiguration
-	withVGPU *conf.SchedulerConfiguration
+	claimed func(deriver string) int
+	// schedulesVGPU reports whether a configuration turns deviceshare's vGPU scheduling on.
+	schedulesVGPU func(*conf.SchedulerConfiguration) bool
+	builtin       *conf.SchedulerConfiguration
+	withVGPU      *conf.SchedulerConfiguration
 
 	skippedGauge *prometheus.GaugeVec
 
@@ -60,10 +72,19 @@ type configReport struct {
 	loadedAt time.Time
 	skipped  []*conf.Skipped
 	rejected string // the last problem of the file since the version in force was loaded
+	vgpu     vgpuCheck
 }
 
-func newConfigReport(events *configEvents, path string, claimed func(deriver string) int) *configReport {
-	return &configReport{events: events, path: path, claimed: claimed,
+// vgpuCheck is what the report knows of the configuration the last cycle ran under.
+type vgpuCheck struct {
+	cfg *conf.SchedulerConfiguration
+	// off: cfg does not schedule vGPU; said: the warning for cfg has been given.
+	off, said bool
+}
+
+func newConfigReport(events *configEvents, path string, claimed func(deriver string) int,
+	schedulesVGPU func(*conf.SchedulerConfiguration) bool) *configReport {
+	return &configReport{events: events, path: path, claimed: claimed, schedulesVGPU: schedulesVGPU,
 		builtin: conf.DefaultConfiguration(), withVGPU: builtinWithVGPU(),
 		skippedGauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "volcano_scheduler_conf_skipped",
@@ -93,6 +114,61 @@ func (r *configReport) Builtin() *conf.SchedulerConfiguration {
 // vgpuNodes counts the nodes a device plugin has registered vGPU on.
 func (r *configReport) vgpuNodes() int { return r.claimed(deviceshare.PluginName) }
 
+// Checked is current, the configuration getter of the cycles, telling the report which
+// configuration each cycle runs under; the report then warns once per configuration put in
+// force (a load, or the built-in one) that does not schedule vGPU while some node has
+// registered vGPU, whenever the first such node comes. Cheap: a pointer comparison per cycle
+// once it has said so or while vGPU is scheduled; until then, one count of the cache's.
+func (r *configReport) Checked(current func() *conf.SchedulerConfiguration) func() *conf.SchedulerConfiguration {
+	return func() *conf.SchedulerConfiguration {
+		cfg := current()
+		r.check(cfg)
+		return cfg
+	}
+}
+
+func (r *configReport) check(cfg *conf.SchedulerConfiguration) {
+	r.mu.Lock()
+	if r.vgpu.cfg != cfg {
+		r.vgpu = vgpuCheck{cfg: cfg, off: !r.schedulesVGPU(cfg)}
+	}
+	if !r.vgpu.off || r.vgpu.said {
+		r.mu.Unlock()
+		return
+	}
+	nodes := r.vgpuNodes()
+	r.vgpu.said = nodes > 0
+	r.mu.Unlock()
+	if nodes == 0 {
+		return
+	}
+	msg := vgpuOffMessage(nodes)
+	klog.InfoS("Scheduler configuration: "+msg, "path", r.path)
+	// On the scheduler (its pod, else its Lease), with the other configuration warnings:
+	// the configuration is at fault, not a node, and one Event says it where an Event per
+	// vGPU node would repeat it hundreds of times.
+	r.events.warn(ReasonVGPUSchedulingOff, msg)
+}
+
+// vgpuOffMessage is the warning of a configuration that does not schedule vGPU, with nodes
+// vGPU nodes.
+func vgpuOffMessage(nodes int) string {
+	return fmt.Sprintf("%d node(s) have registered vGPU, but the scheduler configuration in force does not schedule it "+
+		"(no %s plugin with %s: true): pods that request vGPU stay Pending", nodes, deviceshare.PluginName, deviceshare.VGPUEnableArg)
+}
+
+// unscheduledVGPUNodes counts the vGPU nodes while the last cycle's configuration does not
+// schedule vGPU: 0 otherwise.
+func (r *configReport) unscheduledVGPUNodes() int {
+	r.mu.Lock()
+	off := r.vgpu.off
+	r.mu.Unlock()
+	if !off {
+		return 0
+	}
+	return r.vgpuNodes()
+}
+
 // Collectors are the report's metrics, for the scheduler's registry.
 func (r *configReport) Collectors() []prometheus.Collector {
 	builtin := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -106,7 +182,11 @@ func (r *configReport) Collectors() []prometheus.Collector {
 		}
 		return 1
 	})
-	return []prometheus.Collector{r.skippedGauge, builtin}
+	unscheduled := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "volcano_vgpu_unscheduled_nodes",
+		Help: "Nodes with vGPU registered while the scheduler configuration in force does not schedule vGPU (no deviceshare with deviceshare.VGPUEnable: true), so that pods requesting vGPU stay Pending",
+	}, func() float64 { return float64(r.unscheduledVGPUNodes()) })
+	return []prometheus.Collector{r.skippedGauge, builtin, unscheduled}
 }
 
 // Loaded reports a version of the file that came into force, with what it skips.
@@ -151,6 +231,9 @@ func (r *configReport) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	}
 	if rejected != "" {
 		fmt.Fprintf(&b, "rejected: %s\n", rejected)
+	}
+	if nodes := r.unscheduledVGPUNodes(); nodes > 0 {
+		fmt.Fprintf(&b, "vGPU: not scheduled: %s\n", vgpuOffMessage(nodes))
 	}
 	fmt.Fprintf(&b, "skipped: %d\n", len(skipped))
 	for _, s := range skipped {

@@ -23,7 +23,7 @@ func loadFile(t *testing.T, text string, nodes int) (*conf.Watcher, *configRepor
 		t.Fatal(err)
 	}
 	recorder := record.NewFakeRecorder(20)
-	report := newConfigReport(newConfigEvents(recorder, &options{}), path, func(string) int { return nodes })
+	report := newConfigReport(newConfigEvents(recorder, &options{}), path, func(string) int { return nodes }, vgpuEnabled)
 	w, err := loadConfig(&options{schedulerConf: path}, newRegistry(allocate.Options{}), report)
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +74,9 @@ volcano_scheduler_conf_builtin 0
 # HELP volcano_scheduler_conf_skipped 1 for each part of the scheduler configuration in force that is not applied, by kind (action, plugin, argument, argument-value, setting) and name (plugin/argument for arguments and settings)
 # TYPE volcano_scheduler_conf_skipped gauge
 volcano_scheduler_conf_skipped{kind="action",name="shuffle"} 1
+# HELP volcano_vgpu_unscheduled_nodes Nodes with vGPU registered while the scheduler configuration in force does not schedule vGPU (no deviceshare with deviceshare.VGPUEnable: true), so that pods requesting vGPU stay Pending
+# TYPE volcano_vgpu_unscheduled_nodes gauge
+volcano_vgpu_unscheduled_nodes 0
 `)); err != nil {
 		t.Error(err)
 	}

@@ -66,7 +66,7 @@ func newRegistryWith(allocateOpts allocate.Options, devices *deviceshare.Shared,
 		overcommit.PluginName:  {Build: overcommit.New, Arguments: overcommit.ArgumentKeys},
 		nodeorder.PluginName:   {Build: nodeorder.New, Arguments: nodeorder.ArgumentKeys, Ignored: nodeorder.IgnoredArgumentKeys},
 		binpack.PluginName:     {Build: binpack.New, Arguments: binpack.ArgumentKeys},
-		deviceshare.PluginName: {Build: deviceshare.NewBuilder(devices), Arguments: deviceshare.ArgumentKeys, Component: devices},
+		deviceshare.PluginName: {Build: deviceshare.NewBuilder(devices), Arguments: deviceshare.ArgumentKeys, Component: devices, Owns: devices},
 	} {
 		r.Register(name, spec)
 	}
@@ -133,7 +133,6 @@ var upstreamPlugins = map[string]string{
 	"sla":                    "enqueues a job that has waited past its sla-waiting-time and orders it first",
 	"task-topology":          "places a job's tasks by the affinity and anti-affinity its volcano.sh/task-topology annotations name",
 	"numa-aware":             "places pods by the NUMA topology their CPU manager policy needs",
-	"numaaware":              "places pods by the NUMA topology their CPU manager policy needs",
 	"tdm":                    "runs pods on time-shared nodes only within their windows and evicts them when one ends",
 	"usage":                  "filters and scores nodes by their measured CPU and memory load",
 	"rescheduling":           "picks running pods to move (for the shuffle action) by node utilisation policies",

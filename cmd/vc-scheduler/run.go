@@ -34,6 +34,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/cache"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/deviceshare"
 )
 
 // configPollInterval: how often the configuration file is re-read. The kubelet refreshes a
@@ -148,7 +149,9 @@ func run(ctx context.Context, o *options) (err error) {
 	for _, c := range components {
 		c.Start(ctx, sc)
 	}
-	report := newConfigReport(confEvents, o.schedulerConf, sc.NodesClaimedBy)
+	report := newConfigReport(confEvents, o.schedulerConf, sc.NodesClaimedBy, func(cfg *conf.SchedulerConfiguration) bool {
+		return registry.Places(cfg, deviceshare.PluginName)
+	})
 	served.MustRegister(report.Collectors()...)
 	config, err := loadConfig(o, registry, report)
 	if err != nil {
@@ -191,6 +194,7 @@ func run(ctx context.Context, o *options) (err error) {
 		current = config.Current
 	}
 	configure(current())
+	current = report.Checked(current)
 	s := scheduler.New(sc, current, registry, recorded, o.schedulePeriod)
 	s.WakeOn(sc.Arrivals())
 

@@ -25,7 +25,7 @@ type ArgumentChecker interface {
 }
 
 // ActionAliases is optionally implemented by a KnownNames that runs one action under more
-// than one name: ActionOf is the name of the action that name runs (name itself unless it is
+// than one of Volcano's names (actions of their own there): ActionOf is the name of the action that name runs (name itself unless it is
 // an alias). An action named a second time under another of its names is skipped, so that it
 // runs once per cycle.
 type ActionAliases interface {
@@ -96,7 +96,7 @@ func Resolve(cfg *SchedulerConfiguration, names KnownNames) (*SchedulerConfigura
 			of := aliases.ActionOf(action)
 			if first, ok := runBy[of]; ok && first != action {
 				skipped = append(skipped, &Skipped{Kind: SkippedAction, Where: "actions", Name: action,
-					Reason: fmt.Sprintf("this scheduler runs it as its %s action, which %q already runs in this cycle", of, first)})
+					Reason: fmt.Sprintf("in Volcano an action of its own; this scheduler runs it as its %s action, which %q already runs in this cycle", of, first)})
 				continue
 			}
 			runBy[of] = action

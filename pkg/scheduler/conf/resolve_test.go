@@ -11,11 +11,11 @@ import (
 // fullNames implements every optional interface Resolve asks of a KnownNames.
 type fullNames struct{ declaredNames }
 
-func (fullNames) UpstreamAction(name string) (string, bool) {
-	return "evicts lower-priority pods", name == "preempt"
-}
-func (fullNames) UpstreamPlugin(name string) (string, bool) {
-	return "keeps pods on their queue's node group", name == "nodegroup"
+func (fullNames) Upstream(kind SkipKind) map[string]string {
+	if kind == SkippedAction {
+		return map[string]string{"preempt": "evicts lower-priority pods"}
+	}
+	return map[string]string{"nodegroup": "keeps pods on their queue's node group"}
 }
 func (fullNames) ActionNames() []string               { return []string{"enqueue", "allocate"} }
 func (fullNames) PluginNames() []string               { return []string{"gang", "binpack", "capacity"} }

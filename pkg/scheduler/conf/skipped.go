@@ -1,6 +1,10 @@
 package conf
 
-import "fmt"
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
 
 // SkipKind says what part of a configuration file was not applied.
 type SkipKind string
@@ -58,12 +62,13 @@ func (s *Skipped) Error() string {
 	return fmt.Sprintf("%s: %s %s is skipped: %s", s.Where, s.Kind, name, s.Reason)
 }
 
-// UpstreamNames is optionally implemented by a KnownNames: it says what an action or plugin
+// UpstreamNames is optionally implemented by a KnownNames: it says what each action or plugin
 // of upstream Volcano that the scheduler lacks would have done, so that the warning tells the
-// operator what is not enforced. false for a name upstream lacks too.
+// operator what is not enforced, and so that a name close to one of them is pointed to it.
 type UpstreamNames interface {
-	UpstreamAction(name string) (string, bool)
-	UpstreamPlugin(name string) (string, bool)
+	// Upstream maps each such action (kind SkippedAction) or plugin (SkippedPlugin) to what
+	// it does in Volcano. Read only.
+	Upstream(kind SkipKind) map[string]string
 }
 
 // NameLister is optionally implemented by a KnownNames: an unknown name then gets the nearest
@@ -84,26 +89,34 @@ type PluginModes interface {
 	IgnoredArgument(plugin, key string) (string, bool)
 }
 
-// unknownNameReason is the Reason of a skipped action or plugin.
+// unknownNameReason is the Reason of a skipped action or plugin. It says what the name is in
+// Volcano: one of its actions or plugins that this scheduler lacks, or no name Volcano has
+// either (which Volcano skips too), then with the nearest name either has.
 func unknownNameReason(kind SkipKind, name string, names KnownNames) string {
-	if upstream, ok := names.(UpstreamNames); ok {
-		lookup := upstream.UpstreamPlugin
-		if kind == SkippedAction {
-			lookup = upstream.UpstreamAction
-		}
-		if what, ok := lookup(name); ok {
-			return "not implemented by this scheduler; in Volcano it " + what
-		}
+	var upstream map[string]string
+	if u, ok := names.(UpstreamNames); ok {
+		upstream = u.Upstream(kind)
+	}
+	if what, ok := upstream[name]; ok {
+		return "not implemented by this scheduler; in Volcano it " + what
 	}
 	reason := fmt.Sprintf("no %s of this name in this scheduler or in Volcano", kind)
+	// The scheduler's own names first: they win a tie.
+	var candidates ArgumentKeys
 	if lister, ok := names.(NameLister); ok {
-		known := lister.PluginNames()
+		candidates = lister.PluginNames()
 		if kind == SkippedAction {
-			known = lister.ActionNames()
+			candidates = lister.ActionNames()
 		}
-		if nearest, close := ArgumentKeys(known).Nearest(name); close {
-			reason += fmt.Sprintf("; did you mean %q?", nearest)
-		}
+	}
+	candidates = append(candidates, slices.Sorted(maps.Keys(upstream))...)
+	nearest, close := candidates.Nearest(name)
+	switch _, lacking := upstream[nearest]; {
+	case !close:
+	case lacking:
+		reason += fmt.Sprintf("; did you mean %q, a Volcano %s this scheduler does not implement yet?", nearest, kind)
+	default:
+		reason += fmt.Sprintf("; did you mean %q?", nearest)
 	}
 	return reason
 }

@@ -357,3 +357,51 @@ func TestCommitEvicts(t *testing.T) {
 		}
 	}
 }
+
+// devOwner owns example.com/dev, placing it with "dev.on": true.
+type devOwner struct{}
+
+func (devOwner) OwnedResources() []corev1.ResourceName {
+	return []corev1.ResourceName{"example.com/dev"}
+}
+func (devOwner) PlacesWith(args conf.Arguments) bool {
+	on := false
+	return args.GetBool(&on, "dev.on") == nil && on
+}
+
+// A pod requesting a resource only a plugin can place is refused before any pre-predicate,
+// naming that plugin, while the configuration does not turn the plugin on (absent, or with
+// arguments under which it places nothing); other pods pass, and a configuration that turns
+// it on refuses nothing.
+func TestUnplacedResourcesAreRefused(t *testing.T) {
+	reg := framework.NewRegistry()
+	reg.Register("dev", framework.PluginSpec{Build: func(conf.Arguments) (framework.Plugin, error) { return &counter{}, nil }, Owns: devOwner{}})
+	reg.RegisterPlugin("other", func(conf.Arguments) (framework.Plugin, error) { return &counter{}, nil })
+	pods := []*corev1.Pod{st.Pod("dev-pod", "1", "").Group("pg").Container(st.Resources("", "", "example.com/dev", "1")).Obj(),
+		st.Pod("cpu-pod", "1", "").Group("pg").Obj()}
+	snap := frameworktest.ClusterOf(nil, frameworktest.JobOf(st.MakePodGroup().Namespace("ns").Name("pg").Obj(), pods...))
+	const refusal = "pod ns/dev-pod requests example.com/dev, which only the dev plugin places, and the scheduler configuration in force does not turn it on"
+	for _, tt := range []struct {
+		name   string
+		tier   []conf.PluginOption
+		places bool
+	}{
+		{"absent", []conf.PluginOption{{Name: "other"}}, false},
+		{"turned off", []conf.PluginOption{{Name: "dev", Arguments: conf.Arguments{"dev.on": false}}}, false},
+		{"turned on", []conf.PluginOption{{Name: "other"}, {Name: "dev", Arguments: conf.Arguments{"dev.on": true}}}, true},
+	} {
+		cfg := &conf.SchedulerConfiguration{Actions: "allocate", Tiers: []conf.Tier{{Plugins: tt.tier}}}
+		if got := reg.Places(cfg, "dev"); got != tt.places {
+			t.Errorf("%s: Places = %v, want %v", tt.name, got, tt.places)
+		}
+		ssn := framework.OpenSession(&frameworktest.Cache{Snap: snap}, cfg, reg, nil)
+		job := ssn.Jobs["ns/pg"]
+		err := ssn.PrePredicate(job.Tasks["uid-dev-pod"])
+		if tt.places && err != nil || !tt.places && (err == nil || err.Error() != refusal) {
+			t.Errorf("%s: the dev pod's PrePredicate = %v", tt.name, err)
+		}
+		if err := ssn.PrePredicate(job.Tasks["uid-cpu-pod"]); err != nil {
+			t.Errorf("%s: the cpu pod's PrePredicate = %v", tt.name, err)
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 )
 
@@ -20,6 +22,8 @@ type Registry struct {
 	// upstreamActions and upstreamPlugins say what Volcano's actions and plugins that this
 	// binary lacks would have done.
 	upstreamActions, upstreamPlugins map[string]string
+	// owners are the plugins registered with a ResourceOwner, in registration order.
+	owners []string
 }
 
 // PluginSpec is one plugin as the registry knows it.
@@ -36,6 +40,20 @@ type PluginSpec struct {
 	// Component is the state the plugin keeps for the life of the scheduler, which Build
 	// shares with every session; nil when it keeps none.
 	Component Component
+	// Owns, when set, names the resources only this plugin can place (Registry.Places).
+	Owns ResourceOwner
+}
+
+// ResourceOwner is a plugin's claim on resources that only it can place: a pod requesting
+// them needs what the plugin adds to its Binding (deviceshare's device assignment, without
+// which the device plugin has nothing to serve), yet a node's allocatable alone would let any
+// configuration bind it. A session whose configuration does not turn the plugin on refuses
+// such pods (Session.PrePredicate), naming the plugin, and they stay Pending.
+type ResourceOwner interface {
+	// OwnedResources are the names of those resources. Asked at every session open: cheap.
+	OwnedResources() []corev1.ResourceName
+	// PlacesWith reports whether a configuration entry of the plugin with args places them.
+	PlacesWith(args conf.Arguments) bool
 }
 
 // NewRegistry is an empty registry.
@@ -55,7 +73,46 @@ func (r *Registry) Register(name string, spec PluginSpec) {
 	if spec.Arguments == nil {
 		spec.Arguments = conf.ArgumentKeys{}
 	}
+	if _, again := r.plugins[name]; !again && spec.Owns != nil {
+		r.owners = append(r.owners, name)
+	}
 	r.plugins[name] = spec
+}
+
+// Places reports whether cfg turns the registered plugin on: some tier lists it, with
+// arguments under which it places the resources it owns (ResourceOwner.PlacesWith), if any.
+func (r *Registry) Places(cfg *conf.SchedulerConfiguration, plugin string) bool {
+	owns := r.plugins[plugin].Owns
+	for _, tier := range cfg.Tiers {
+		for _, opt := range tier.Plugins {
+			if opt.Name == plugin && (owns == nil || owns.PlacesWith(opt.Arguments)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// unplaced are the resources that only a registered plugin can place and cfg does not turn
+// on, each with that plugin, in registration order; nil for a configuration that turns on
+// every such plugin (the usual case, which then costs the sessions nothing).
+func (r *Registry) unplaced(cfg *conf.SchedulerConfiguration) []ownedResource {
+	var out []ownedResource
+	for _, plugin := range r.owners {
+		if r.Places(cfg, plugin) {
+			continue
+		}
+		for _, name := range r.plugins[plugin].Owns.OwnedResources() {
+			out = append(out, ownedResource{name: name, plugin: plugin})
+		}
+	}
+	return out
+}
+
+// ownedResource is a resource that only plugin can place.
+type ownedResource struct {
+	name   corev1.ResourceName
+	plugin string
 }
 
 // DescribeUpstream records what an action or plugin of upstream Volcano that this binary
@@ -85,16 +142,12 @@ func (r *Registry) IgnoredArgument(plugin, key string) (string, bool) {
 // HonoursHierarchy implements conf.PluginModes.
 func (r *Registry) HonoursHierarchy(plugin string) bool { return r.plugins[plugin].Hierarchy }
 
-// UpstreamAction implements conf.UpstreamNames.
-func (r *Registry) UpstreamAction(name string) (string, bool) {
-	d, ok := r.upstreamActions[name]
-	return d, ok
-}
-
-// UpstreamPlugin implements conf.UpstreamNames.
-func (r *Registry) UpstreamPlugin(name string) (string, bool) {
-	d, ok := r.upstreamPlugins[name]
-	return d, ok
+// Upstream implements conf.UpstreamNames.
+func (r *Registry) Upstream(kind conf.SkipKind) map[string]string {
+	if kind == conf.SkippedAction {
+		return r.upstreamActions
+	}
+	return r.upstreamPlugins
 }
 
 // RegisterAction adds an action under its name.

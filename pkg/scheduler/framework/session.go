@@ -64,8 +64,11 @@ type Session struct {
 	EnabledActions map[string]bool
 
 	plugins []Plugin // in tier order
-	fns     sessionFns
-	linked  *sessionChains // fns in call order; nil until used after a registration
+	// unplaced are the resources only a plugin the configuration does not turn on can place:
+	// PrePredicate refuses the tasks that request them.
+	unplaced []ownedResource
+	fns      sessionFns
+	linked   *sessionChains // fns in call order; nil until used after a registration
 	// eventHandlers run inside every tentative allocate and its undo.
 	eventHandlers []*EventHandler
 
@@ -97,6 +100,7 @@ func OpenSession(cache Cache, cfg *conf.SchedulerConfiguration, registry *Regist
 		Configurations: cfg.Configurations,
 		EnabledActions: map[string]bool{},
 		fns:            newSessionFns(),
+		unplaced:       registry.unplaced(cfg),
 	}
 	for _, a := range cfg.ActionNames() {
 		ssn.EnabledActions[a] = true

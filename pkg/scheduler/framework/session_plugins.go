@@ -1,6 +1,8 @@
 package framework
 
 import (
+	"fmt"
+
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 )
@@ -273,8 +275,16 @@ func (ssn *Session) TaskOrderFn(l, r *api.TaskInfo) bool {
 	return api.CompareTasksByName(l, r)
 }
 
-// PrePredicate runs every enabled pre-predicate; the first error wins.
+// PrePredicate runs every enabled pre-predicate; the first error wins. Before them, a task
+// that requests a resource only a plugin the configuration does not turn on can place is
+// refused, naming that plugin (ResourceOwner).
 func (ssn *Session) PrePredicate(task *api.TaskInfo) error {
+	for _, r := range ssn.unplaced {
+		if task.Resreq.Get(r.name) > 0 {
+			return fmt.Errorf("pod %s requests %s, which only the %s plugin places, and the scheduler configuration in force does not turn it on",
+				task.Key(), r.name, r.plugin)
+		}
+	}
 	for _, l := range ssn.chains().prePredicate {
 		if err := l.fn(task); err != nil {
 			return err

@@ -3,6 +3,7 @@ package deviceshare
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -141,5 +142,27 @@ func TestConfigMapArguments(t *testing.T) {
 	}
 	if l := deriver.Derive(n).(*ledger); l.unavailable != nil {
 		t.Errorf("after the session the deriver still judges by other names: %v", l.unavailable.Reasons)
+	}
+}
+
+// What deviceshare alone places follows the device ConfigMap in use: its count and memory
+// names, which make a container a vGPU request; an entry places them only with vGPU on.
+func TestSharedOwnsTheVGPUResourcesInUse(t *testing.T) {
+	shared := NewShared(sliceDevices())
+	if got, want := shared.OwnedResources(), []corev1.ResourceName{sliceNames.Count, sliceNames.Memory}; !slices.Equal(got, want) {
+		t.Errorf("OwnedResources = %q, want %q", got, want)
+	}
+	for _, tt := range []struct {
+		args conf.Arguments
+		want bool
+	}{
+		{nil, false},
+		{conf.Arguments{VGPUEnableArg: false}, false},
+		{conf.Arguments{VGPUEnableArg: "true"}, true},
+		{conf.Arguments{VGPUEnableArg: true, SchedulePolicyArg: "tight"}, false},
+	} {
+		if got := shared.PlacesWith(tt.args); got != tt.want {
+			t.Errorf("PlacesWith(%v) = %v, want %v", tt.args, got, tt.want)
+		}
 	}
 }

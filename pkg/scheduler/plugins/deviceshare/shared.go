@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -27,7 +28,10 @@ type Shared struct {
 	metrics  *vgpuMetrics
 }
 
-var _ framework.Component = (*Shared)(nil)
+var (
+	_ framework.Component     = (*Shared)(nil)
+	_ framework.ResourceOwner = (*Shared)(nil)
+)
 
 // NewShared is the state of a scheduler that reads the device configuration from devices and
 // records no Events (tests).
@@ -82,4 +86,20 @@ func (s *Shared) Configure(ctx context.Context, cfg *conf.SchedulerConfiguration
 			}
 		}
 	}
+}
+
+// OwnedResources are the vGPU resources only deviceshare places, under the names of the
+// device configuration in use: the count and the memory, either of which makes a container a
+// vGPU request (vgpu.PodRequests). A configuration without vGPU scheduling leaves their pods
+// Pending rather than bound without an assignment.
+func (s *Shared) OwnedResources() []corev1.ResourceName {
+	names := s.devices.InUse().ResourceNames()
+	return []corev1.ResourceName{names.Count, names.Memory}
+}
+
+// PlacesWith: an entry places vGPU when its arguments turn vGPU scheduling on; a malformed
+// one cannot be in force (loading drops the value, which then defaults to off).
+func (s *Shared) PlacesWith(args conf.Arguments) bool {
+	a, err := parseArguments(args)
+	return err == nil && a.vgpuEnable
 }
