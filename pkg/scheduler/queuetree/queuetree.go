@@ -61,7 +61,10 @@ func Build(queues map[api.QueueID]*api.QueueInfo) *Tree {
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, id := range ids {
-		if id == Root {
+		if _, placed := t.parent[id]; placed || id == Root {
+			continue
+		}
+		if _, bad := t.broken[id]; bad {
 			continue
 		}
 		// Walk up until the root, a queue already placed, or a fault.
