@@ -277,3 +277,40 @@ func TestDeservedAlongTheTree(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueOrderAlongTheTree: leaves are ordered by the shares of the teams they belong to,
+// not their own: a-small (share 1/1) under org-a, within its share, goes before b-idle (share
+// 0) under org-b, above its share; parents go after leaves.
+func TestQueueOrderAlongTheTree(t *testing.T) {
+	o := frameworktest.Objects{
+		Nodes: []*corev1.Node{st.Node("n1", st.Resources("8", "8Gi")).Obj()},
+		Queues: []*schedulingv1beta1.Queue{q("root", "", nil, nil, nil),
+			q("org-a", "", nil, st.Resources("4", ""), nil), q("a-small", "org-a", nil, st.Resources("1", ""), nil),
+			q("org-b", "", nil, st.Resources("1", ""), nil), q("b-busy", "org-b", nil, st.Resources("1", ""), nil),
+			q("b-idle", "org-b", nil, st.Resources("1", ""), nil)},
+	}
+	running(&o, "a", "a-small", st.Resources("1", ""))
+	running(&o, "b", "b-busy", st.Resources("3", ""))
+	ssn := frameworktest.OpenSession(t, &frameworktest.Cache{Snap: o.ClusterInfo()}, qt.Actions, builders, hierarchical(nil))
+	if !ssn.QueueOrderFn(ssn.Queues["a-small"], ssn.Queues["b-idle"]) {
+		t.Errorf("b-idle goes before a-small although its team is above its share")
+	}
+	if !ssn.QueueOrderFn(ssn.Queues["b-idle"], ssn.Queues["org-a"]) {
+		t.Errorf("a parent queue goes before a leaf")
+	}
+}
+
+// TestReclaimForTheTeam: a queue that deserves nothing itself may reclaim with
+// ancestorReclaimLevel 1 when its parent is owed the resources, and not without.
+func TestReclaimForTheTeam(t *testing.T) {
+	for level, want := range map[int]bool{0: false, 1: true} {
+		o := reclaimCluster(q("org-a", "", nil, st.Resources("2", ""), nil), q("team-a", "org-a", nil, st.Resources("1", ""), nil))
+		o.Queues[4] = q("team-b", "org-b", nil, nil, nil)
+		ssn := frameworktest.OpenSession(t, &frameworktest.Cache{Snap: o.ClusterInfo()}, "reclaim", builders,
+			hierarchical(conf.Arguments{AncestorReclaimLevel: level}))
+		err := ssn.Preemptive(ssn.Queues["team-b"], qt.Task(ssn, "b-0"))
+		if (err == nil) != want {
+			t.Errorf("ancestorReclaimLevel %d: team-b may reclaim = %v (%v), want %v", level, err == nil, err, want)
+		}
+	}
+}

@@ -243,7 +243,7 @@ func (l *Ledger) JobEnqueueable(job *api.JobInfo) int {
 			"queue", q.Info.Name, "state", q.Info.Queue.Status.State)
 		return framework.Reject
 	}
-	if why := l.refusal(q.Info.UID); why != "" {
+	if why := l.LeafRefusal(q.Info.UID); why != "" {
 		klog.V(3).InfoS("Queue takes no jobs; job stays Pending", "podGroup", klog.KRef(job.Namespace, job.Name),
 			"queue", q.Info.Name, "reason", why)
 		return framework.Reject
@@ -317,7 +317,7 @@ func (l *Ledger) fits(queue *api.QueueInfo, task *api.TaskInfo, limitOf func(*Qu
 		klog.V(3).InfoS("Queue is not Open; task not allocated", "pod", task.Key(), "queue", q.Info.Name, "state", q.Info.Queue.Status.State)
 		return fmt.Errorf("queue %s is %s, not Open", q.Info.Name, q.Info.Queue.Status.State)
 	}
-	if why := l.refusal(q.Info.UID); why != "" {
+	if why := l.LeafRefusal(q.Info.UID); why != "" {
 		return fmt.Errorf("queue %s takes no pods: %s", q.Info.Name, why)
 	}
 	limit := limitOf(q)

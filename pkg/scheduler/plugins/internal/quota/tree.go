@@ -76,9 +76,6 @@ func (l *Ledger) shareCapability(parent api.QueueID) {
 // IsTree reports whether the ledger follows a queue hierarchy.
 func (l *Ledger) IsTree() bool { return l.tree != nil }
 
-// Tree is the hierarchy the ledger follows; nil for flat queues.
-func (l *Ledger) Tree() *queuetree.Tree { return l.tree }
-
 // chain is the queue's account and its ancestors', the queue first; just the queue's for
 // flat queues.
 func (l *Ledger) chain(id api.QueueID) []*Queue {
@@ -105,18 +102,14 @@ func (l *Ledger) Children(id api.QueueID) []*Queue {
 	return out
 }
 
-// refusal is why a job of the queue cannot be scheduled at all in a hierarchy (a queue that is
-// not a leaf, or out of the tree), "" when it can or the queues are flat.
-func (l *Ledger) refusal(id api.QueueID) string {
+// LeafRefusal is why a job of the queue cannot be scheduled at all in a hierarchy (the root,
+// a queue with children, a queue out of the tree), "" when it can or the queues are flat.
+func (l *Ledger) LeafRefusal(id api.QueueID) string {
 	if l.tree == nil {
 		return ""
 	}
 	return l.tree.LeafRefusal(id)
 }
-
-// LeafRefusal is why a job of the queue cannot be scheduled at all in a hierarchy, "" when it
-// can or the queues are flat.
-func (l *Ledger) LeafRefusal(id api.QueueID) string { return l.refusal(id) }
 
 // fitsAncestors is nil when every ancestor of the queue has room for the task within its real
 // capability, else why not, naming the ancestor. The queue itself is checked by the caller.

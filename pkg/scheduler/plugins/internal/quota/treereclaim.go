@@ -22,7 +22,7 @@ func (l *Ledger) CompareQueuesInTree(a, b *api.QueueInfo) int {
 		}
 		return 1
 	}
-	aLeaf, bLeaf := l.refusal(a.UID) == "", l.refusal(b.UID) == ""
+	aLeaf, bLeaf := l.LeafRefusal(a.UID) == "", l.LeafRefusal(b.UID) == ""
 	if aLeaf != bLeaf {
 		if aLeaf {
 			return -1
