@@ -92,7 +92,7 @@ var upstreamConfs = []struct {
 }{
 	{"01-chart-default.conf", nil},
 	{"02-gpu-preempt-reclaim.conf", nil},
-	{"03-hierarchical-capacity.conf", []string{"setting capacity/enableHierarchy"}},
+	{"03-hierarchical-capacity.conf", nil},
 	{"04-pools-and-topology.conf", []string{"plugin sla",
 		"argument nodeorder/podaffinity.weight", "argument nodeorder/podtopologyspread.weight",
 		"plugin nodegroup", "plugin task-topology", "plugin resourcequota", "plugin pdb"}},

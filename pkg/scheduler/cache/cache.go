@@ -96,6 +96,8 @@ type SchedulerCache struct {
 	// claimed holds, per deriver name, the nodes whose object announces its devices.
 	claimed  map[string]map[string]struct{}
 	dangling *danglingReferences
+	// queueProblems remembers the queues out of the queue hierarchy already told so.
+	queueProblems *danglingReferences
 	// arrivals holds one signal while newly schedulable work (see noteArrival) waits for a
 	// cycle.
 	arrivals chan struct{}
@@ -163,6 +165,7 @@ func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*
 		evicting:         map[api.TaskID]string{},
 		priorityClasses:  map[string]*schedulingv1.PriorityClass{},
 		dangling:         newDanglingReferences(),
+		queueProblems:    newDanglingReferences(),
 		arrivals:         make(chan struct{}, 1),
 	}
 	if err := sc.addEventHandlers(cfg.PriorityClass); err != nil {

@@ -75,7 +75,7 @@ func podGroupWithoutQueue(job *api.JobInfo) danglingReference {
 
 // report logs the problem and puts a Warning event on the object.
 func (r danglingReference) report(rec record.EventRecorder) {
-	klog.InfoS("Object names one that does not exist; its job is not scheduled", r.kind, r.ref, "missing", r.missing)
+	klog.InfoS("Object names one that does not exist or cannot be followed; its jobs are not scheduled", r.kind, r.ref, "missing", r.missing)
 	rec.Event(r.object, corev1.EventTypeWarning, r.reason, r.message)
 }
 

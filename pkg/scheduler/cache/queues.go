@@ -16,6 +16,7 @@ import (
 	"volcano.sh/apis/pkg/client/clientset/versioned"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/queuetree"
 )
 
 // rootQueueName is the top of the queue hierarchy.
@@ -84,6 +85,30 @@ func (sc *SchedulerCache) updateQueueStatus(ctx context.Context, q *schedulingv1
 		return fmt.Errorf("update status.allocated of queue %s: %w", q.Name, err)
 	}
 	return nil
+}
+
+// ReportQueueProblems puts a Warning Event on each queue out of the queue hierarchy and logs
+// it, once per problem, after the grace period that lets a parent created with its children
+// reach the informer.
+func (sc *SchedulerCache) ReportQueueProblems(problems []queuetree.Problem) {
+	current := make([]danglingReference, len(problems))
+	for i, p := range problems {
+		current[i] = danglingReference{
+			key:     "queue/" + string(p.Queue.Queue.UID) + "/" + p.Reason + "/" + p.Message,
+			object:  p.Queue.Queue,
+			kind:    "queue",
+			ref:     klog.KObj(p.Queue.Queue),
+			reason:  p.Reason,
+			missing: p.Message,
+			message: p.Message + "; the queue's jobs are not scheduled until its spec.parent chain reaches the root queue",
+		}
+	}
+	sc.mu.Lock()
+	report := sc.queueProblems.due(current, sc.clock.Now())
+	sc.mu.Unlock()
+	for _, r := range report {
+		r.report(sc.recorder)
+	}
 }
 
 // sameAmounts compares two resource lists, an absent name counting as zero.

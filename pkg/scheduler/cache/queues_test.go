@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/queuetree"
 )
 
 var queuesResource = schedulingv1beta1.SchemeGroupVersion.WithResource("queues")
@@ -165,5 +167,40 @@ func TestUpdateQueueStatus(t *testing.T) {
 				t.Errorf("status.state = %q, want %q", got.Status.State, wantState)
 			}
 		})
+	}
+}
+
+// TestReportQueueProblems: a queue out of the hierarchy is told once, after the grace period,
+// with a Warning event; a problem that goes and comes back is told again.
+func TestReportQueueProblems(t *testing.T) {
+	env := newTestEnv(t, Options{})
+	orphan := newQueue("orphan")
+	orphan.Spec.Parent = "gone"
+	problems := queuetree.Build(map[api.QueueID]*api.QueueInfo{"orphan": api.NewQueueInfo(orphan)}).Problems()
+	report := func(after time.Duration, p []queuetree.Problem) []string {
+		env.clock.SetTime(env.clock.Now().Add(after))
+		env.sc.ReportQueueProblems(p)
+		return env.events.Take()
+	}
+	want := []string{"Queue /orphan Warning ParentQueueNotFound: queue orphan names parent queue gone, which does not exist; " +
+		"the queue's jobs are not scheduled until its spec.parent chain reaches the root queue"}
+	steps := []struct {
+		what     string
+		after    time.Duration
+		problems []queuetree.Problem
+		want     []string
+	}{
+		{"first", 0, problems, nil},
+		{"inside the grace period", danglingReferenceGrace - time.Second, problems, nil},
+		{"grace period over", time.Second, problems, want},
+		{"later", time.Minute, problems, nil},
+		{"fixed", time.Second, nil, nil},
+		{"broken again", 0, problems, nil},
+		{"broken again, grace period over", danglingReferenceGrace, problems, want},
+	}
+	for _, s := range steps {
+		if got := report(s.after, s.problems); !reflect.DeepEqual(got, s.want) {
+			t.Errorf("%s: events %q, want %q", s.what, got, s.want)
+		}
 	}
 }

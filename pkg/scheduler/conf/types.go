@@ -122,3 +122,17 @@ func (c *SchedulerConfiguration) ActionArguments(action string) Arguments {
 	}
 	return nil
 }
+
+// HierarchyEnabled reports whether some plugin entry sets enableHierarchy. On a resolved
+// configuration (Resolve drops the flag where the plugin does not implement it) that means
+// the queues form a tree for this scheduler.
+func (c *SchedulerConfiguration) HierarchyEnabled() bool {
+	for _, tier := range c.Tiers {
+		for i := range tier.Plugins {
+			if tier.Plugins[i].HierarchyEnabled() {
+				return true
+			}
+		}
+	}
+	return false
+}

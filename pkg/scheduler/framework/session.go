@@ -12,6 +12,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/queuetree"
 )
 
 // Cache is what a session needs from the scheduler cache: a private snapshot to work on,
@@ -35,6 +36,10 @@ type Cache interface {
 	UpdateQueueStatus(queue *api.QueueInfo, allocated *api.Resource)
 	// RecordJobEvent emits an event on the job's PodGroup.
 	RecordJobEvent(job *api.JobInfo, eventType, reason, message string)
+	// ReportQueueProblems takes every queue that is out of the queue hierarchy now, each
+	// session that has a hierarchy, and tells each queue once (an Event and a log line) while
+	// its problem lasts.
+	ReportQueueProblems(problems []queuetree.Problem)
 }
 
 // ChangeCounter is a Cache that counts the changes it is told of (informer events, binds,
@@ -56,6 +61,9 @@ type Session struct {
 	Queues   map[api.QueueID]*api.QueueInfo
 	// TotalResource is the sum of every node's allocatable.
 	TotalResource *api.Resource
+	// QueueTree is the queue hierarchy, built when a plugin runs with enableHierarchy;
+	// nil otherwise, and queues stand alone.
+	QueueTree *queuetree.Tree
 
 	Tiers          []conf.Tier
 	Configurations []conf.Configuration
@@ -107,6 +115,10 @@ func OpenSession(cache Cache, cfg *conf.SchedulerConfiguration, registry *Regist
 	}
 	for _, n := range ssn.NodeList {
 		ssn.TotalResource.Add(n.Allocatable)
+	}
+	if cfg.HierarchyEnabled() {
+		ssn.QueueTree = queuetree.Build(ssn.Queues)
+		cache.ReportQueueProblems(ssn.QueueTree.Problems())
 	}
 	for _, tier := range cfg.Tiers {
 		for _, opt := range tier.Plugins {
@@ -210,8 +222,20 @@ func (ssn *Session) RecordJobEvent(job *api.JobInfo, eventType, reason, message 
 	ssn.cache.RecordJobEvent(job, eventType, reason, message)
 }
 
+// HierarchyEnabled reports whether the configuration runs the plugin with enableHierarchy.
+func (ssn *Session) HierarchyEnabled(plugin string) bool {
+	for _, tier := range ssn.Tiers {
+		for i := range tier.Plugins {
+			if tier.Plugins[i].Name == plugin && tier.Plugins[i].HierarchyEnabled() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // updateQueueStatus writes status.allocated of every queue: the requests of its tasks that
-// hold resources.
+// hold resources and, with a queue hierarchy, those of the queues below it.
 func (ssn *Session) updateQueueStatus() {
 	allocated := make(map[api.QueueID]*api.Resource, len(ssn.Queues))
 	for id := range ssn.Queues {
@@ -231,6 +255,9 @@ func (ssn *Session) updateQueueStatus() {
 			}
 		}
 	}
+	if ssn.QueueTree != nil {
+		ssn.rollUp(allocated)
+	}
 	ids := make([]string, 0, len(ssn.Queues))
 	for id := range ssn.Queues {
 		ids = append(ids, string(id))
@@ -238,6 +265,22 @@ func (ssn *Session) updateQueueStatus() {
 	sort.Strings(ids)
 	for _, id := range ids {
 		ssn.cache.UpdateQueueStatus(ssn.Queues[api.QueueID(id)], allocated[api.QueueID(id)])
+	}
+}
+
+// rollUp adds each queue's own allocation to every queue above it, so that a parent's
+// status.allocated is its subtree's. A queue out of the tree keeps its own.
+func (ssn *Session) rollUp(allocated map[api.QueueID]*api.Resource) {
+	own := make(map[api.QueueID]*api.Resource, len(allocated))
+	for id, a := range allocated {
+		own[id] = a.Clone()
+	}
+	for id, a := range own {
+		for _, ancestor := range ssn.QueueTree.Ancestors(id) {
+			if total, ok := allocated[ancestor]; ok {
+				total.Add(a)
+			}
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/queuetree"
 )
 
 // Cache is a framework.Cache that hands every session the snapshot Snap (a new empty cluster
@@ -25,6 +26,8 @@ type Cache struct {
 	OnEvict func(*api.TaskInfo, string) error
 	// Events are the PodGroup events the session emitted, in order.
 	Events []JobEvent
+	// QueueProblems are the queues out of the hierarchy the last session reported.
+	QueueProblems []queuetree.Problem
 	// Allocated is the status.allocated last written for each queue, by name.
 	Allocated map[string]*api.Resource
 	// Snapshots counts the snapshots handed out: one a session, so one a scheduler cycle.
@@ -85,6 +88,9 @@ func (c *Cache) UpdateQueueStatus(q *api.QueueInfo, allocated *api.Resource) {
 func (c *Cache) RecordJobEvent(job *api.JobInfo, eventType, reason, message string) {
 	c.Events = append(c.Events, JobEvent{PodGroup: job.Name, Type: eventType, Reason: reason, Message: message})
 }
+
+// ReportQueueProblems keeps the problems in QueueProblems.
+func (c *Cache) ReportQueueProblems(problems []queuetree.Problem) { c.QueueProblems = problems }
 
 // CloneCluster is a fresh copy of a snapshot, as the cache hands one to each session, for
 // benchmarks that run many sessions over the same cluster.

@@ -4,15 +4,17 @@
 // hard cap on what it may allocate. Enqueue admission, queue order and the accounts kept
 // during the session are proportion's (package quota).
 //
-// Only flat queues are implemented. With enableHierarchy upstream also checks every ancestor
-// of a queue, lets only leaf queues allocate and writes the root queue's totals; here that
-// flag is skipped when the configuration loads (the registry says the plugin does not honour
-// it) and every queue stands alone. For reclaim, a queue takes back only up to its deserved
-// share, from queues above theirs and never below their guarantee. There is no Overused
-// function, as upstream.
+// For reclaim, a queue takes back only up to its deserved share, from queues above theirs
+// and never below their guarantee. There is no Overused function, as upstream.
+//
+// With enableHierarchy the queues form a tree (hierarchy.go): only leaves take jobs, every
+// check runs up the tree, and a queue out of the tree holds its own jobs back, not
+// everybody's.
 package capacity
 
 import (
+	"fmt"
+
 	"k8s.io/klog/v2"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
@@ -24,22 +26,39 @@ import (
 // PluginName is the plugin's name in the scheduler configuration.
 const PluginName = "capacity"
 
+// AncestorReclaimLevel is upstream v1.15's argument: with a hierarchy, how many levels above
+// the leaves reclaim also weighs the ancestors' deserved shares (0, the default: none).
+const AncestorReclaimLevel = "ancestorReclaimLevel"
+
 type capacityPlugin struct {
+	ancestorReclaimLevel int
 	// ledger is this session's queue accounts, reported as metrics when the session closes.
 	ledger *quota.Ledger
 }
 
-// ArgumentKeys is empty: the plugin reads no arguments.
-var ArgumentKeys = conf.ArgumentKeys{}
+// ArgumentKeys are the arguments New reads.
+var ArgumentKeys = conf.ArgumentKeys{AncestorReclaimLevel}
 
-// New builds the plugin; it takes no arguments.
-func New(conf.Arguments) (framework.Plugin, error) {
-	return &capacityPlugin{}, nil
+// New builds the plugin. A negative or non-integer ancestorReclaimLevel is an error naming it.
+func New(args conf.Arguments) (framework.Plugin, error) {
+	cp := &capacityPlugin{}
+	if err := args.GetInt(&cp.ancestorReclaimLevel, AncestorReclaimLevel); err != nil {
+		return nil, err
+	}
+	if cp.ancestorReclaimLevel < 0 {
+		return nil, conf.InvalidArgument(AncestorReclaimLevel, cp.ancestorReclaimLevel,
+			fmt.Sprintf("level %d is negative; 0 weighs only the leaf queues", cp.ancestorReclaimLevel))
+	}
+	return cp, nil
 }
 
 func (*capacityPlugin) Name() string { return PluginName }
 
 func (cp *capacityPlugin) OnSessionOpen(ssn *framework.Session) {
+	if ssn.QueueTree != nil && ssn.HierarchyEnabled(PluginName) {
+		cp.openTree(ssn)
+		return
+	}
 	ledger := quota.NewLedger(ssn)
 	cp.ledger = ledger
 	// A queue declares its deserved share whether or not it has jobs; the idle ones' is
@@ -68,6 +87,9 @@ func (cp *capacityPlugin) OnSessionOpen(ssn *framework.Session) {
 // holds its deserved share, as upstream's capacity reports it, although this plugin makes no
 // decision on it.
 func (cp *capacityPlugin) OnSessionClose(ssn *framework.Session) {
+	if cp.ledger.IsTree() {
+		explainRefusals(ssn, cp.ledger)
+	}
 	cp.ledger.ReportMetrics(ssn.Metrics())
 }
 

@@ -26,8 +26,8 @@ func declaredQueue(name string, capability, deserved corev1.ResourceList) *sched
 }
 
 // TestAllocatableUpToCapability: capacity caps allocation by the real capability, not by the
-// (smaller) deserved share. Also with enableHierarchy, which is not supported and must leave
-// the flat behaviour intact.
+// (smaller) deserved share. Also with enableHierarchy: q1 then hangs under a root the
+// cluster lacks, which caps nothing, and the refusal still names q1.
 func TestAllocatableUpToCapability(t *testing.T) {
 	cluster := frameworktest.Objects{
 		Nodes:  []*corev1.Node{st.Node("n1", st.Resources("4", "4Gi")).Obj()},

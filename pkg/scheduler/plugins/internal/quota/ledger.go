@@ -17,6 +17,7 @@ import (
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/queuetree"
 )
 
 // QueueQuotaInsufficient opens the message of the PodGroup event a queue-quota rejection
@@ -89,8 +90,11 @@ type Ledger struct {
 	// Idle are empty accounts (nothing allocated, requested or deserved) of the session's
 	// queues without a job, in name order. They take no part in the plugins' decisions; the
 	// queue metrics show them, so that a queue whose jobs are gone reads zero rather than
-	// keeping its last figures.
+	// keeping its last figures. A ledger of a queue hierarchy has none: every queue has an
+	// account there.
 	Idle []*Queue
+	// tree is the queue hierarchy the checks follow (NewTreeLedger); nil for flat queues.
+	tree *queuetree.Tree
 }
 
 // NewLedger opens the accounts of every queue that has a job in the session. A job whose
@@ -239,32 +243,44 @@ func (l *Ledger) JobEnqueueable(job *api.JobInfo) int {
 			"queue", q.Info.Name, "state", q.Info.Queue.Status.State)
 		return framework.Reject
 	}
+	if why := l.LeafRefusal(q.Info.UID); why != "" {
+		klog.V(3).InfoS("Queue takes no jobs; job stays Pending", "podGroup", klog.KRef(job.Namespace, job.Name),
+			"queue", q.Info.Name, "reason", why)
+		return framework.Reject
+	}
 	minReq := MinResources(job)
 	if minReq == nil {
 		return framework.Permit
 	}
-	wanted := minReq.Clone().Add(q.Allocated).Add(q.Inqueue).Sub(q.Elastic)
-	short := wanted.ExceedingWithDimension(q.RealCapability, minReq)
-	if len(short) == 0 {
-		return framework.Permit
+	// With a hierarchy the queue and each ancestor must have room, as upstream checks them:
+	// the first one short decides the event.
+	for _, a := range l.chain(q.Info.UID) {
+		wanted := minReq.Clone().Add(a.Allocated).Add(a.Inqueue).Sub(a.Elastic)
+		short := wanted.ExceedingWithDimension(a.RealCapability, minReq)
+		if len(short) == 0 {
+			continue
+		}
+		klog.V(3).InfoS("Queue quota insufficient; job stays Pending", "podGroup", klog.KRef(job.Namespace, job.Name),
+			"queue", a.Info.Name, "jobQueue", q.Info.Name, "insufficient", short, "minResources", minReq, "allocated", a.Allocated,
+			"inqueue", a.Inqueue, "elastic", a.Elastic, "realCapability", a.RealCapability)
+		RecordRejection(l.ssn, job, Message(QueueQuotaInsufficient, "insufficient", short))
+		return framework.Reject
 	}
-	klog.V(3).InfoS("Queue quota insufficient; job stays Pending", "podGroup", klog.KRef(job.Namespace, job.Name),
-		"queue", q.Info.Name, "insufficient", short, "minResources", minReq, "allocated", q.Allocated,
-		"inqueue", q.Inqueue, "elastic", q.Elastic, "realCapability", q.RealCapability)
-	RecordRejection(l.ssn, job, Message(QueueQuotaInsufficient, "insufficient", short))
-	return framework.Reject
+	return framework.Permit
 }
 
 // JobEnqueued reserves an admitted job's minResources (gated pods aside) in its queue, so the
 // next job of the same cycle sees it. Done here rather than in JobEnqueueable, which a later
 // plugin's Reject can overrule.
 func (l *Ledger) JobEnqueued(job *api.JobInfo) {
-	q := l.Queues[job.Queue]
 	minReq := MinResources(job)
-	if q == nil || minReq == nil {
+	if minReq == nil {
 		return
 	}
-	q.Inqueue.Add(WithoutGated(job, minReq))
+	reserved := WithoutGated(job, minReq)
+	for _, q := range l.chain(job.Queue) {
+		q.Inqueue.Add(reserved)
+	}
 }
 
 // FitsDeserved is nil when the Open queue can take the task within its deserved share
@@ -275,8 +291,15 @@ func (l *Ledger) FitsDeserved(queue *api.QueueInfo, task *api.TaskInfo) error {
 
 // FitsRealCapability is nil when the Open queue can take the task within its real capability
 // (capacity's Allocatable), else why not.
+// With a hierarchy, every ancestor of the queue must have room too.
 func (l *Ledger) FitsRealCapability(queue *api.QueueInfo, task *api.TaskInfo) error {
-	return l.fits(queue, task, func(q *Queue) *api.Resource { return q.RealCapability }, "real capability")
+	if err := l.fits(queue, task, func(q *Queue) *api.Resource { return q.RealCapability }, "real capability"); err != nil {
+		return err
+	}
+	if l.tree == nil {
+		return nil
+	}
+	return l.fitsAncestors(l.Queues[queue.UID], task)
 }
 
 // fits: the queue is Open and Allocated plus the task's request stays within limit in every
@@ -294,6 +317,9 @@ func (l *Ledger) fits(queue *api.QueueInfo, task *api.TaskInfo, limitOf func(*Qu
 		klog.V(3).InfoS("Queue is not Open; task not allocated", "pod", task.Key(), "queue", q.Info.Name, "state", q.Info.Queue.Status.State)
 		return fmt.Errorf("queue %s is %s, not Open", q.Info.Name, q.Info.Queue.Status.State)
 	}
+	if why := l.LeafRefusal(q.Info.UID); why != "" {
+		return fmt.Errorf("queue %s takes no pods: %s", q.Info.Name, why)
+	}
 	limit := limitOf(q)
 	wanted := q.Allocated.Clone().Add(task.Resreq)
 	short := wanted.ExceedingWithDimension(limit, task.Resreq)
@@ -302,11 +328,16 @@ func (l *Ledger) fits(queue *api.QueueInfo, task *api.TaskInfo, limitOf func(*Qu
 	}
 	klog.V(3).InfoS("Task does not fit in its queue", "pod", task.Key(), "queue", q.Info.Name, "insufficient", short,
 		"request", task.Resreq, "allocated", q.Allocated, "limit", limitName, "limitValue", limit)
-	names := make([]string, len(short))
-	for i, n := range short {
-		names[i] = string(n)
+	return fmt.Errorf("queue %s has no room for the pod within its %s: %s", q.Info.Name, limitName, joinNames(short))
+}
+
+// joinNames lists resource names as "cpu, volcano.sh/vgpu-memory".
+func joinNames(names []corev1.ResourceName) string {
+	s := make([]string, len(names))
+	for i, n := range names {
+		s[i] = string(n)
 	}
-	return fmt.Errorf("queue %s has no room for the pod within its %s: %s", q.Info.Name, limitName, strings.Join(names, ", "))
+	return strings.Join(s, ", ")
 }
 
 // Reclaimable are the candidates reclaim may take: each from a queue that, without the victims
@@ -343,18 +374,27 @@ func (l *Ledger) Reclaimable(_ *api.TaskInfo, candidates []*api.TaskInfo) ([]*ap
 func (l *Ledger) EventHandler() *framework.EventHandler {
 	return &framework.EventHandler{
 		AllocateFunc: func(e *framework.Event) {
-			if q := l.queueOf(e.Task); q != nil {
+			for _, q := range l.chainOf(e.Task) {
 				q.Allocated.Add(e.Task.Resreq)
 				q.UpdateShare()
 			}
 		},
 		DeallocateFunc: func(e *framework.Event) {
-			if q := l.queueOf(e.Task); q != nil {
+			for _, q := range l.chainOf(e.Task) {
 				q.Allocated.SubTotal(e.Task.Resreq)
 				q.UpdateShare()
 			}
 		},
 	}
+}
+
+// chainOf is the account of the task's queue and, with a hierarchy, its ancestors'.
+func (l *Ledger) chainOf(t *api.TaskInfo) []*Queue {
+	job := l.ssn.JobFor(t)
+	if job == nil {
+		return nil
+	}
+	return l.chain(job.Queue)
 }
 
 func (l *Ledger) queueOf(t *api.TaskInfo) *Queue {
