@@ -16,9 +16,9 @@
 // already placed, and its DoNotSchedule spread constraints, counted over the session's nodes
 // when the task's nodes are about to be tried, so that a gang's earlier placements count for
 // its later pods and an undone one no longer does. A pod without constraints of its own
-// reaches them only where a pod with required anti-affinity is placed (repellingNodes), and
-// then only with those pods' nodes. Preferred terms and ScheduleAnyway constraints, which
-// only score, are not read.
+// reaches them only where a pod with required anti-affinity is placed (repelling), and
+// then only with those pods' nodes. Preferred terms and ScheduleAnyway constraints only score:
+// the nodeorder plugin reads them.
 //
 // Not checked (upstream runs kube-scheduler's plugin for it): dynamic resource allocation.
 // Its upstream switch is accepted and ignored.
@@ -150,7 +150,7 @@ type predicatesPlugin struct {
 	// tasks' anti-affinity may keep a pod without constraints away.
 	interPod   api.InterPodPlugins
 	interPodOf interPodByTask
-	repelling  repellingNodes
+	repelling  *api.NodesHolding
 }
 
 // New is NewBuilder without kube-scheduler's plugins: pods' volumes, inter-pod affinity and
@@ -229,6 +229,7 @@ func (p *predicatesPlugin) OnSessionOpen(ssn *framework.Session) {
 	}
 	if p.interPod != nil {
 		p.interPodOf = interPodByTask{m: map[api.TaskID]api.InterPodState{}}
+		p.repelling = api.NewNodesHolding(api.HasRequiredAntiAffinity)
 		ssn.AddEventHandler(&framework.EventHandler{AllocateFunc: p.nodeChanged, DeallocateFunc: p.nodeChanged})
 	}
 }
@@ -283,7 +284,7 @@ func (p *predicatesPlugin) predicate(task *api.TaskInfo, node *api.NodeInfo) *ap
 			return s
 		}
 	}
-	if p.interPod != nil && (f.podConstraints || p.repelling.some) {
+	if p.interPod != nil && (f.podConstraints || p.repelling.Some()) {
 		return p.filterInterPod(task, node)
 	}
 	return nil
