@@ -84,7 +84,7 @@ func newRegistryWith(allocateOpts allocate.Options, devices *deviceshare.Shared,
 // and inter-pod affinity and topology spread with those of interPod (nil: not at all), with
 // their sources as its component.
 func predicatesSpec(vols *volumes.Source, interPod *interpod.Source) framework.PluginSpec {
-	spec := framework.PluginSpec{Build: predicates.New, Arguments: predicates.ArgumentKeys, Ignored: predicates.IgnoredArgumentKeys}
+	spec := framework.PluginSpec{Build: predicates.New, Arguments: predicates.ArgumentKeys, Ignored: predicates.IgnoredArguments}
 	var volumeSource api.VolumeSource
 	var interPodSource api.InterPodSource
 	if vols != nil {
@@ -103,7 +103,7 @@ func predicatesSpec(vols *volumes.Source, interPod *interpod.Source) framework.P
 // nodeorderSpec is the nodeorder plugin scoring where other pods are with the scores of
 // interPod (nil: not at all). interPod is predicates' component, which starts it.
 func nodeorderSpec(interPod *interpod.Source) framework.PluginSpec {
-	spec := framework.PluginSpec{Build: nodeorder.New, Arguments: nodeorder.ArgumentKeys, Ignored: nodeorder.IgnoredArgumentKeys}
+	spec := framework.PluginSpec{Build: nodeorder.New, Arguments: nodeorder.ArgumentKeys, Ignored: nodeorder.IgnoredArguments}
 	if interPod != nil {
 		spec.Build = nodeorder.NewBuilder(interPod)
 	}

@@ -283,8 +283,15 @@ func (ssn *Session) TaskOrderFn(l, r *api.TaskInfo) bool {
 	return api.CompareTasksByName(l, r)
 }
 
-// PrePredicate runs every enabled pre-predicate; the first error wins.
+// PrePredicate refuses a pod that asks for what this scheduler does not allocate
+// (api.UnallocatedClaims), whatever plugins the configuration names, then runs every enabled
+// pre-predicate; the first error wins.
 func (ssn *Session) PrePredicate(task *api.TaskInfo) error {
+	if task.Pod != nil {
+		if err := api.UnallocatedClaims(task.Pod); err != nil {
+			return err
+		}
+	}
 	for _, l := range ssn.chains().prePredicate {
 		if err := l.fn(task); err != nil {
 			return err

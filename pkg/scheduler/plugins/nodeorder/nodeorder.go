@@ -31,7 +31,9 @@ package nodeorder
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,13 +60,13 @@ const (
 	PodTopologySpreadWeight = "podtopologyspread.weight"
 )
 
-// IgnoredArgumentKeys are upstream's weights for scores this plugin does not compute,
+// IgnoredArguments are upstream's weights for scores this plugin does not compute,
 // read only so that a malformed value is still reported.
-var IgnoredArgumentKeys = conf.ArgumentKeys{"imagelocality.weight"}
+var IgnoredArguments = map[string]string{"imagelocality.weight": "Volcano's nodeorder scores the pod's images a node has; this scheduler's does not implement it yet"}
 
 // ArgumentKeys are the arguments New reads, upstream's unimplemented weights included.
 var ArgumentKeys = append(conf.ArgumentKeys{LeastRequestedWeight, MostRequestedWeight, BalancedResourceWeight,
-	NodeAffinityWeight, TaintTolerationWeight, PodAffinityWeight, PodTopologySpreadWeight}, IgnoredArgumentKeys...)
+	NodeAffinityWeight, TaintTolerationWeight, PodAffinityWeight, PodTopologySpreadWeight}, slices.Sorted(maps.Keys(IgnoredArguments))...)
 
 // MaxNodeScore is the best score of one scorer, before its weight.
 const MaxNodeScore = 100
@@ -126,7 +128,7 @@ func build(args conf.Arguments, interPod api.InterPodScoreSource) (framework.Plu
 		}
 		*w.to = float64(v)
 	}
-	for _, key := range IgnoredArgumentKeys {
+	for key := range IgnoredArguments {
 		if _, err := readWeight(args, key, 0); err != nil {
 			return nil, err
 		}
