@@ -103,7 +103,7 @@ func predicatesSpec(vols *volumes.Source, interPod *interpod.Source) framework.P
 // nodeorderSpec is the nodeorder plugin scoring where other pods are with the scores of
 // interPod (nil: not at all). interPod is predicates' component, which starts it.
 func nodeorderSpec(interPod *interpod.Source) framework.PluginSpec {
-	spec := framework.PluginSpec{Build: nodeorder.New, Arguments: nodeorder.ArgumentKeys, Ignored: nodeorder.IgnoredArguments}
+	spec := framework.PluginSpec{Build: nodeorder.New, Arguments: nodeorder.ArgumentKeys}
 	if interPod != nil {
 		spec.Build = nodeorder.NewBuilder(interPod)
 	}

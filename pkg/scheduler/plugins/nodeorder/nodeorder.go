@@ -5,7 +5,9 @@
 //   - mostrequested: the opposite, how full the node gets (off by default);
 //   - balancedresource: how close the cpu and memory fractions in use are to each other;
 //   - nodeaffinity: the weight of the pod's preferred node affinity terms the node matches;
-//   - tainttoleration: how few PreferNoSchedule taints the pod does not tolerate.
+//   - tainttoleration: how few PreferNoSchedule taints the pod does not tolerate;
+//   - imagelocality: how much of the pod's images the node already holds, by kube-scheduler's
+//     ImageLocality (pkg/scheduler/images), over the images the session's nodes list.
 //
 // kube-scheduler rescales nodeaffinity and tainttoleration over the nodes it scores. A
 // NodeOrderFn sees one node, so here they are rescaled over what is known in advance:
@@ -24,16 +26,12 @@
 //
 // They count the session's tentative placements, so a gang's earlier pods count for its later
 // ones. A pod with none of these and no placed pod with scoring terms costs a look at an index.
-//
-// Not scored: image locality. Its upstream weight is accepted and ignored.
 package nodeorder
 
 import (
 	"context"
 	"fmt"
-	"maps"
 	"math"
-	"slices"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,6 +41,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/images"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/internal/nodeselector"
 )
 
@@ -58,33 +57,32 @@ const (
 	TaintTolerationWeight   = "tainttoleration.weight"
 	PodAffinityWeight       = "podaffinity.weight"
 	PodTopologySpreadWeight = "podtopologyspread.weight"
+	ImageLocalityWeight     = "imagelocality.weight"
 )
 
-// IgnoredArguments are upstream's weights for scores this plugin does not compute,
-// read only so that a malformed value is still reported.
-var IgnoredArguments = map[string]string{"imagelocality.weight": "Volcano's nodeorder scores the pod's images a node has; this scheduler's does not implement it yet"}
-
-// ArgumentKeys are the arguments New reads, upstream's unimplemented weights included.
-var ArgumentKeys = append(conf.ArgumentKeys{LeastRequestedWeight, MostRequestedWeight, BalancedResourceWeight,
-	NodeAffinityWeight, TaintTolerationWeight, PodAffinityWeight, PodTopologySpreadWeight}, slices.Sorted(maps.Keys(IgnoredArguments))...)
+// ArgumentKeys are the arguments New reads: every weight upstream has.
+var ArgumentKeys = conf.ArgumentKeys{LeastRequestedWeight, MostRequestedWeight, BalancedResourceWeight,
+	NodeAffinityWeight, TaintTolerationWeight, PodAffinityWeight, PodTopologySpreadWeight, ImageLocalityWeight}
 
 // MaxNodeScore is the best score of one scorer, before its weight.
 const MaxNodeScore = 100
 
 type weights struct {
-	leastRequested, mostRequested, balancedResource, nodeAffinity, taintToleration float64
-	interPod                                                                       api.InterPodWeights
+	leastRequested, mostRequested, balancedResource, nodeAffinity, taintToleration, imageLocality float64
+	interPod                                                                                      api.InterPodWeights
 }
 
 // perNode: some score of one node at a time is on.
 func (w weights) perNode() bool {
 	return w.leastRequested != 0 || w.mostRequested != 0 || w.balancedResource != 0 ||
-		w.nodeAffinity != 0 || w.taintToleration != 0
+		w.nodeAffinity != 0 || w.taintToleration != 0 || w.imageLocality != 0
 }
 
 type nodeOrderPlugin struct {
 	weights weights
 	logger  klog.Logger
+	// images scores the session's nodes' image locality; nil when its weight is 0.
+	images *images.Locality
 	// maxPreferNoSchedule is the most PreferNoSchedule taints on any node of the session:
 	// the worst count a pod can meet, which tainttoleration scores 0.
 	maxPreferNoSchedule int
@@ -121,17 +119,13 @@ func build(args conf.Arguments, interPod api.InterPodScoreSource) (framework.Plu
 		{TaintTolerationWeight, &p.weights.taintToleration, 3},
 		{PodAffinityWeight, &p.weights.interPod.Affinity, 2},
 		{PodTopologySpreadWeight, &p.weights.interPod.Spread, 2},
+		{ImageLocalityWeight, &p.weights.imageLocality, 1},
 	} {
 		v, err := readWeight(args, w.key, w.def)
 		if err != nil {
 			return nil, err
 		}
 		*w.to = float64(v)
-	}
-	for key := range IgnoredArguments {
-		if _, err := readWeight(args, key, 0); err != nil {
-			return nil, err
-		}
 	}
 	if interPod != nil {
 		p.interPod = interPod.InterPodScores(p.weights.interPod)
@@ -161,6 +155,9 @@ func (p *nodeOrderPlugin) OnSessionOpen(ssn *framework.Session) {
 	}
 	if !p.weights.perNode() {
 		return
+	}
+	if p.weights.imageLocality != 0 {
+		p.images = images.New(ssn.NodeList)
 	}
 	if p.weights.taintToleration != 0 {
 		for _, n := range ssn.NodeList {
@@ -197,6 +194,9 @@ func (p *nodeOrderPlugin) score(task *api.TaskInfo, node *api.NodeInfo) (float64
 	}
 	if w.taintToleration != 0 {
 		total += w.taintToleration * p.taintToleration(task.Pod, node.Node)
+	}
+	if w.imageLocality != 0 {
+		total += w.imageLocality * float64(p.images.Score(task.Pod, node))
 	}
 	return total, nil
 }
