@@ -20,10 +20,9 @@ import (
 // Locality scores one session's nodes.
 type Locality struct {
 	nodes []*api.NodeInfo
-	// views are the nodes as the plugin reads them, built on the first Score; nil until then.
-	views map[*api.NodeInfo]*nodeView
-	// list is every node's view, whose length the plugin reads as the number of nodes.
-	list   []fwk.NodeInfo
+	// views are the nodes that list images, as the plugin reads them, built on the first
+	// Score; nil until then.
+	views  map[*api.NodeInfo]*nodeView
 	plugin fwk.ScorePlugin
 }
 
@@ -37,7 +36,7 @@ func (l *Locality) Score(pod *corev1.Pod, node *api.NodeInfo) int64 {
 		l.index()
 	}
 	view := l.views[node]
-	if view == nil || len(view.states) == 0 {
+	if view == nil {
 		return 0
 	}
 	// ImageLocality keeps no cycle state, and fails only when the node list cannot be read.
@@ -46,18 +45,17 @@ func (l *Locality) Score(pod *corev1.Pod, node *api.NodeInfo) int64 {
 }
 
 // index sums up the nodes' images: for each name, the size and the number of nodes listing
-// it, shared by those nodes' views, as kube-scheduler's snapshot does.
+// it, shared by those nodes' views, as kube-scheduler's snapshot does. Only nodes that list
+// images get a view; a session whose nodes list none builds nothing more.
 func (l *Locality) index() {
 	summaries := map[string]*fwk.ImageStateSummary{}
-	l.views = make(map[*api.NodeInfo]*nodeView, len(l.nodes))
-	l.list = make([]fwk.NodeInfo, 0, len(l.nodes))
+	l.views = map[*api.NodeInfo]*nodeView{}
 	for _, n := range l.nodes {
-		view := &nodeView{node: n.Node}
-		l.views[n], l.list = view, append(l.list, view)
 		if n.Node == nil || len(n.Node.Status.Images) == 0 {
 			continue
 		}
-		view.states = map[string]*fwk.ImageStateSummary{}
+		view := &nodeView{node: n.Node, states: map[string]*fwk.ImageStateSummary{}}
+		l.views[n] = view
 		for _, image := range n.Node.Status.Images {
 			for _, name := range image.Names {
 				if _, ok := view.states[name]; ok {
@@ -73,7 +71,11 @@ func (l *Locality) index() {
 			}
 		}
 	}
-	pl, _ := imagelocality.New(context.Background(), nil, handle{lister: lister{nodes: l.list}})
+	if len(l.views) == 0 {
+		return
+	}
+	// ImageLocality reads only the length of the node list: the share of nodes holding an image.
+	pl, _ := imagelocality.New(context.Background(), nil, handle{lister: lister{nodes: make([]fwk.NodeInfo, len(l.nodes))}})
 	l.plugin = pl.(fwk.ScorePlugin)
 }
 
