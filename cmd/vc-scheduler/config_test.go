@@ -94,7 +94,6 @@ var upstreamConfs = []struct {
 	{"02-gpu-preempt-reclaim.conf", nil},
 	{"03-hierarchical-capacity.conf", nil},
 	{"04-pools-and-topology.conf", []string{"plugin sla",
-		"argument nodeorder/podaffinity.weight", "argument nodeorder/podtopologyspread.weight",
 		"plugin nodegroup", "plugin task-topology", "plugin resourcequota", "plugin pdb"}},
 	{"05-newer-plugins.conf", []string{"action shuffle", "plugin network-topology-aware", "plugin usage", "plugin rescheduling"}},
 	{"06-gang-eviction-v115.conf", nil},

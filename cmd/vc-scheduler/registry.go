@@ -45,7 +45,8 @@ func newClusterRegistry(allocateOpts allocate.Options, kube kubernetes.Interface
 // newRegistryWith lists every action and plugin this binary has, each plugin with the
 // argument keys it reads and the component it keeps for the life of the scheduler; the
 // framework knows none by name. devices is deviceshare's component; vols and interPod are
-// predicates' (nil: it decides no volumes, or no inter-pod affinity and topology spread).
+// predicates' (nil: it decides no volumes, or no inter-pod affinity and topology spread), and
+// interPod nodeorder's too (nil: it does not score them).
 func newRegistryWith(allocateOpts allocate.Options, devices *deviceshare.Shared, vols *volumes.Source, interPod *interpod.Source) *framework.Registry {
 	r := framework.NewRegistry()
 	r.RegisterAction(enqueue.New())
@@ -64,7 +65,7 @@ func newRegistryWith(allocateOpts allocate.Options, devices *deviceshare.Shared,
 		proportion.PluginName:  {Build: proportion.New, Arguments: proportion.ArgumentKeys},
 		capacity.PluginName:    {Build: capacity.New, Arguments: capacity.ArgumentKeys, Hierarchy: true},
 		overcommit.PluginName:  {Build: overcommit.New, Arguments: overcommit.ArgumentKeys},
-		nodeorder.PluginName:   {Build: nodeorder.New, Arguments: nodeorder.ArgumentKeys, Ignored: nodeorder.IgnoredArgumentKeys},
+		nodeorder.PluginName:   nodeorderSpec(interPod),
 		binpack.PluginName:     {Build: binpack.New, Arguments: binpack.ArgumentKeys},
 		deviceshare.PluginName: {Build: deviceshare.NewBuilder(devices), Arguments: deviceshare.ArgumentKeys, Component: devices, Owns: devices},
 	} {
@@ -83,7 +84,7 @@ func newRegistryWith(allocateOpts allocate.Options, devices *deviceshare.Shared,
 // and inter-pod affinity and topology spread with those of interPod (nil: not at all), with
 // their sources as its component.
 func predicatesSpec(vols *volumes.Source, interPod *interpod.Source) framework.PluginSpec {
-	spec := framework.PluginSpec{Build: predicates.New, Arguments: predicates.ArgumentKeys, Ignored: predicates.IgnoredArgumentKeys}
+	spec := framework.PluginSpec{Build: predicates.New, Arguments: predicates.ArgumentKeys, Ignored: predicates.IgnoredArguments}
 	var volumeSource api.VolumeSource
 	var interPodSource api.InterPodSource
 	if vols != nil {
@@ -95,6 +96,16 @@ func predicatesSpec(vols *volumes.Source, interPod *interpod.Source) framework.P
 	if vols != nil || interPod != nil {
 		spec.Build = predicates.NewBuilder(volumeSource, interPodSource)
 		spec.Component = predicatesComponent{vols: vols, interPod: interPod}
+	}
+	return spec
+}
+
+// nodeorderSpec is the nodeorder plugin scoring where other pods are with the scores of
+// interPod (nil: not at all). interPod is predicates' component, which starts it.
+func nodeorderSpec(interPod *interpod.Source) framework.PluginSpec {
+	spec := framework.PluginSpec{Build: nodeorder.New, Arguments: nodeorder.ArgumentKeys}
+	if interPod != nil {
+		spec.Build = nodeorder.NewBuilder(interPod)
 	}
 	return spec
 }

@@ -333,9 +333,12 @@ func TestTrimForCache(t *testing.T) {
 		t.Errorf("trimmed pod (-want +got):\n%s", diff)
 	}
 
-	node := &corev1.Node{Status: corev1.NodeStatus{Allocatable: requests, Images: []corev1.ContainerImage{{Names: []string{"img"}}}}}
+	images := func() []corev1.ContainerImage {
+		return []corev1.ContainerImage{{Names: []string{"registry/train@sha256:0", "registry/train:v1"}, SizeBytes: 1 << 30}}
+	}
+	node := &corev1.Node{Status: corev1.NodeStatus{Allocatable: requests, Images: images()}}
 	got, _ = trim.trim(node)
-	if diff := cmp.Diff(&corev1.Node{Status: corev1.NodeStatus{Allocatable: requests}}, got); diff != "" {
+	if diff := cmp.Diff(&corev1.Node{Status: corev1.NodeStatus{Allocatable: requests, Images: images()}}, got); diff != "" {
 		t.Errorf("trimmed node (-want +got):\n%s", diff)
 	}
 

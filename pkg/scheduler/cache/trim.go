@@ -54,8 +54,9 @@ func newTrimmer() *trimmer {
 // written by its controller and by us, is larger than the rest of it); a pod's volumes
 // other than those the volume plugins read (schedulingVolumes) and its containers' commands, environment, mounts and probes (pods are only ever
 // patched and bound, never written back whole), its containers' statuses, addresses and
-// conditions other than PodScheduled; a node's image list. Equal resource requirements of
-// pods' containers, and pods' equal annotation keys and short values, become one shared copy.
+// conditions other than PodScheduled. Equal resource requirements of pods' containers, pods'
+// equal annotation keys and short values, and nodes' image names (which nodeorder's image
+// locality reads; most nodes list the same images) become one shared copy.
 // A pod's namespace, labels, affinity and topology spread constraints stay whole:
 // kube-scheduler's InterPodAffinity and PodTopologySpread read them, of the pod being placed
 // and of every pod already placed.
@@ -81,7 +82,7 @@ func (t *trimmer) trim(obj any) (any, error) {
 			}
 		}
 	case *corev1.Node:
-		o.Status.Images = nil
+		t.shareImageNames(o.Status.Images)
 	}
 	return obj, nil
 }
@@ -139,6 +140,20 @@ func (t *trimmer) shareAnnotations(annotations map[string]string) map[string]str
 		shared[k] = v
 	}
 	return shared
+}
+
+// shareImageNames replaces each image name by its kept copy.
+func (t *trimmer) shareImageNames(images []corev1.ContainerImage) {
+	if len(images) == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range images {
+		for j, name := range images[i].Names {
+			images[i].Names[j] = t.shareString(name)
+		}
+	}
 }
 
 // shareString returns the kept copy of s, keeping s if there is none. Called under mu.

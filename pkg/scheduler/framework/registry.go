@@ -33,8 +33,9 @@ type PluginSpec struct {
 	// the code that reads them; loading reports any other key. nil: not declared, not checked.
 	Arguments conf.ArgumentKeys
 	// Ignored are upstream argument keys among Arguments that the plugin reads (so that a
-	// malformed value is still reported) without acting on them; loading reports them.
-	Ignored conf.ArgumentKeys
+	// malformed value is still reported) without acting on them, each with why; loading
+	// reports them with it.
+	Ignored map[string]string
 	// Hierarchy: the plugin implements enableHierarchy; loading reports it otherwise.
 	Hierarchy bool
 	// Component is the state the plugin keeps for the life of the scheduler, which Build
@@ -133,10 +134,8 @@ func (r *Registry) PluginArgumentKeys(plugin string) (conf.ArgumentKeys, bool) {
 
 // IgnoredArgument implements conf.PluginModes.
 func (r *Registry) IgnoredArgument(plugin, key string) (string, bool) {
-	if !r.plugins[plugin].Ignored.Has(key) {
-		return "", false
-	}
-	return "Volcano's " + plugin + " acts on it; this scheduler's does not implement it yet", true
+	why, ok := r.plugins[plugin].Ignored[key]
+	return why, ok
 }
 
 // HonoursHierarchy implements conf.PluginModes.

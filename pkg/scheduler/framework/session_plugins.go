@@ -18,7 +18,11 @@ type (
 	// never run concurrently (see the package comment in plugin.go).
 	PredicateFn func(task *api.TaskInfo, node *api.NodeInfo) *api.Status
 	NodeOrderFn func(task *api.TaskInfo, node *api.NodeInfo) (float64, error)
-	QueueFn     func(queue *api.QueueInfo) bool
+	// BatchNodeOrderFn adds to scores[i] its score of nodes[i] for the task. It is for scores
+	// that compare the nodes with one another (kube-scheduler normalizes some over the nodes
+	// it scores), which a NodeOrderFn, seeing one node, cannot give.
+	BatchNodeOrderFn func(task *api.TaskInfo, nodes []*api.NodeInfo, scores []float64)
+	QueueFn          func(queue *api.QueueInfo) bool
 	// AllocatableFn returns nil when the queue can take the task now, else why not, naming
 	// the queue: the pod's PodScheduled message shows it.
 	AllocatableFn func(queue *api.QueueInfo, task *api.TaskInfo) error
@@ -56,6 +60,7 @@ type sessionFns struct {
 	prePredicate                 map[string]PrePredicateFn
 	predicate                    map[string]PredicateFn
 	nodeOrder                    map[string]NodeOrderFn
+	batchNodeOrder               map[string]BatchNodeOrderFn
 	overused                     map[string]QueueFn
 	allocatable                  map[string]AllocatableFn
 	jobReady                     map[string]JobBoolFn
@@ -73,7 +78,7 @@ func newSessionFns() sessionFns {
 	return sessionFns{
 		jobOrder: map[string]JobCompareFn{}, queueOrder: map[string]QueueCompareFn{}, taskOrder: map[string]TaskCompareFn{},
 		prePredicate: map[string]PrePredicateFn{}, predicate: map[string]PredicateFn{},
-		nodeOrder: map[string]NodeOrderFn{}, overused: map[string]QueueFn{},
+		nodeOrder: map[string]NodeOrderFn{}, batchNodeOrder: map[string]BatchNodeOrderFn{}, overused: map[string]QueueFn{},
 		allocatable: map[string]AllocatableFn{}, jobReady: map[string]JobBoolFn{},
 		jobPipelined: map[string]VoteFn{}, jobEnqueueable: map[string]VoteFn{},
 		jobEnqueued: map[string]JobFn{}, jobValid: map[string]JobValidFn{},
@@ -124,6 +129,7 @@ type sessionChains struct {
 	prePredicate                 chain[PrePredicateFn]
 	predicate                    chain[PredicateFn]
 	nodeOrder                    chain[NodeOrderFn]
+	batchNodeOrder               chain[BatchNodeOrderFn]
 	overused                     chain[QueueFn]
 	allocatable                  chain[AllocatableFn]
 	jobReady                     chain[JobBoolFn]
@@ -151,6 +157,7 @@ func (ssn *Session) chains() *sessionChains {
 		prePredicate:   newChain(tiers, f.prePredicate, predicateFlag),
 		predicate:      newChain(tiers, f.predicate, predicateFlag),
 		nodeOrder:      newChain(tiers, f.nodeOrder, nodeOrderFlag),
+		batchNodeOrder: newChain(tiers, f.batchNodeOrder, nodeOrderFlag),
 		overused:       newChain(tiers, f.overused, overusedFlag),
 		allocatable:    newChain(tiers, f.allocatable, allocatableFlag),
 		jobReady:       newChain(tiers, f.jobReady, jobReadyFlag),
@@ -193,6 +200,9 @@ func (ssn *Session) AddPredicateFn(plugin string, fn PredicateFn) {
 }
 func (ssn *Session) AddNodeOrderFn(plugin string, fn NodeOrderFn) {
 	register(ssn, ssn.fns.nodeOrder, plugin, fn)
+}
+func (ssn *Session) AddBatchNodeOrderFn(plugin string, fn BatchNodeOrderFn) {
+	register(ssn, ssn.fns.batchNodeOrder, plugin, fn)
 }
 func (ssn *Session) AddOverusedFn(plugin string, fn QueueFn) {
 	register(ssn, ssn.fns.overused, plugin, fn)
@@ -275,10 +285,16 @@ func (ssn *Session) TaskOrderFn(l, r *api.TaskInfo) bool {
 	return api.CompareTasksByName(l, r)
 }
 
-// PrePredicate runs every enabled pre-predicate; the first error wins. Before them, a task
-// that requests a resource only a plugin the configuration does not turn on can place is
-// refused, naming that plugin (ResourceOwner).
+// PrePredicate refuses a pod that asks for what this scheduler does not allocate
+// (api.UnallocatedClaims), whatever plugins the configuration names, and a task that requests
+// a resource only a plugin the configuration does not turn on can place, naming that plugin
+// (ResourceOwner); then it runs every enabled pre-predicate. The first error wins.
 func (ssn *Session) PrePredicate(task *api.TaskInfo) error {
+	if task.Pod != nil {
+		if err := api.UnallocatedClaims(task.Pod); err != nil {
+			return err
+		}
+	}
 	for _, r := range ssn.unplaced {
 		if task.Resreq.Get(r.name) > 0 {
 			return fmt.Errorf("pod %s requests %s, which only the %s plugin places, and the scheduler configuration in force does not turn it on",
@@ -317,8 +333,22 @@ func (ssn *Session) NodeOrder(task *api.TaskInfo, node *api.NodeInfo) float64 {
 	return score
 }
 
+// NodeScores sets scores[i] to the task's total on nodes[i]: the NodeOrder sum, and what the
+// enabled batch scorers, which compare the nodes with one another, add.
+func (ssn *Session) NodeScores(task *api.TaskInfo, nodes []*api.NodeInfo, scores []float64) {
+	for i, node := range nodes {
+		scores[i] = ssn.NodeOrder(task, node)
+	}
+	for _, l := range ssn.chains().batchNodeOrder {
+		l.fn(task, nodes, scores)
+	}
+}
+
 // HasNodeOrder: some enabled plugin scores nodes (otherwise any feasible node will do).
-func (ssn *Session) HasNodeOrder() bool { return len(ssn.chains().nodeOrder) > 0 }
+func (ssn *Session) HasNodeOrder() bool {
+	c := ssn.chains()
+	return len(c.nodeOrder) > 0 || len(c.batchNodeOrder) > 0
+}
 
 // Overused: any enabled plugin says the queue has its share.
 func (ssn *Session) Overused(queue *api.QueueInfo) bool {

@@ -7,6 +7,10 @@
 // (minDomains, nodeAffinityPolicy, nodeTaintsPolicy and matchLabelKeys included) refuse a node
 // in kube-scheduler's words.
 //
+// The same plugins' PreScore, Score and NormalizeScore rank the nodes a pod may go to, for the
+// nodeorder plugin (Scores): its preferred affinity and anti-affinity, the affinity terms of
+// the pods already placed that select it, and its ScheduleAnyway spread constraints.
+//
 // The plugins read the cluster as kube-scheduler's snapshot of nodes and their pods; here that
 // is the session's nodes with the tasks the session has on them, tentative placements
 // included, read when the task's nodes are about to be tried: a gang's earlier pods count for
@@ -31,7 +35,7 @@ import (
 )
 
 // Source gives each session the plugins its configuration switches on (an
-// api.InterPodSource).
+// api.InterPodSource and an api.InterPodScoreSource).
 type Source struct {
 	ctx      context.Context
 	factory  informers.SharedInformerFactory
@@ -41,7 +45,10 @@ type Source struct {
 	synced func() bool
 }
 
-var _ api.InterPodSource = (*Source)(nil)
+var (
+	_ api.InterPodSource      = (*Source)(nil)
+	_ api.InterPodScoreSource = (*Source)(nil)
+)
 
 // NewSource starts nothing yet: see Start.
 func NewSource() *Source {
@@ -50,11 +57,19 @@ func NewSource() *Source {
 
 // Start makes the cache's informer factory the plugins': InterPodAffinity's namespace informer
 // is added to it, and started until ctx ends, when a configuration first switches pod
-// affinity on, so a scheduler that starts with the switch on lists the namespaces with the
-// rest of its cache. InterPod is not called before: the scheduler loads its configuration
-// once its components have started.
+// affinity on (its filter or its score), so a scheduler that starts with it on lists the
+// namespaces with the rest of its cache. InterPod and InterPodScores are not called before:
+// the scheduler loads its configuration once its components have started.
 func (s *Source) Start(ctx context.Context, cache framework.ComponentCache) {
 	s.ctx, s.factory = ctx, cache.Informers()
+}
+
+// watchNamespaces starts the namespace informer, the first time pod affinity is switched on.
+func (s *Source) watchNamespaces() {
+	s.once.Do(func() {
+		s.synced = s.factory.Core().V1().Namespaces().Informer().HasSynced
+		s.factory.Start(s.ctx.Done())
+	})
 }
 
 // InterPod returns the plugins checks switch on for one session, nil when none is.
@@ -63,10 +78,7 @@ func (s *Source) InterPod(checks api.InterPodChecks) api.InterPodPlugins {
 		return nil
 	}
 	if checks.Affinity {
-		s.once.Do(func() {
-			s.synced = s.factory.Core().V1().Namespaces().Informer().HasSynced
-			s.factory.Start(s.ctx.Done())
-		})
+		s.watchNamespaces()
 	}
 	p := &Plugins{source: s, checks: checks, pods: podInfos{}, views: views{}}
 	if checks.Spread {

@@ -35,8 +35,8 @@ type nodeView struct {
 	node *api.NodeInfo
 	pods podInfos
 
-	all, antiAffinity             []fwk.PodInfo
-	allListed, antiAffinityListed bool
+	all, antiAffinity, scoring                   []fwk.PodInfo
+	allListed, antiAffinityListed, scoringListed bool
 }
 
 func (n *nodeView) Node() *corev1.Node { return n.node.Node }
@@ -67,6 +67,22 @@ func (n *nodeView) GetPodsWithRequiredAntiAffinity() []fwk.PodInfo {
 	return n.antiAffinity
 }
 
+// GetPodsWithAffinity lists the pods whose affinity terms score nodes for the pods they
+// select (api.HasScoringTerms), which InterPodAffinity's PreScore reads for a pod without
+// preferred terms of its own. kube-scheduler lists every pod with pod affinity or
+// anti-affinity; those with only required anti-affinity add nothing to a score.
+func (n *nodeView) GetPodsWithAffinity() []fwk.PodInfo {
+	if !n.scoringListed {
+		n.scoringListed = true
+		for _, t := range n.node.Tasks {
+			if api.HasScoringTerms(t.Pod) {
+				n.scoring = append(n.scoring, n.pods.of(t.Pod))
+			}
+		}
+	}
+	return n.scoring
+}
+
 // views holds, for one session, the view of each node a PreFilter was given, until the
 // session changes the node's tasks. PreFilter reads it, and the session's placements change
 // it, one at a time (the actions place pods one by one), so it takes no lock.
@@ -87,9 +103,11 @@ func (v views) snapshot(nodes []*api.NodeInfo, pods podInfos) *snapshot {
 	return s
 }
 
-// snapshot is the nodes one PreFilter is given, as kube-scheduler's snapshot lists them to
-// InterPodAffinity (which asks only for the nodes that hold pods with anti-affinity) and as
-// both plugins' PreFilter take them. The embedded interface is left nil.
+// snapshot is the nodes one PreFilter or PreScore is given, as kube-scheduler's snapshot
+// lists them to the plugins: all of them, those that hold pods with required anti-affinity
+// (the filters of a pod without constraints of its own are given only those) and those that
+// hold pods with scoring terms (as the scores of a pod without preferred terms are). The
+// embedded interface is left nil.
 type snapshot struct {
 	fwk.NodeInfoLister
 	nodes []fwk.NodeInfo
@@ -99,6 +117,21 @@ func (s *snapshot) NodeInfos() fwk.NodeInfoLister { return s }
 
 // StorageInfos is never called: neither plugin reads claims.
 func (s *snapshot) StorageInfos() fwk.StorageInfoLister { return nil }
+
+// List lists every node: PodTopologySpread's PreScore counts pods over them, and
+// InterPodAffinity's over those of a pod with preferred terms.
+func (s *snapshot) List() ([]fwk.NodeInfo, error) { return s.nodes, nil }
+
+// HavePodsWithAffinityList lists the nodes that hold a pod with scoring terms.
+func (s *snapshot) HavePodsWithAffinityList() ([]fwk.NodeInfo, error) {
+	var out []fwk.NodeInfo
+	for _, n := range s.nodes {
+		if len(n.GetPodsWithAffinity()) > 0 {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
 
 // HavePodsWithRequiredAntiAffinityList lists the nodes that hold a pod with required
 // anti-affinity.

@@ -2,6 +2,7 @@ package allocate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -119,6 +120,33 @@ func TestScoring(t *testing.T) {
 			ssn, cache := runAllocate(t, tc)
 			checkCase(t, tc, ssn, cache)
 		})
+	}
+}
+
+// A batch scorer is given the feasible nodes together (the room-now ones only) and adds to
+// the per-node scores: here it rescales over them, as kube-scheduler's normalized scores do.
+func TestBatchScoring(t *testing.T) {
+	var seen []string
+	tc := allocateCase{
+		queues:    []*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)},
+		podGroups: []*schedulingv1beta1.PodGroup{buildPodGroup("pg1", "q1", 1, inqueue, 0)},
+		pods:      []*corev1.Pod{buildPod("p1", "pg1", st.Resources("1", "1Gi"))},
+		nodes:     nodes(3, st.Resources("4", "8Gi", "pods", "10")),
+		hooks: func(ssn *framework.Session) {
+			scoreBy(map[string]float64{"n0": 30, "n1": 10, "n2": 0})(ssn)
+			ssn.AddBatchNodeOrderFn("hooks", func(_ *api.TaskInfo, nodes []*api.NodeInfo, scores []float64) {
+				for i, n := range nodes {
+					seen = append(seen, n.Name)
+					scores[i] += map[string]float64{"n0": 0, "n1": 25, "n2": 50}[n.Name]
+				}
+			})
+		},
+		wantBinds: map[string]string{"c1/p1": "n2"},
+	}
+	ssn, cache := runAllocate(t, tc)
+	checkCase(t, tc, ssn, cache)
+	if slices.Sort(seen); !slices.Equal(seen, []string{"n0", "n1", "n2"}) {
+		t.Errorf("the batch scorer saw %v, want the 3 nodes once", seen)
 	}
 }
 

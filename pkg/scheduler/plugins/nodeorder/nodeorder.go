@@ -5,7 +5,9 @@
 //   - mostrequested: the opposite, how full the node gets (off by default);
 //   - balancedresource: how close the cpu and memory fractions in use are to each other;
 //   - nodeaffinity: the weight of the pod's preferred node affinity terms the node matches;
-//   - tainttoleration: how few PreferNoSchedule taints the pod does not tolerate.
+//   - tainttoleration: how few PreferNoSchedule taints the pod does not tolerate;
+//   - imagelocality: how much of the pod's images the node already holds, by kube-scheduler's
+//     ImageLocality (pkg/scheduler/images), over the images the session's nodes list.
 //
 // kube-scheduler rescales nodeaffinity and tainttoleration over the nodes it scores. A
 // NodeOrderFn sees one node, so here they are rescaled over what is known in advance:
@@ -13,11 +15,21 @@
 // most PreferNoSchedule taints any node of the session carries. The order of nodes is the
 // same; only the top score can fall short of 100.
 //
-// Not scored: image locality, inter-pod affinity and anti-affinity, pod topology spread.
-// Their upstream weights are accepted and ignored.
+// Where other pods are is scored by kube-scheduler's InterPodAffinity and PodTopologySpread
+// (an api.InterPodScores, pkg/scheduler/interpod), each normalized over the nodes being
+// chosen among, as kube-scheduler does, then multiplied by its weight (a BatchNodeOrderFn):
+//
+//   - podaffinity: the pod's preferred pod affinity and anti-affinity, and the affinity terms
+//     of the pods already placed that select it;
+//   - podtopologyspread: how few of the pods its ScheduleAnyway constraints select are in the
+//     node's domain.
+//
+// They count the session's tentative placements, so a gang's earlier pods count for its later
+// ones. A pod with none of these and no placed pod with scoring terms costs a look at an index.
 package nodeorder
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sync/atomic"
@@ -29,6 +41,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/images"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/internal/nodeselector"
 )
 
@@ -37,46 +50,62 @@ const PluginName = "nodeorder"
 
 // Weight arguments, upstream's names.
 const (
-	LeastRequestedWeight   = "leastrequested.weight"
-	MostRequestedWeight    = "mostrequested.weight"
-	BalancedResourceWeight = "balancedresource.weight"
-	NodeAffinityWeight     = "nodeaffinity.weight"
-	TaintTolerationWeight  = "tainttoleration.weight"
+	LeastRequestedWeight    = "leastrequested.weight"
+	MostRequestedWeight     = "mostrequested.weight"
+	BalancedResourceWeight  = "balancedresource.weight"
+	NodeAffinityWeight      = "nodeaffinity.weight"
+	TaintTolerationWeight   = "tainttoleration.weight"
+	PodAffinityWeight       = "podaffinity.weight"
+	PodTopologySpreadWeight = "podtopologyspread.weight"
+	ImageLocalityWeight     = "imagelocality.weight"
 )
 
-// IgnoredArgumentKeys are upstream's weights for scores this plugin does not compute,
-// read only so that a malformed value is still reported.
-var IgnoredArgumentKeys = conf.ArgumentKeys{"podaffinity.weight", "imagelocality.weight", "podtopologyspread.weight"}
-
-// ArgumentKeys are the arguments New reads, upstream's unimplemented weights included.
-var ArgumentKeys = append(conf.ArgumentKeys{LeastRequestedWeight, MostRequestedWeight, BalancedResourceWeight,
-	NodeAffinityWeight, TaintTolerationWeight}, IgnoredArgumentKeys...)
+// ArgumentKeys are the arguments New reads: every weight upstream has.
+var ArgumentKeys = conf.ArgumentKeys{LeastRequestedWeight, MostRequestedWeight, BalancedResourceWeight,
+	NodeAffinityWeight, TaintTolerationWeight, PodAffinityWeight, PodTopologySpreadWeight, ImageLocalityWeight}
 
 // MaxNodeScore is the best score of one scorer, before its weight.
 const MaxNodeScore = 100
 
 type weights struct {
-	leastRequested, mostRequested, balancedResource, nodeAffinity, taintToleration float64
+	leastRequested, mostRequested, balancedResource, nodeAffinity, taintToleration, imageLocality float64
+	interPod                                                                                      api.InterPodWeights
 }
 
-func (w weights) any() bool {
+// perNode: some score of one node at a time is on.
+func (w weights) perNode() bool {
 	return w.leastRequested != 0 || w.mostRequested != 0 || w.balancedResource != 0 ||
-		w.nodeAffinity != 0 || w.taintToleration != 0
+		w.nodeAffinity != 0 || w.taintToleration != 0 || w.imageLocality != 0
 }
 
 type nodeOrderPlugin struct {
 	weights weights
 	logger  klog.Logger
+	// images scores the session's nodes' image locality; nil when its weight is 0.
+	images *images.Locality
 	// maxPreferNoSchedule is the most PreferNoSchedule taints on any node of the session:
 	// the worst count a pod can meet, which tainttoleration scores 0.
 	maxPreferNoSchedule int
 	// lastFacts is the most recent task's facts (see facts).
 	lastFacts atomic.Pointer[taskFacts]
+
+	// interPod are kube-scheduler's inter-pod scores the weights turn on, nil when none is
+	// (or in a scheduler without them); nodes are the session's, which they count over.
+	interPod api.InterPodScores
+	nodes    []*api.NodeInfo
 }
 
-// New builds the plugin from its <scorer>.weight arguments. A weight that is not a whole
-// number, or is negative, is an error naming the argument.
-func New(args conf.Arguments) (framework.Plugin, error) {
+// New is NewBuilder without kube-scheduler's inter-pod scores.
+func New(args conf.Arguments) (framework.Plugin, error) { return NewBuilder(nil)(args) }
+
+// NewBuilder builds the plugin from its <scorer>.weight arguments, scoring where other pods
+// are with the scores interPod gives (nil: not at all). A weight that is not a whole number,
+// or is negative, is an error naming the argument.
+func NewBuilder(interPod api.InterPodScoreSource) framework.PluginBuilder {
+	return func(args conf.Arguments) (framework.Plugin, error) { return build(args, interPod) }
+}
+
+func build(args conf.Arguments, interPod api.InterPodScoreSource) (framework.Plugin, error) {
 	p := &nodeOrderPlugin{logger: klog.Background()}
 	for _, w := range []struct {
 		key string
@@ -88,6 +117,9 @@ func New(args conf.Arguments) (framework.Plugin, error) {
 		{BalancedResourceWeight, &p.weights.balancedResource, 1},
 		{NodeAffinityWeight, &p.weights.nodeAffinity, 2},
 		{TaintTolerationWeight, &p.weights.taintToleration, 3},
+		{PodAffinityWeight, &p.weights.interPod.Affinity, 2},
+		{PodTopologySpreadWeight, &p.weights.interPod.Spread, 2},
+		{ImageLocalityWeight, &p.weights.imageLocality, 1},
 	} {
 		v, err := readWeight(args, w.key, w.def)
 		if err != nil {
@@ -95,10 +127,8 @@ func New(args conf.Arguments) (framework.Plugin, error) {
 		}
 		*w.to = float64(v)
 	}
-	for _, key := range IgnoredArgumentKeys {
-		if _, err := readWeight(args, key, 0); err != nil {
-			return nil, err
-		}
+	if interPod != nil {
+		p.interPod = interPod.InterPodScores(p.weights.interPod)
 	}
 	return p, nil
 }
@@ -117,8 +147,17 @@ func readWeight(args conf.Arguments, key string, def int) (int, error) {
 func (p *nodeOrderPlugin) Name() string { return PluginName }
 
 func (p *nodeOrderPlugin) OnSessionOpen(ssn *framework.Session) {
-	if !p.weights.any() {
+	if p.interPod != nil {
+		p.nodes = ssn.NodeList
+		ssn.AddBatchNodeOrderFn(PluginName, p.interPodScores)
+		nodeChanged := func(e *framework.Event) { p.interPod.NodeChanged(e.Node) }
+		ssn.AddEventHandler(&framework.EventHandler{AllocateFunc: nodeChanged, DeallocateFunc: nodeChanged})
+	}
+	if !p.weights.perNode() {
 		return
+	}
+	if p.weights.imageLocality != 0 {
+		p.images = images.New(ssn.NodeList)
 	}
 	if p.weights.taintToleration != 0 {
 		for _, n := range ssn.NodeList {
@@ -156,7 +195,19 @@ func (p *nodeOrderPlugin) score(task *api.TaskInfo, node *api.NodeInfo) (float64
 	if w.taintToleration != 0 {
 		total += w.taintToleration * p.taintToleration(task.Pod, node.Node)
 	}
+	if w.imageLocality != 0 {
+		total += w.imageLocality * float64(p.images.Score(task.Pod, node))
+	}
 	return total, nil
+}
+
+// interPodScores adds the weighted inter-pod scores of the nodes. A failure (the namespaces
+// not yet listed, a term that cannot be parsed) leaves the nodes unranked by them, and is
+// logged with the pod's name.
+func (p *nodeOrderPlugin) interPodScores(task *api.TaskInfo, nodes []*api.NodeInfo, scores []float64) {
+	if status := p.interPod.Score(context.Background(), task.Pod, p.nodes, nodes, scores); status != nil {
+		klog.InfoS("Nodes not ranked by inter-pod scores", "pod", klog.KObj(task.Pod), "plugin", status.Plugin, "reason", status.Reasons)
+	}
 }
 
 // usage is one resource of a node with the task placed: requested = used + the task's request.

@@ -1,6 +1,7 @@
 package nodeorder
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strings"
@@ -31,7 +32,7 @@ func preferNoSchedule(key string) corev1.Taint {
 // onlyWeights sets the given weights and every other weight to 0.
 func onlyWeights(kv ...interface{}) conf.Arguments {
 	args := conf.Arguments{LeastRequestedWeight: 0, MostRequestedWeight: 0, BalancedResourceWeight: 0,
-		NodeAffinityWeight: 0, TaintTolerationWeight: 0}
+		NodeAffinityWeight: 0, TaintTolerationWeight: 0, PodAffinityWeight: 0, PodTopologySpreadWeight: 0, ImageLocalityWeight: 0}
 	for i := 0; i+1 < len(kv); i += 2 {
 		args[kv[i].(string)] = kv[i+1]
 	}
@@ -183,7 +184,7 @@ func TestNewRejectsMalformedWeights(t *testing.T) {
 			}
 		})
 	}
-	if _, err := New(conf.Arguments{"podaffinity.weight": 2, "imagelocality.weight": "1", MostRequestedWeight: 2.0}); err != nil {
+	if _, err := New(conf.Arguments{PodAffinityWeight: 2, ImageLocalityWeight: "1", MostRequestedWeight: 2.0}); err != nil {
 		t.Errorf("well-formed weights refused: %v", err)
 	}
 }
@@ -195,6 +196,65 @@ func TestNoScoreWhenEveryWeightIsZero(t *testing.T) {
 		conf.PluginOption{Name: PluginName, Arguments: onlyWeights()})
 	if ssn.HasNodeOrder() {
 		t.Error("a score function is registered although every weight is 0")
+	}
+}
+
+// fakeInterPod records the weights the plugin asks its inter-pod scores for, and scores
+// nodes by their position.
+type fakeInterPod struct{ asked []api.InterPodWeights }
+
+func (f *fakeInterPod) InterPodScores(w api.InterPodWeights) api.InterPodScores {
+	f.asked = append(f.asked, w)
+	if !w.Any() {
+		return nil
+	}
+	return positions{}
+}
+
+type positions struct{}
+
+func (positions) Score(_ context.Context, _ *corev1.Pod, _, candidates []*api.NodeInfo, scores []float64) *api.Status {
+	for i := range candidates {
+		scores[i] += float64(i)
+	}
+	return nil
+}
+
+func (positions) NodeChanged(*api.NodeInfo) {}
+
+// podaffinity.weight and podtopologyspread.weight (2 each by default, as upstream) are the
+// inter-pod scores' weights; their scores are added as a batch, and with every weight 0
+// nothing scores.
+func TestInterPodWeights(t *testing.T) {
+	pod := st.Pod("p", "1", "1Gi").Group("pg").Obj()
+	nodes := []*api.NodeInfo{frameworktest.NodeInfo(st.Node("a", st.Resources("4", "8Gi")).Obj()),
+		frameworktest.NodeInfo(st.Node("b", st.Resources("4", "8Gi")).Obj())}
+	for _, tc := range []struct {
+		args      conf.Arguments
+		want      api.InterPodWeights
+		wantScore bool
+	}{
+		{nil, api.InterPodWeights{Affinity: 2, Spread: 2}, true},
+		{conf.Arguments{PodAffinityWeight: 0, PodTopologySpreadWeight: 5}, api.InterPodWeights{Spread: 5}, true},
+		{onlyWeights(), api.InterPodWeights{}, false},
+	} {
+		source := &fakeInterPod{}
+		b := map[string]framework.PluginBuilder{PluginName: NewBuilder(source)}
+		ssn := frameworktest.OpenSession(t, onNodes(pod, nodes...), "allocate", b, conf.PluginOption{Name: PluginName, Arguments: tc.args})
+		if len(source.asked) == 0 || source.asked[len(source.asked)-1] != tc.want {
+			t.Errorf("%v: asked %v, want %+v", tc.args, source.asked, tc.want)
+		}
+		if ssn.HasNodeOrder() != tc.wantScore {
+			t.Fatalf("%v: HasNodeOrder %v, want %v", tc.args, ssn.HasNodeOrder(), tc.wantScore)
+		}
+		if !tc.wantScore {
+			continue
+		}
+		scores := make([]float64, 2)
+		ssn.NodeScores(ssn.Jobs["ns/pg"].Tasks["uid-p"], nodes, scores)
+		if d := scores[1] - scores[0]; d != 1 {
+			t.Errorf("%v: scores %v, want the batch's 1 between them", tc.args, scores)
+		}
 	}
 }
 
@@ -226,6 +286,46 @@ func BenchmarkScore(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if _, err := score(task, nodes[i%len(nodes)]); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// imageNode is a node listing the images, each of the size in MiB.
+func imageNode(name string, mib int64, images ...string) *api.NodeInfo {
+	n := st.Node(name, st.Resources("4", "8Gi")).Obj()
+	for _, image := range images {
+		n.Status.Images = append(n.Status.Images, corev1.ContainerImage{Names: []string{image}, SizeBytes: mib << 20})
+	}
+	return frameworktest.NodeInfo(n)
+}
+
+// The node that holds the pod's image scores imagelocality.weight (1 by default) times
+// kube-scheduler's ImageLocality; weight 0 turns it off; a node without it scores nothing.
+func TestImageLocality(t *testing.T) {
+	pod := st.Pod("p", "1", "1Gi").Group("pg").Obj()
+	pod.Spec.Containers[0].Image = "registry/train:v1"
+	nodes := []*api.NodeInfo{imageNode("with", 500, "registry/train:v1"), imageNode("without", 500, "registry/other:v1"),
+		imageNode("bare", 0)}
+	for _, tc := range []struct {
+		weight any
+		want   float64
+	}{{nil, 1}, {3, 3}, {0, 0}} {
+		args := onlyWeights()
+		if tc.weight == nil {
+			delete(args, ImageLocalityWeight)
+		} else {
+			args[ImageLocalityWeight] = tc.weight
+		}
+		ssn := frameworktest.OpenSession(t, onNodes(pod, nodes...), "allocate", builders, conf.PluginOption{Name: PluginName, Arguments: args})
+		task := ssn.Jobs["ns/pg"].Tasks["uid-p"]
+		// 500 MiB on 1 of 3 nodes: (500/3 − 23) / (1000 − 23) of 100, rounded down.
+		if got, want := ssn.NodeOrder(task, nodes[0]), tc.want*14; got != want {
+			t.Errorf("weight %v: the node with the image scores %v, want %v", tc.weight, got, want)
+		}
+		for _, n := range nodes[1:] {
+			if got := ssn.NodeOrder(task, n); got != 0 {
+				t.Errorf("weight %v: node %s scores %v, want 0", tc.weight, n.Name, got)
+			}
 		}
 	}
 }

@@ -35,55 +35,6 @@ func (c *interPodByTask) set(id api.TaskID, s api.InterPodState) {
 	c.m[id] = s
 }
 
-// repellingNodes are the session's nodes that hold a task with required anti-affinity, with
-// how many each holds: only they can keep away a pod that has no constraint of its own. It is
-// built on first need from the nodes' tasks (count nil until then), then kept current by the
-// event handlers, and read only between placements.
-type repellingNodes struct {
-	count map[*api.NodeInfo]int
-	// list is count's nodes, nil since count last changed.
-	list []*api.NodeInfo
-	// some: count is not empty. The predicate asks for every node a pod is tried on.
-	some bool
-}
-
-func (r *repellingNodes) build(nodes []*api.NodeInfo) {
-	r.count = map[*api.NodeInfo]int{}
-	for _, n := range nodes {
-		r.recount(n)
-	}
-}
-
-// recount counts the node's tasks with required anti-affinity again. An eviction leaves its
-// task on the node (releasing) until the pod is gone, and so in the count.
-func (r *repellingNodes) recount(node *api.NodeInfo) {
-	n := 0
-	for _, t := range node.Tasks {
-		if api.HasRequiredAntiAffinity(t.Pod) {
-			n++
-		}
-	}
-	if n == r.count[node] {
-		return
-	}
-	if n == 0 {
-		delete(r.count, node)
-	} else {
-		r.count[node] = n
-	}
-	r.list, r.some = nil, len(r.count) > 0
-}
-
-func (r *repellingNodes) nodes() []*api.NodeInfo {
-	if r.list == nil && len(r.count) > 0 {
-		r.list = make([]*api.NodeInfo, 0, len(r.count))
-		for n := range r.count {
-			r.list = append(r.list, n)
-		}
-	}
-	return r.list
-}
-
 // readInterPod counts, before the task's nodes are tried (kube-scheduler's PreFilter), the
 // pods its affinity, anti-affinity and spread constraints select, over the session's nodes
 // as they are now, and the pods whose anti-affinity selects it. A task without constraints of
@@ -95,10 +46,10 @@ func (p *predicatesPlugin) readInterPod(task *api.TaskInfo) error {
 		if !p.enabled.interPod.Affinity {
 			return nil
 		}
-		if p.repelling.count == nil {
-			p.repelling.build(p.nodes)
+		if !p.repelling.Built() {
+			p.repelling.Build(p.nodes)
 		}
-		if nodes = p.repelling.nodes(); len(nodes) == 0 {
+		if nodes = p.repelling.Nodes(); len(nodes) == 0 {
 			return nil
 		}
 	}
@@ -121,11 +72,11 @@ func (p *predicatesPlugin) filterInterPod(task *api.TaskInfo, node *api.NodeInfo
 
 // nodeChanged follows a placement, or its undo: the filters read the node's pods again, and
 // a task with required anti-affinity is counted in or out of the repelling nodes. Before that
-// index exists there is nothing to follow: it will be built from node.Tasks, which already
+// index is built there is nothing to follow: it will be built from node.Tasks, which already
 // holds the placement.
 func (p *predicatesPlugin) nodeChanged(e *framework.Event) {
 	p.interPod.NodeChanged(e.Node)
-	if p.repelling.count != nil && api.HasRequiredAntiAffinity(e.Task.Pod) {
-		p.repelling.recount(e.Node)
+	if api.HasRequiredAntiAffinity(e.Task.Pod) {
+		p.repelling.Recount(e.Node)
 	}
 }

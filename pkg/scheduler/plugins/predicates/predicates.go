@@ -16,12 +16,13 @@
 // already placed, and its DoNotSchedule spread constraints, counted over the session's nodes
 // when the task's nodes are about to be tried, so that a gang's earlier placements count for
 // its later pods and an undone one no longer does. A pod without constraints of its own
-// reaches them only where a pod with required anti-affinity is placed (repellingNodes), and
-// then only with those pods' nodes. Preferred terms and ScheduleAnyway constraints, which
-// only score, are not read.
+// reaches them only where a pod with required anti-affinity is placed (repelling), and
+// then only with those pods' nodes. Preferred terms and ScheduleAnyway constraints only score:
+// the nodeorder plugin reads them.
 //
-// Not checked (upstream runs kube-scheduler's plugin for it): dynamic resource allocation.
-// Its upstream switch is accepted and ignored.
+// Not checked (upstream runs kube-scheduler's plugin for it): dynamic resource allocation. No
+// pod with resource claims gets this far (the session refuses it, api.UnallocatedClaims); the
+// upstream switch is accepted and reported as ignored.
 //
 // The predicate runs for every (task, node) pair, so everything that depends only on the
 // pod is worked out once per task (taskFacts), the failure verdicts are built once per
@@ -30,6 +31,8 @@ package predicates
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -58,21 +61,23 @@ const (
 	PodTopologySpreadEnable = "predicate.PodTopologySpreadEnable"
 )
 
-// IgnoredArgumentKeys are upstream's switches for checks this plugin does not make. A file
+// IgnoredArguments are upstream's switches this plugin does not act on, each with why. A file
 // written for upstream may set them; they are read only so that a malformed value is still
-// reported, and loading says they are not acted on.
-var IgnoredArgumentKeys = conf.ArgumentKeys{
-	"predicate.DynamicResourceAllocationEnable",
-	"predicate.CacheEnable",
-	"predicate.ProportionalEnable",
+// reported, and loading says they are not acted on, and why.
+var IgnoredArguments = map[string]string{
+	"predicate.DynamicResourceAllocationEnable": "this scheduler allocates no DRA resource claims, whatever the switch says: " +
+		"a pod with spec.resourceClaims is refused, naming its claims",
+	"predicate.CacheEnable": "Volcano's predicates keeps its filters' results per pod template when it is true; " +
+		"this scheduler's has no such cache (allocate's predicateErrorCacheEnable switches its cache of failures per task role)",
+	"predicate.ProportionalEnable": "Volcano's predicates keeps cpu and memory free on a node in proportion to its idle " +
+		"predicate.resources when it is true; this scheduler's does not implement it",
 }
 
-// ArgumentKeys are the arguments New reads: the switches, upstream's unimplemented ones
-// included.
+// ArgumentKeys are the arguments New reads: the switches, upstream's ignored ones included.
 var ArgumentKeys = append(conf.ArgumentKeys{PodNumberEnable, NodeUnschedulableEnable, NodeAffinityEnable,
 	TaintTolerationEnable, NodePortsEnable, VolumeBindingEnable, VolumeZoneEnable, NodeVolumeLimitsEnable,
 	PodAffinityEnable, PodTopologySpreadEnable},
-	IgnoredArgumentKeys...)
+	slices.Sorted(maps.Keys(IgnoredArguments))...)
 
 // Reasons users see in "0/N nodes are unavailable: ...". All but the pod-number one are
 // kube-scheduler's own words.
@@ -150,7 +155,7 @@ type predicatesPlugin struct {
 	// tasks' anti-affinity may keep a pod without constraints away.
 	interPod   api.InterPodPlugins
 	interPodOf interPodByTask
-	repelling  repellingNodes
+	repelling  *api.NodesHolding
 }
 
 // New is NewBuilder without kube-scheduler's plugins: pods' volumes, inter-pod affinity and
@@ -192,7 +197,7 @@ func build(args conf.Arguments, volumes api.VolumeSource, interPod api.InterPodS
 			return nil, err
 		}
 	}
-	for _, key := range IgnoredArgumentKeys {
+	for key := range IgnoredArguments {
 		var ignored bool
 		if err := args.GetBool(&ignored, key); err != nil {
 			return nil, err
@@ -229,6 +234,7 @@ func (p *predicatesPlugin) OnSessionOpen(ssn *framework.Session) {
 	}
 	if p.interPod != nil {
 		p.interPodOf = interPodByTask{m: map[api.TaskID]api.InterPodState{}}
+		p.repelling = api.NewNodesHolding(api.HasRequiredAntiAffinity)
 		ssn.AddEventHandler(&framework.EventHandler{AllocateFunc: p.nodeChanged, DeallocateFunc: p.nodeChanged})
 	}
 }
@@ -283,7 +289,7 @@ func (p *predicatesPlugin) predicate(task *api.TaskInfo, node *api.NodeInfo) *ap
 			return s
 		}
 	}
-	if p.interPod != nil && (f.podConstraints || p.repelling.some) {
+	if p.interPod != nil && (f.podConstraints || p.repelling.Some()) {
 		return p.filterInterPod(task, node)
 	}
 	return nil

@@ -198,11 +198,40 @@ func (w *PodWrapper) RequiredPodAntiAffinity(term corev1.PodAffinityTerm) *PodWr
 	return w
 }
 
+// PreferredPodAffinity adds a preferred pod affinity term of the weight.
+func (w *PodWrapper) PreferredPodAffinity(weight int32, term corev1.PodAffinityTerm) *PodWrapper {
+	a := w.affinity()
+	if a.PodAffinity == nil {
+		a.PodAffinity = &corev1.PodAffinity{}
+	}
+	a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
+		corev1.WeightedPodAffinityTerm{Weight: weight, PodAffinityTerm: term})
+	return w
+}
+
+// PreferredPodAntiAffinity adds a preferred pod anti-affinity term of the weight.
+func (w *PodWrapper) PreferredPodAntiAffinity(weight int32, term corev1.PodAffinityTerm) *PodWrapper {
+	a := w.affinity()
+	if a.PodAntiAffinity == nil {
+		a.PodAntiAffinity = &corev1.PodAntiAffinity{}
+	}
+	a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
+		corev1.WeightedPodAffinityTerm{Weight: weight, PodAffinityTerm: term})
+	return w
+}
+
 // SpreadConstraint is a DoNotSchedule constraint of maxSkew over topologyKey's domains for
 // the pods with the labels.
 func SpreadConstraint(maxSkew int32, topologyKey string, labels map[string]string) corev1.TopologySpreadConstraint {
 	return corev1.TopologySpreadConstraint{MaxSkew: maxSkew, TopologyKey: topologyKey, WhenUnsatisfiable: corev1.DoNotSchedule,
 		LabelSelector: &metav1.LabelSelector{MatchLabels: labels}}
+}
+
+// SoftSpreadConstraint is SpreadConstraint as ScheduleAnyway: it only scores.
+func SoftSpreadConstraint(maxSkew int32, topologyKey string, labels map[string]string) corev1.TopologySpreadConstraint {
+	c := SpreadConstraint(maxSkew, topologyKey, labels)
+	c.WhenUnsatisfiable = corev1.ScheduleAnyway
+	return c
 }
 
 // TopologySpread adds topology spread constraints.

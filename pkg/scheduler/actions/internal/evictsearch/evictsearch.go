@@ -221,24 +221,26 @@ func search(ssn *framework.Session, stmt *framework.Statement, preemptor *api.Ta
 // objection is a resolvable one (too little room now), best scored first. The others'
 // objections go to why.
 func candidateNodes(ssn *framework.Session, task *api.TaskInfo, why *api.FitErrors) []*api.NodeInfo {
-	type scored struct {
-		node  *api.NodeInfo
-		score float64
-	}
-	var nodes []scored
+	var nodes []*api.NodeInfo
 	for _, n := range ssn.NodeList {
 		if s := ssn.Predicate(task, n); s != nil && s.Code != api.Unschedulable {
 			why.SetNodeError(n.Name, s)
 			continue
 		}
-		nodes = append(nodes, scored{n, ssn.NodeOrder(task, n)})
+		nodes = append(nodes, n)
 	}
-	slices.SortStableFunc(nodes, func(a, b scored) int {
-		return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(a.node.Name, b.node.Name))
+	scores := make([]float64, len(nodes))
+	ssn.NodeScores(task, nodes, scores)
+	order := make([]int, len(nodes))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Or(cmp.Compare(scores[b], scores[a]), cmp.Compare(nodes[a].Name, nodes[b].Name))
 	})
 	out := make([]*api.NodeInfo, len(nodes))
-	for i, s := range nodes {
-		out[i] = s.node
+	for i, j := range order {
+		out[i] = nodes[j]
 	}
 	return out
 }

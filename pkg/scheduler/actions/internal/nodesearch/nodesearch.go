@@ -80,6 +80,9 @@ type SessionSearch struct {
 	// Scratch reused by every search, so that a search allocates nothing when it succeeds.
 	feasible []candidate
 	failures []nodeFailure
+	// ranked are the feasible nodes best chooses among, and scores their scores.
+	ranked []*api.NodeInfo
+	scores []float64
 	// demands are the resources the task being searched for requests; demandsID numbers
 	// them, changing only when a task requests something else. scratch holds the next
 	// task's until they are compared.
@@ -263,36 +266,32 @@ func (s *SessionSearch) check(task *api.TaskInfo, i int, node *api.NodeInfo) (st
 }
 
 // best picks among the feasible nodes: only those with room now if there are any; the one
-// node if there is one; otherwise the highest NodeOrder total, ties broken by tieKey.
+// node if there is one; otherwise the highest score (Session.NodeScores, over those nodes
+// alone), ties broken by tieKey.
 func (s *SessionSearch) best(task *api.TaskInfo) *api.NodeInfo {
 	wantNow := slices.ContainsFunc(s.feasible, func(c candidate) bool { return c.now })
-	var best *api.NodeInfo
-	var bestScore float64
-	count := 0
+	s.ranked = s.ranked[:0]
 	for _, c := range s.feasible {
 		if c.now == wantNow {
-			count++
-			if best == nil {
-				best = c.node
-			}
+			s.ranked = append(s.ranked, c.node)
 		}
 	}
-	if count == 1 || !s.scoring {
-		return best
+	if len(s.ranked) == 1 || !s.scoring {
+		return s.ranked[0]
 	}
-	best = nil
+	s.scores = slices.Grow(s.scores[:0], len(s.ranked))[:len(s.ranked)]
+	s.ssn.NodeScores(task, s.ranked, s.scores)
+	var best *api.NodeInfo
+	var bestScore float64
 	var bestTie uint64
-	for _, c := range s.feasible {
-		if c.now != wantNow {
-			continue
-		}
-		score := s.ssn.NodeOrder(task, c.node)
+	for i, node := range s.ranked {
+		score := s.scores[i]
 		if best != nil && score < bestScore {
 			continue
 		}
-		tie := tieKey(task.UID, c.node.Name)
+		tie := tieKey(task.UID, node.Name)
 		if best == nil || score > bestScore || tie < bestTie {
-			best, bestScore, bestTie = c.node, score, tie
+			best, bestScore, bestTie = node, score, tie
 		}
 	}
 	return best
