@@ -158,6 +158,14 @@ func runPhase(ctx context.Context, cs kubernetes.Interface, vc vcclient.Interfac
 	r := &result{Scheduler: s.name, Nodes: nodes, Pods: pods}
 	r.fill(watcher, start, lastBind)
 	r.Writes, r.WritesPerPod = writes, perPod(writes, r.Bound)
+	if s.volcano {
+		// The last Events, written as the program stopped, reach the watch a moment later.
+		var lags []time.Duration
+		var missing int
+		_ = poll(ctx, 10*time.Second, func() bool { lags, missing = watcher.eventLags(); return missing == 0 })
+		r.EventLagP50Seconds, r.EventLagP99Seconds, r.EventLagMaxSeconds = quantiles(lags)
+		r.NoEvent = missing
+	}
 	r.APIServerCPUSeconds = (apiAfter.cpu - apiBefore.cpu).Seconds()
 	r.SchedulerCPUSeconds = (childAfter.cpu - childBefore.cpu).Seconds()
 	r.SchedulerPeakRSSMiB = float64(childAfter.peakRSS) / (1 << 20)
@@ -172,7 +180,8 @@ func runPhase(ctx context.Context, cs kubernetes.Interface, vc vcclient.Interfac
 	// stopped then still shows what it measured.
 	klog.InfoS("Result", "scheduler", s.name, "nodes", nodes, "podsPerSecond", r.PodsPerSecond, "p50", r.P50Seconds,
 		"p99", r.P99Seconds, "writesPerPod", r.WritesPerPod, "bound", r.Bound, "schedulerCPUSeconds", r.SchedulerCPUSeconds,
-		"schedulerPeakRSSMiB", r.SchedulerPeakRSSMiB, "apiServerCPUSeconds", r.APIServerCPUSeconds, "nodesUsed", r.NodesUsed)
+		"schedulerPeakRSSMiB", r.SchedulerPeakRSSMiB, "apiServerCPUSeconds", r.APIServerCPUSeconds, "nodesUsed", r.NodesUsed,
+		"eventLagP99", r.EventLagP99Seconds, "eventLagMax", r.EventLagMaxSeconds, "noEvent", r.NoEvent)
 	return r, cleanNamespace(ctx, cs, vc, ns)
 }
 

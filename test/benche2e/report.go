@@ -72,6 +72,12 @@ func (rep *report) markdown() string {
 			o.WritesPerPod, bi.APIServerCPUSeconds, o.APIServerCPUSeconds, o.SchedulerCPUSeconds, o.SchedulerPeakRSSMiB,
 			o.NodesUsed, o.GPUsUsed, o.OptimumNodes, o.OptimumGPUs, o.Overbooked, o.Unassigned)
 	}
+	b.WriteString("\nvc-scheduler's Scheduled Events, from a pod seen bound to its Event seen:\n\n")
+	for _, n := range sizes {
+		o := ours[n]
+		fmt.Fprintf(&b, "- %d nodes: p50 %.2f s, p99 %.2f s, max %.2f s; %d bound pods without one\n",
+			n, o.EventLagP50Seconds, o.EventLagP99Seconds, o.EventLagMaxSeconds, o.NoEvent)
+	}
 	b.WriteString("\nvc-scheduler's API writes by verb and resource (the binder's: one `create pods/binding` per pod):\n\n")
 	for _, n := range sizes {
 		o := ours[n]

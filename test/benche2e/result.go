@@ -20,6 +20,12 @@ type result struct {
 	// shorten, the wait for siblings left out.
 	CompleteP50Seconds float64 `json:"completeP50Seconds"`
 	CompleteP99Seconds float64 `json:"completeP99Seconds"`
+	// From a pod seen bound to its Scheduled Event seen (vc-scheduler's; measured after it
+	// stopped and flushed), and the bound pods whose Event never came.
+	EventLagP50Seconds float64 `json:"eventLagP50Seconds,omitempty"`
+	EventLagP99Seconds float64 `json:"eventLagP99Seconds,omitempty"`
+	EventLagMaxSeconds float64 `json:"eventLagMaxSeconds,omitempty"`
+	NoEvent            int     `json:"noEvent,omitempty"`
 	// Writes are the program's API writes by "verb resource", from the audit log.
 	Writes              map[string]int `json:"writes"`
 	WritesPerPod        float64        `json:"writesPerPod"`

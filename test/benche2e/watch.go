@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// bindWatcher records when each pod was sent for creation and when a watch first showed it
-// bound, and when the last pod of each job was sent.
+// bindWatcher records when each pod was sent for creation, when a watch first showed it
+// bound and its Scheduled Event, and when the last pod of each job was sent.
 type bindWatcher struct {
 	stopCh chan struct{}
 	mu     sync.Mutex
@@ -25,13 +25,31 @@ type bindWatcher struct {
 	jobOf  map[string]string    // pod name -> its job (PodGroup) name
 	lastOf map[string]time.Time // job name -> when the last create of its pods was answered
 	bound  map[string]time.Time
-	pods   map[string]*corev1.Pod // the latest of each bound pod, for the placement check
-	last   time.Time
+	// scheduled is when the pod's Scheduled Event was first seen.
+	scheduled map[string]time.Time
+	pods      map[string]*corev1.Pod // the latest of each bound pod, for the placement check
+	last      time.Time
 }
 
 func watchBinds(ctx context.Context, cs kubernetes.Interface, ns string) (*bindWatcher, error) {
-	w := &bindWatcher{stopCh: make(chan struct{}), sent: map[string]time.Time{}, jobOf: map[string]string{}, lastOf: map[string]time.Time{}, bound: map[string]time.Time{}, pods: map[string]*corev1.Pod{}}
+	w := &bindWatcher{stopCh: make(chan struct{}), sent: map[string]time.Time{}, jobOf: map[string]string{}, lastOf: map[string]time.Time{}, bound: map[string]time.Time{}, scheduled: map[string]time.Time{}, pods: map[string]*corev1.Pod{}}
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
+	// Started with the pods' informer by watchPods.
+	_, err := factory.Core().V1().Events().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+		e, ok := obj.(*corev1.Event)
+		if !ok || e.Reason != "Scheduled" || e.InvolvedObject.Kind != "Pod" {
+			return
+		}
+		now := time.Now()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if _, ok := w.scheduled[e.InvolvedObject.Name]; !ok {
+			w.scheduled[e.InvolvedObject.Name] = now
+		}
+	}})
+	if err != nil {
+		return nil, err
+	}
 	seen := func(pod *corev1.Pod, now time.Time) {
 		if pod.Spec.NodeName == "" {
 			return
@@ -128,6 +146,21 @@ func (w *bindWatcher) latencies() (first time.Time, fromCreate, fromComplete []t
 		}
 	}
 	return first, fromCreate, fromComplete
+}
+
+// eventLags is, for each bound pod with its Scheduled Event seen, the time from the bind to
+// the Event; and how many bound pods had none.
+func (w *bindWatcher) eventLags() (lags []time.Duration, missing int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for name, bound := range w.bound {
+		if at, ok := w.scheduled[name]; ok {
+			lags = append(lags, max(0, at.Sub(bound)))
+		} else {
+			missing++
+		}
+	}
+	return lags, missing
 }
 
 // firstBind is when the first pod was seen bound; zero before.
