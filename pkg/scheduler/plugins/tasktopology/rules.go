@@ -57,12 +57,10 @@ type unknownTaskError struct{ message string }
 func (e *unknownTaskError) Error() string { return e.message }
 
 // readRules reads the job's rules from its PodGroup annotations, checking every name against
-// tasks (the job's task names): nil when it has none of the annotations, else the rules, or
-// an error naming the annotation, its value and what is wrong (an *unknownTaskError when a
-// name is not one of tasks).
+// tasks (the job's task names): the rules, or an error naming the annotation, its value and
+// what is wrong (an *unknownTaskError when a name is not one of tasks).
 func readRules(annotations map[string]string, tasks map[string]bool) (*rules, error) {
 	r := &rules{affine: map[pair]bool{}, anti: map[pair]bool{}, rank: map[string]int{}, order: map[string]int{}}
-	found := false
 	for _, kind := range []struct {
 		key         string
 		pairs       map[pair]bool
@@ -75,7 +73,6 @@ func readRules(annotations map[string]string, tasks map[string]bool) (*rules, er
 		if !ok {
 			continue
 		}
-		found = true
 		for _, text := range strings.Split(value, ";") {
 			group, err := readGroup(kind.key, value, text, tasks)
 			if err != nil {
@@ -85,7 +82,6 @@ func readRules(annotations map[string]string, tasks map[string]bool) (*rules, er
 		}
 	}
 	if value, ok := annotations[TaskOrderAnnotation]; ok {
-		found = true
 		order, err := readGroup(TaskOrderAnnotation, value, value, tasks)
 		if err != nil {
 			return nil, err
@@ -93,9 +89,6 @@ func readRules(annotations map[string]string, tasks map[string]bool) (*rules, er
 		for i, name := range order {
 			r.order[name] = len(order) - i
 		}
-	}
-	if !found {
-		return nil, nil
 	}
 	return r, nil
 }

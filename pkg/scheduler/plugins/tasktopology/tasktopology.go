@@ -76,6 +76,10 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 		if job.PodGroup == nil {
 			continue
 		}
+		if !annotated(job.PodGroup.Annotations) {
+			ignoredannotation.Clear(job, Condition)
+			continue
+		}
 		r, err := readRules(job.PodGroup.Annotations, taskNames(job))
 		var unknown *unknownTaskError
 		switch {
@@ -86,7 +90,7 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 			continue
 		}
 		ignoredannotation.Clear(job, Condition)
-		if r == nil || job.TaskCount(api.Pending) == 0 {
+		if job.TaskCount(api.Pending) == 0 {
 			continue
 		}
 		p.plans[job.UID] = newPlan(job, r)
@@ -114,6 +118,17 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 }
 
 func (p *plugin) OnSessionClose(*framework.Session) { p.plans = nil }
+
+// annotated reports whether the annotations hold any of the plugin's: only then are the
+// job's task names gathered, which costs a walk over its pods.
+func annotated(annotations map[string]string) bool {
+	for _, key := range []string{AffinityAnnotation, AntiAffinityAnnotation, TaskOrderAnnotation} {
+		if _, ok := annotations[key]; ok {
+			return true
+		}
+	}
+	return false
+}
 
 // taskNames are the job's task names.
 func taskNames(job *api.JobInfo) map[string]bool {
