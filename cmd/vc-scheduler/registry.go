@@ -27,6 +27,8 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/predicates"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/priority"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/proportion"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/sla"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/tasktopology"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/volumes"
 )
 
@@ -68,6 +70,9 @@ func newRegistryWith(allocateOpts allocate.Options, devices *deviceshare.Shared,
 		nodeorder.PluginName:   nodeorderSpec(interPod),
 		binpack.PluginName:     {Build: binpack.New, Arguments: binpack.ArgumentKeys},
 		deviceshare.PluginName: {Build: deviceshare.NewBuilder(devices), Arguments: deviceshare.ArgumentKeys, Component: devices, Owns: devices},
+		// Volcano's plugins for jobs' waiting time and the placement of a job's tasks.
+		sla.PluginName:          {Build: sla.New, Arguments: sla.ArgumentKeys},
+		tasktopology.PluginName: {Build: tasktopology.New, Arguments: tasktopology.ArgumentKeys},
 	} {
 		r.Register(name, spec)
 	}
@@ -141,8 +146,6 @@ var upstreamPlugins = map[string]string{
 	"nodegroup":              "keeps a queue's pods on (or off) the nodes of the node groups it names by the volcano.sh/nodegroup-name label",
 	"resourcequota":          "keeps a job out of the queue while its namespace's ResourceQuota cannot hold it",
 	"pdb":                    "keeps preempt and reclaim from evicting pods that their PodDisruptionBudget protects",
-	"sla":                    "enqueues a job that has waited past its sla-waiting-time and orders it first",
-	"task-topology":          "places a job's tasks by the affinity and anti-affinity its volcano.sh/task-topology annotations name",
 	"numa-aware":             "places pods by the NUMA topology their CPU manager policy needs",
 	"tdm":                    "runs pods on time-shared nodes only within their windows and evicts them when one ends",
 	"usage":                  "filters and scores nodes by their measured CPU and memory load",
