@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,6 +113,42 @@ func TestWriterCountsWhatItCannotHold(t *testing.T) {
 	w.close(ctx)
 	if got := testutil.ToFloat64(w.dropped.WithLabelValues(dropAPIError)); got != 1 {
 		t.Errorf("dropped %v for an API error, want 1", got)
+	}
+}
+
+// A Normal Event that waited for its write longer than normalLagLimit is dropped and counted
+// ("late"), not written behind its time; a Warning that waited as long is still written.
+func TestWriterDropsLateNormalEvents(t *testing.T) {
+	sink := &gatedSink{open: make(chan struct{})}
+	w := newWriter(sink)
+	base := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	var waited atomic.Int64
+	w.now = func() time.Time { return base.Add(time.Duration(waited.Load())) }
+	event := func(name, typ string) *corev1.Event {
+		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name}, Type: typ,
+			InvolvedObject: corev1.ObjectReference{Namespace: "ns", Name: "p"}}
+	}
+	first := event("a-first", corev1.EventTypeWarning)
+	_, _ = w.Create(first)
+	// The worker takes the first and waits on the API server; the rest queue behind it.
+	for deadline := time.Now().Add(10 * time.Second); len(w.queueFor(first)) > 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker never took the first write")
+		}
+	}
+	_, _ = w.Create(event("b-late", corev1.EventTypeNormal))
+	_, _ = w.Create(event("c-warning", corev1.EventTypeWarning))
+	waited.Store(int64(normalLagLimit + time.Second))
+	_, _ = w.Create(event("d-fresh", corev1.EventTypeNormal))
+	close(sink.open)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w.close(ctx)
+	if want := []string{"a-first", "c-warning", "d-fresh"}; !slices.Equal(sink.names, want) {
+		t.Errorf("wrote %v, want %v", sink.names, want)
+	}
+	if got := testutil.ToFloat64(w.dropped.WithLabelValues(dropLate)); got != 1 {
+		t.Errorf("dropped %v as late, want 1", got)
 	}
 }
 

@@ -32,12 +32,15 @@ type writer struct {
 	// lastLog and unlogged rate-limit the drop log to a line per dropLogEvery.
 	lastLog  atomic.Int64
 	unlogged atomic.Int64
+	// now is the clock writes are timed by.
+	now func() time.Time
 }
 
 // write is one sink call to make.
 type write struct {
 	event *corev1.Event
-	patch []byte // set: a patch of the Event (a repeat); else a create
+	patch []byte    // set: a patch of the Event (a repeat); else a create
+	at    time.Time // when it was queued
 }
 
 const (
@@ -47,15 +50,23 @@ const (
 	writerQueue = 2048
 	// dropLogEvery bounds the drop log.
 	dropLogEvery = 10 * time.Second
+	// normalLagLimit is how long a Normal Event may wait for its write. While the API server
+	// is saturated (a burst of thousands of binds on 2 cores), the Scheduled Events queued
+	// behind the Bindings reached it up to 46 s after their pods were bound, and each one
+	// written late takes the API server's time from the binds still to come: one older than
+	// this is dropped and counted instead. Warnings (Unschedulable, Evict) are always written.
+	normalLagLimit = 5 * time.Second
 )
 
 // DroppedMetric counts Events never written, by reason: dropQueueFull (more were recorded
-// than the workers' queues hold), dropAPIError (the API server refused the write) or
-// dropShutdown (still queued when the process had to go).
+// than the workers' queues hold), dropLate (a Normal Event that waited past normalLagLimit),
+// dropAPIError (the API server refused the write) or dropShutdown (still queued when the
+// process had to go).
 const DroppedMetric = "volcano_vgpu_events_dropped_total"
 
 const (
 	dropQueueFull = "queue full"
+	dropLate      = "late"
 	dropAPIError  = "API error"
 	dropShutdown  = "shutdown"
 )
@@ -63,9 +74,9 @@ const (
 func newWriter(api record.EventSink) *writer {
 	w := &writer{api: api, dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: DroppedMetric, Help: "Kubernetes Events recorded but never written to the API server, by reason.",
-	}, []string{"reason"})}
-	// Both series exist from the start, at 0, so that a scrape shows nothing was dropped.
-	for _, reason := range []string{dropQueueFull, dropAPIError, dropShutdown} {
+	}, []string{"reason"}), now: time.Now}
+	// Every series exists from the start, at 0, so that a scrape shows nothing was dropped.
+	for _, reason := range []string{dropQueueFull, dropLate, dropAPIError, dropShutdown} {
 		w.dropped.WithLabelValues(reason)
 	}
 	for range writers {
@@ -75,7 +86,11 @@ func newWriter(api record.EventSink) *writer {
 		go func() {
 			defer w.workers.Done()
 			for wr := range q {
-				w.do(wr)
+				if wr.event.Type == corev1.EventTypeNormal && w.now().Sub(wr.at) > normalLagLimit {
+					w.drop(dropLate, wr.event, nil)
+				} else {
+					w.do(wr)
+				}
 				w.queued.Add(-1)
 			}
 		}()
@@ -99,6 +114,7 @@ func (w *writer) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
 }
 
 func (w *writer) enqueue(wr write) {
+	wr.at = w.now()
 	w.queued.Add(1)
 	select {
 	case w.queueFor(wr.event) <- wr:
