@@ -108,8 +108,15 @@ func (e *schedulerEnv) claimRealNode() {
 // queue creates an open queue with an optional capability.
 func (e *schedulerEnv) queue(name string, capability corev1.ResourceList) string {
 	e.t.Helper()
+	return e.queueWith(name, func(spec *schedulingv1beta1.QueueSpec) { spec.Capability = capability })
+}
+
+// queueWith creates an open queue of weight 1 whose spec edit changes.
+func (e *schedulerEnv) queueWith(name string, edit func(*schedulingv1beta1.QueueSpec)) string {
+	e.t.Helper()
 	full := e.ns + "-" + name
-	q := &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: full}, Spec: schedulingv1beta1.QueueSpec{Weight: 1, Capability: capability}}
+	q := &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: full}, Spec: schedulingv1beta1.QueueSpec{Weight: 1}}
+	edit(&q.Spec)
 	ctx := context.Background()
 	if _, err := e.vc.SchedulingV1beta1().Queues().Create(ctx, q, metav1.CreateOptions{}); err != nil {
 		e.t.Fatalf("create queue %s: %v", full, err)
