@@ -22,6 +22,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/deviceshare"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/drf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/gang"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/nodegroup"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/nodeorder"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/overcommit"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/predicates"
@@ -67,6 +68,7 @@ func newRegistryWith(allocateOpts allocate.Options, devices *deviceshare.Shared,
 		overcommit.PluginName:  {Build: overcommit.New, Arguments: overcommit.ArgumentKeys},
 		nodeorder.PluginName:   nodeorderSpec(interPod),
 		binpack.PluginName:     {Build: binpack.New, Arguments: binpack.ArgumentKeys},
+		nodegroup.PluginName:   {Build: nodegroup.New, Arguments: nodegroup.ArgumentKeys, Hierarchy: true},
 		deviceshare.PluginName: {Build: deviceshare.NewBuilder(devices), Arguments: deviceshare.ArgumentKeys, Component: devices, Owns: devices},
 	} {
 		r.Register(name, spec)
@@ -138,7 +140,6 @@ var upstreamActions = map[string]string{
 
 // upstreamPlugins are Volcano's plugins this binary lacks, with what each does there.
 var upstreamPlugins = map[string]string{
-	"nodegroup":              "keeps a queue's pods on (or off) the nodes of the node groups it names by the volcano.sh/nodegroup-name label",
 	"resourcequota":          "keeps a job out of the queue while its namespace's ResourceQuota cannot hold it",
 	"pdb":                    "keeps preempt and reclaim from evicting pods that their PodDisruptionBudget protects",
 	"sla":                    "enqueues a job that has waited past its sla-waiting-time and orders it first",

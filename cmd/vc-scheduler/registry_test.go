@@ -119,7 +119,7 @@ tiers:
 		`actions: action "elect" is skipped: no action of this name in this scheduler or in Volcano`,
 		`tiers[0].plugins[1]: plugin "tdm" is skipped: not implemented by this scheduler; in Volcano it runs pods on time-shared nodes only within their windows and evicts them when one ends`,
 		`tiers[0].plugins[2]: plugin "numaaware" is skipped: no plugin of this name in this scheduler or in Volcano; did you mean "numa-aware", a Volcano plugin this scheduler does not implement yet?`,
-		`tiers[0].plugins[3]: plugin "nodegrup" is skipped: no plugin of this name in this scheduler or in Volcano; did you mean "nodegroup", a Volcano plugin this scheduler does not implement yet?`,
+		`tiers[0].plugins[3]: plugin "nodegrup" is skipped: no plugin of this name in this scheduler or in Volcano; did you mean "nodegroup"?`,
 		`tiers[0].plugins[4]: plugin "capacity-card" is skipped: no plugin of this name in this scheduler or in Volcano`,
 		`tiers[0].plugins[5]: plugin "deviceshre" is skipped: no plugin of this name in this scheduler or in Volcano; did you mean "deviceshare"?`,
 	}
