@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/interpod"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/ondemand"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/binpack"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/capacity"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/conformance"
@@ -28,27 +30,39 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/predicates"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/priority"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/proportion"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/resourcequota"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/volumes"
 )
 
 // newRegistry is the registry of a scheduler without an API server (benchmarks, tests):
-// deviceshare uses the shipped device configuration and predicates decides no volumes.
+// deviceshare uses the shipped device configuration, predicates decides no volumes, and
+// resourcequota finds no ResourceQuota.
 func newRegistry(allocateOpts allocate.Options) *framework.Registry {
-	return newRegistryWith(allocateOpts, deviceshare.NewStaticShared(), nil, nil)
+	return newRegistryWith(allocateOpts, sources{devices: deviceshare.NewStaticShared()})
 }
 
 // newClusterRegistry is the registry of the scheduler of the cluster kube reaches: the
 // plugins' components read it, and record their Events with recorder.
 func newClusterRegistry(allocateOpts allocate.Options, kube kubernetes.Interface, recorder record.EventRecorder) *framework.Registry {
-	return newRegistryWith(allocateOpts, deviceshare.NewSharedOn(kube, recorder), volumes.NewSource(kube), interpod.NewSource())
+	return newRegistryWith(allocateOpts, sources{devices: deviceshare.NewSharedOn(kube, recorder), vols: volumes.NewSource(kube),
+		interPod: interpod.NewSource(), quotas: resourcequota.NewSource()})
+}
+
+// sources are the plugins' components that read the cluster: devices is deviceshare's; vols
+// and interPod are predicates' (nil: it decides no volumes, or no inter-pod affinity and
+// topology spread), and interPod nodeorder's too (nil: it does not score them); quotas is
+// resourcequota's (nil: it finds no ResourceQuota).
+type sources struct {
+	devices  *deviceshare.Shared
+	vols     *volumes.Source
+	interPod *interpod.Source
+	quotas   *ondemand.Watch[*corev1.ResourceQuota]
 }
 
 // newRegistryWith lists every action and plugin this binary has, each plugin with the
-// argument keys it reads and the component it keeps for the life of the scheduler; the
-// framework knows none by name. devices is deviceshare's component; vols and interPod are
-// predicates' (nil: it decides no volumes, or no inter-pod affinity and topology spread), and
-// interPod nodeorder's too (nil: it does not score them).
-func newRegistryWith(allocateOpts allocate.Options, devices *deviceshare.Shared, vols *volumes.Source, interPod *interpod.Source) *framework.Registry {
+// argument keys it reads and the component it keeps for the life of the scheduler, from src;
+// the framework knows none by name.
+func newRegistryWith(allocateOpts allocate.Options, src sources) *framework.Registry {
 	r := framework.NewRegistry()
 	r.RegisterAction(enqueue.New())
 	r.RegisterAction(allocate.NewWithOptions(allocateOpts))
@@ -58,18 +72,19 @@ func newRegistryWith(allocateOpts allocate.Options, devices *deviceshare.Shared,
 	r.RegisterAlias(preempt.NewGang(), preempt.Name)
 	r.RegisterAlias(reclaim.NewGang(), reclaim.Name)
 	for name, spec := range map[string]framework.PluginSpec{
-		priority.PluginName:    {Build: priority.New, Arguments: priority.ArgumentKeys},
-		gang.PluginName:        {Build: gang.New, Arguments: gang.ArgumentKeys},
-		conformance.PluginName: {Build: conformance.New, Arguments: conformance.ArgumentKeys},
-		drf.PluginName:         {Build: drf.New, Arguments: drf.ArgumentKeys},
-		predicates.PluginName:  predicatesSpec(vols, interPod),
-		proportion.PluginName:  {Build: proportion.New, Arguments: proportion.ArgumentKeys},
-		capacity.PluginName:    {Build: capacity.New, Arguments: capacity.ArgumentKeys, Hierarchy: true},
-		overcommit.PluginName:  {Build: overcommit.New, Arguments: overcommit.ArgumentKeys},
-		nodeorder.PluginName:   nodeorderSpec(interPod),
-		binpack.PluginName:     {Build: binpack.New, Arguments: binpack.ArgumentKeys},
-		nodegroup.PluginName:   {Build: nodegroup.New, Arguments: nodegroup.ArgumentKeys, Hierarchy: true},
-		deviceshare.PluginName: {Build: deviceshare.NewBuilder(devices), Arguments: deviceshare.ArgumentKeys, Component: devices, Owns: devices},
+		priority.PluginName:      {Build: priority.New, Arguments: priority.ArgumentKeys},
+		gang.PluginName:          {Build: gang.New, Arguments: gang.ArgumentKeys},
+		conformance.PluginName:   {Build: conformance.New, Arguments: conformance.ArgumentKeys},
+		drf.PluginName:           {Build: drf.New, Arguments: drf.ArgumentKeys},
+		predicates.PluginName:    predicatesSpec(src.vols, src.interPod),
+		proportion.PluginName:    {Build: proportion.New, Arguments: proportion.ArgumentKeys},
+		capacity.PluginName:      {Build: capacity.New, Arguments: capacity.ArgumentKeys, Hierarchy: true},
+		overcommit.PluginName:    {Build: overcommit.New, Arguments: overcommit.ArgumentKeys},
+		nodeorder.PluginName:     nodeorderSpec(src.interPod),
+		binpack.PluginName:       {Build: binpack.New, Arguments: binpack.ArgumentKeys},
+		nodegroup.PluginName:     {Build: nodegroup.New, Arguments: nodegroup.ArgumentKeys, Hierarchy: true},
+		deviceshare.PluginName:   {Build: deviceshare.NewBuilder(src.devices), Arguments: deviceshare.ArgumentKeys, Component: src.devices, Owns: src.devices},
+		resourcequota.PluginName: resourcequotaSpec(src.quotas),
 	} {
 		r.Register(name, spec)
 	}
@@ -112,6 +127,15 @@ func nodeorderSpec(interPod *interpod.Source) framework.PluginSpec {
 	return spec
 }
 
+// resourcequotaSpec is the resourcequota plugin reading the ResourceQuotas of quotas, its
+// component (nil: it finds none).
+func resourcequotaSpec(quotas *ondemand.Watch[*corev1.ResourceQuota]) framework.PluginSpec {
+	if quotas == nil {
+		return framework.PluginSpec{Build: resourcequota.New, Arguments: resourcequota.ArgumentKeys}
+	}
+	return framework.PluginSpec{Build: resourcequota.NewBuilder(quotas), Arguments: resourcequota.ArgumentKeys, Component: quotas}
+}
+
 // predicatesComponent starts predicates' sources of kube-scheduler's plugins on the cache's
 // informers; they keep no metrics, and build their plugins when a configuration first asks.
 type predicatesComponent struct {
@@ -140,7 +164,6 @@ var upstreamActions = map[string]string{
 
 // upstreamPlugins are Volcano's plugins this binary lacks, with what each does there.
 var upstreamPlugins = map[string]string{
-	"resourcequota":          "keeps a job out of the queue while its namespace's ResourceQuota cannot hold it",
 	"pdb":                    "keeps preempt and reclaim from evicting pods that their PodDisruptionBudget protects",
 	"sla":                    "enqueues a job that has waited past its sla-waiting-time and orders it first",
 	"task-topology":          "places a job's tasks by the affinity and anti-affinity its volcano.sh/task-topology annotations name",
