@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/nodegroup"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/nodeorder"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/overcommit"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/pdb"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/predicates"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/priority"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/proportion"
@@ -45,18 +47,20 @@ func newRegistry(allocateOpts allocate.Options) *framework.Registry {
 // plugins' components read it, and record their Events with recorder.
 func newClusterRegistry(allocateOpts allocate.Options, kube kubernetes.Interface, recorder record.EventRecorder) *framework.Registry {
 	return newRegistryWith(allocateOpts, sources{devices: deviceshare.NewSharedOn(kube, recorder), vols: volumes.NewSource(kube),
-		interPod: interpod.NewSource(), quotas: resourcequota.NewSource()})
+		interPod: interpod.NewSource(), quotas: resourcequota.NewSource(), budgets: pdb.NewSource()})
 }
 
 // sources are the plugins' components that read the cluster: devices is deviceshare's; vols
 // and interPod are predicates' (nil: it decides no volumes, or no inter-pod affinity and
 // topology spread), and interPod nodeorder's too (nil: it does not score them); quotas is
-// resourcequota's (nil: it finds no ResourceQuota).
+// resourcequota's (nil: it finds no ResourceQuota), budgets pdb's (nil: it finds no
+// PodDisruptionBudget).
 type sources struct {
 	devices  *deviceshare.Shared
 	vols     *volumes.Source
 	interPod *interpod.Source
 	quotas   *ondemand.Watch[*corev1.ResourceQuota]
+	budgets  *ondemand.Watch[*policyv1.PodDisruptionBudget]
 }
 
 // newRegistryWith lists every action and plugin this binary has, each plugin with the
@@ -85,6 +89,7 @@ func newRegistryWith(allocateOpts allocate.Options, src sources) *framework.Regi
 		nodegroup.PluginName:     {Build: nodegroup.New, Arguments: nodegroup.ArgumentKeys, Hierarchy: true},
 		deviceshare.PluginName:   {Build: deviceshare.NewBuilder(src.devices), Arguments: deviceshare.ArgumentKeys, Component: src.devices, Owns: src.devices},
 		resourcequota.PluginName: resourcequotaSpec(src.quotas),
+		pdb.PluginName:           pdbSpec(src.budgets),
 	} {
 		r.Register(name, spec)
 	}
@@ -136,6 +141,15 @@ func resourcequotaSpec(quotas *ondemand.Watch[*corev1.ResourceQuota]) framework.
 	return framework.PluginSpec{Build: resourcequota.NewBuilder(quotas), Arguments: resourcequota.ArgumentKeys, Component: quotas}
 }
 
+// pdbSpec is the pdb plugin reading the PodDisruptionBudgets of budgets, its component (nil:
+// it finds none).
+func pdbSpec(budgets *ondemand.Watch[*policyv1.PodDisruptionBudget]) framework.PluginSpec {
+	if budgets == nil {
+		return framework.PluginSpec{Build: pdb.New, Arguments: pdb.ArgumentKeys}
+	}
+	return framework.PluginSpec{Build: pdb.NewBuilder(budgets), Arguments: pdb.ArgumentKeys, Component: budgets}
+}
+
 // predicatesComponent starts predicates' sources of kube-scheduler's plugins on the cache's
 // informers; they keep no metrics, and build their plugins when a configuration first asks.
 type predicatesComponent struct {
@@ -164,7 +178,6 @@ var upstreamActions = map[string]string{
 
 // upstreamPlugins are Volcano's plugins this binary lacks, with what each does there.
 var upstreamPlugins = map[string]string{
-	"pdb":                    "keeps preempt and reclaim from evicting pods that their PodDisruptionBudget protects",
 	"sla":                    "enqueues a job that has waited past its sla-waiting-time and orders it first",
 	"task-topology":          "places a job's tasks by the affinity and anti-affinity its volcano.sh/task-topology annotations name",
 	"numa-aware":             "places pods by the NUMA topology their CPU manager policy needs",

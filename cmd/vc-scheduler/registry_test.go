@@ -25,8 +25,8 @@ func TestClusterComponentsRunAlike(t *testing.T) {
 	client := fake.NewClientset()
 	registry := newClusterRegistry(allocate.Options{}, client, nil)
 	components := registry.Components()
-	if len(components) != 3 {
-		t.Fatalf("%d components, want deviceshare's, predicates' and resourcequota's", len(components))
+	if len(components) != 4 {
+		t.Fatalf("%d components, want deviceshare's, predicates', resourcequota's and pdb's", len(components))
 	}
 	served := prometheus.NewPedanticRegistry()
 	cache := &frameworktest.ComponentCache{Factory: informers.NewSharedInformerFactory(client, 0)}
