@@ -93,8 +93,7 @@ var upstreamConfs = []struct {
 	{"01-chart-default.conf", nil},
 	{"02-gpu-preempt-reclaim.conf", nil},
 	{"03-hierarchical-capacity.conf", nil},
-	{"04-pools-and-topology.conf", []string{
-		"plugin nodegroup", "plugin resourcequota", "plugin pdb"}},
+	{"04-pools-and-topology.conf", nil},
 	{"05-newer-plugins.conf", []string{"action shuffle", "plugin network-topology-aware", "plugin usage", "plugin rescheduling"}},
 	{"06-gang-eviction-v115.conf", nil},
 }

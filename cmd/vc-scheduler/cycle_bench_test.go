@@ -37,7 +37,7 @@ import (
 //	go test ./cmd/vc-scheduler/ -run '^$' -bench BenchmarkCycle -benchtime 3x
 func BenchmarkCycle(b *testing.B) {
 	const nodeCount = 1000
-	registry := newRegistryWith(allocate.Options{}, deviceshare.NewStaticShared(), nil, interPodSource(b))
+	registry := newRegistryWith(allocate.Options{}, sources{devices: deviceshare.NewStaticShared(), interPod: interPodSource(b)})
 	lab8, _, err := conf.Parse(lab8Seed(b), registry)
 	if err != nil {
 		b.Fatal(err)

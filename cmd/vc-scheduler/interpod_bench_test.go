@@ -28,7 +28,7 @@ import (
 func BenchmarkCycleWithPodConstraints(b *testing.B) {
 	const nodeCount, zones = 1000, 10
 	w := benchWorkload(b, "gpu-mix.yaml")
-	registry := newRegistryWith(allocate.Options{}, deviceshare.NewStaticShared(), nil, interPodSource(b))
+	registry := newRegistryWith(allocate.Options{}, sources{devices: deviceshare.NewStaticShared(), interPod: interPodSource(b)})
 	cfg, _, err := conf.Parse(lab8Seed(b), registry)
 	if err != nil {
 		b.Fatal(err)

@@ -64,7 +64,7 @@ func cycle(t *testing.T, cfg *conf.SchedulerConfiguration, nodes []*corev1.Node,
 	cache := &frameworktest.Cache{Snap: frameworktest.Objects{Nodes: nodes,
 		Queues:    []*schedulingv1beta1.Queue{st.MakeQueue().Name("default").Weight(1).Obj()},
 		PodGroups: groups, Pods: pods}.ClusterInfo()}
-	registry := newRegistryWith(allocate.DefaultOptions(), deviceshare.NewStaticShared(), nil, interPodSource(t))
+	registry := newRegistryWith(allocate.DefaultOptions(), sources{devices: deviceshare.NewStaticShared(), interPod: interPodSource(t)})
 	ssn := frameworktest.RunActions(t, cache, cfg, registry)
 	return cache, ssn.Jobs["ns/train"]
 }

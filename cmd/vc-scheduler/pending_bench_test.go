@@ -154,7 +154,7 @@ func startScheduler(b *testing.B, kube *kubefake.Clientset, vc *vcfake.Clientset
 		b.Fatal(err)
 	}
 	sc.AddDeviceDeriver(deviceshare.NewDeriver())
-	registry := newRegistryWith(allocate.Options{}, deviceshare.NewStaticShared(), nil, interPodSource(b))
+	registry := newRegistryWith(allocate.Options{}, sources{devices: deviceshare.NewStaticShared(), interPod: interPodSource(b)})
 	for _, c := range registry.Components() {
 		c.Start(ctx, sc)
 	}

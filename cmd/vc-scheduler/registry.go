@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
@@ -16,40 +18,57 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/interpod"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/ondemand"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/binpack"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/capacity"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/conformance"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/deviceshare"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/drf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/gang"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/nodegroup"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/nodeorder"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/overcommit"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/pdb"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/predicates"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/priority"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/proportion"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/resourcequota"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/sla"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/tasktopology"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/volumes"
 )
 
 // newRegistry is the registry of a scheduler without an API server (benchmarks, tests):
-// deviceshare uses the shipped device configuration and predicates decides no volumes.
+// deviceshare uses the shipped device configuration, predicates decides no volumes, and
+// resourcequota finds no ResourceQuota.
 func newRegistry(allocateOpts allocate.Options) *framework.Registry {
-	return newRegistryWith(allocateOpts, deviceshare.NewStaticShared(), nil, nil)
+	return newRegistryWith(allocateOpts, sources{devices: deviceshare.NewStaticShared()})
 }
 
 // newClusterRegistry is the registry of the scheduler of the cluster kube reaches: the
 // plugins' components read it, and record their Events with recorder.
 func newClusterRegistry(allocateOpts allocate.Options, kube kubernetes.Interface, recorder record.EventRecorder) *framework.Registry {
-	return newRegistryWith(allocateOpts, deviceshare.NewSharedOn(kube, recorder), volumes.NewSource(kube), interpod.NewSource())
+	return newRegistryWith(allocateOpts, sources{devices: deviceshare.NewSharedOn(kube, recorder), vols: volumes.NewSource(kube),
+		interPod: interpod.NewSource(), quotas: resourcequota.NewSource(), budgets: pdb.NewSource()})
+}
+
+// sources are the plugins' components that read the cluster: devices is deviceshare's; vols
+// and interPod are predicates' (nil: it decides no volumes, or no inter-pod affinity and
+// topology spread), and interPod nodeorder's too (nil: it does not score them); quotas is
+// resourcequota's (nil: it finds no ResourceQuota), budgets pdb's (nil: it finds no
+// PodDisruptionBudget).
+type sources struct {
+	devices  *deviceshare.Shared
+	vols     *volumes.Source
+	interPod *interpod.Source
+	quotas   *ondemand.Watch[*corev1.ResourceQuota]
+	budgets  *ondemand.Watch[*policyv1.PodDisruptionBudget]
 }
 
 // newRegistryWith lists every action and plugin this binary has, each plugin with the
-// argument keys it reads and the component it keeps for the life of the scheduler; the
-// framework knows none by name. devices is deviceshare's component; vols and interPod are
-// predicates' (nil: it decides no volumes, or no inter-pod affinity and topology spread), and
-// interPod nodeorder's too (nil: it does not score them).
-func newRegistryWith(allocateOpts allocate.Options, devices *deviceshare.Shared, vols *volumes.Source, interPod *interpod.Source) *framework.Registry {
+// argument keys it reads and the component it keeps for the life of the scheduler, from src;
+// the framework knows none by name.
+func newRegistryWith(allocateOpts allocate.Options, src sources) *framework.Registry {
 	r := framework.NewRegistry()
 	r.RegisterAction(enqueue.New())
 	r.RegisterAction(allocate.NewWithOptions(allocateOpts))
@@ -59,17 +78,20 @@ func newRegistryWith(allocateOpts allocate.Options, devices *deviceshare.Shared,
 	r.RegisterAlias(preempt.NewGang(), preempt.Name)
 	r.RegisterAlias(reclaim.NewGang(), reclaim.Name)
 	for name, spec := range map[string]framework.PluginSpec{
-		priority.PluginName:    {Build: priority.New, Arguments: priority.ArgumentKeys},
-		gang.PluginName:        {Build: gang.New, Arguments: gang.ArgumentKeys},
-		conformance.PluginName: {Build: conformance.New, Arguments: conformance.ArgumentKeys},
-		drf.PluginName:         {Build: drf.New, Arguments: drf.ArgumentKeys},
-		predicates.PluginName:  predicatesSpec(vols, interPod),
-		proportion.PluginName:  {Build: proportion.New, Arguments: proportion.ArgumentKeys},
-		capacity.PluginName:    {Build: capacity.New, Arguments: capacity.ArgumentKeys, Hierarchy: true},
-		overcommit.PluginName:  {Build: overcommit.New, Arguments: overcommit.ArgumentKeys},
-		nodeorder.PluginName:   nodeorderSpec(interPod),
-		binpack.PluginName:     {Build: binpack.New, Arguments: binpack.ArgumentKeys},
-		deviceshare.PluginName: {Build: deviceshare.NewBuilder(devices), Arguments: deviceshare.ArgumentKeys, Component: devices, Owns: devices},
+		priority.PluginName:      {Build: priority.New, Arguments: priority.ArgumentKeys},
+		gang.PluginName:          {Build: gang.New, Arguments: gang.ArgumentKeys},
+		conformance.PluginName:   {Build: conformance.New, Arguments: conformance.ArgumentKeys},
+		drf.PluginName:           {Build: drf.New, Arguments: drf.ArgumentKeys},
+		predicates.PluginName:    predicatesSpec(src.vols, src.interPod),
+		proportion.PluginName:    {Build: proportion.New, Arguments: proportion.ArgumentKeys},
+		capacity.PluginName:      {Build: capacity.New, Arguments: capacity.ArgumentKeys, Hierarchy: true},
+		overcommit.PluginName:    {Build: overcommit.New, Arguments: overcommit.ArgumentKeys},
+		nodeorder.PluginName:     nodeorderSpec(src.interPod),
+		binpack.PluginName:       {Build: binpack.New, Arguments: binpack.ArgumentKeys},
+		nodegroup.PluginName:     {Build: nodegroup.New, Arguments: nodegroup.ArgumentKeys, Hierarchy: true},
+		deviceshare.PluginName:   {Build: deviceshare.NewBuilder(src.devices), Arguments: deviceshare.ArgumentKeys, Component: src.devices, Owns: src.devices},
+		resourcequota.PluginName: resourcequotaSpec(src.quotas),
+		pdb.PluginName:           pdbSpec(src.budgets),
 		// Volcano's plugins for jobs' waiting time and the placement of a job's tasks.
 		sla.PluginName:          {Build: sla.New, Arguments: sla.ArgumentKeys},
 		tasktopology.PluginName: {Build: tasktopology.New, Arguments: tasktopology.ArgumentKeys},
@@ -115,6 +137,24 @@ func nodeorderSpec(interPod *interpod.Source) framework.PluginSpec {
 	return spec
 }
 
+// resourcequotaSpec is the resourcequota plugin reading the ResourceQuotas of quotas, its
+// component (nil: it finds none).
+func resourcequotaSpec(quotas *ondemand.Watch[*corev1.ResourceQuota]) framework.PluginSpec {
+	if quotas == nil {
+		return framework.PluginSpec{Build: resourcequota.New, Arguments: resourcequota.ArgumentKeys}
+	}
+	return framework.PluginSpec{Build: resourcequota.NewBuilder(quotas), Arguments: resourcequota.ArgumentKeys, Component: quotas}
+}
+
+// pdbSpec is the pdb plugin reading the PodDisruptionBudgets of budgets, its component (nil:
+// it finds none).
+func pdbSpec(budgets *ondemand.Watch[*policyv1.PodDisruptionBudget]) framework.PluginSpec {
+	if budgets == nil {
+		return framework.PluginSpec{Build: pdb.New, Arguments: pdb.ArgumentKeys}
+	}
+	return framework.PluginSpec{Build: pdb.NewBuilder(budgets), Arguments: pdb.ArgumentKeys, Component: budgets}
+}
+
 // predicatesComponent starts predicates' sources of kube-scheduler's plugins on the cache's
 // informers; they keep no metrics, and build their plugins when a configuration first asks.
 type predicatesComponent struct {
@@ -143,9 +183,6 @@ var upstreamActions = map[string]string{
 
 // upstreamPlugins are Volcano's plugins this binary lacks, with what each does there.
 var upstreamPlugins = map[string]string{
-	"nodegroup":              "keeps a queue's pods on (or off) the nodes of the node groups it names by the volcano.sh/nodegroup-name label",
-	"resourcequota":          "keeps a job out of the queue while its namespace's ResourceQuota cannot hold it",
-	"pdb":                    "keeps preempt and reclaim from evicting pods that their PodDisruptionBudget protects",
 	"numa-aware":             "places pods by the NUMA topology their CPU manager policy needs",
 	"tdm":                    "runs pods on time-shared nodes only within their windows and evicts them when one ends",
 	"usage":                  "filters and scores nodes by their measured CPU and memory load",

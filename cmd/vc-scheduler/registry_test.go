@@ -25,8 +25,8 @@ func TestClusterComponentsRunAlike(t *testing.T) {
 	client := fake.NewClientset()
 	registry := newClusterRegistry(allocate.Options{}, client, nil)
 	components := registry.Components()
-	if len(components) != 2 {
-		t.Fatalf("%d components, want deviceshare's and predicates'", len(components))
+	if len(components) != 4 {
+		t.Fatalf("%d components, want deviceshare's, predicates', resourcequota's and pdb's", len(components))
 	}
 	served := prometheus.NewPedanticRegistry()
 	cache := &frameworktest.ComponentCache{Factory: informers.NewSharedInformerFactory(client, 0)}
@@ -119,7 +119,7 @@ tiers:
 		`actions: action "elect" is skipped: no action of this name in this scheduler or in Volcano`,
 		`tiers[0].plugins[1]: plugin "tdm" is skipped: not implemented by this scheduler; in Volcano it runs pods on time-shared nodes only within their windows and evicts them when one ends`,
 		`tiers[0].plugins[2]: plugin "numaaware" is skipped: no plugin of this name in this scheduler or in Volcano; did you mean "numa-aware", a Volcano plugin this scheduler does not implement yet?`,
-		`tiers[0].plugins[3]: plugin "nodegrup" is skipped: no plugin of this name in this scheduler or in Volcano; did you mean "nodegroup", a Volcano plugin this scheduler does not implement yet?`,
+		`tiers[0].plugins[3]: plugin "nodegrup" is skipped: no plugin of this name in this scheduler or in Volcano; did you mean "nodegroup"?`,
 		`tiers[0].plugins[4]: plugin "capacity-card" is skipped: no plugin of this name in this scheduler or in Volcano`,
 		`tiers[0].plugins[5]: plugin "deviceshre" is skipped: no plugin of this name in this scheduler or in Volcano; did you mean "deviceshare"?`,
 	}

@@ -49,7 +49,7 @@ func BenchmarkCycleWithClaims(b *testing.B) {
 		client := fake.NewClientset(objs...)
 		factory := informers.NewSharedInformerFactory(client, 0)
 		source := volumes.NewSource(client)
-		registry := newRegistryWith(allocate.Options{}, deviceshare.NewStaticShared(), source, interPodSource(b))
+		registry := newRegistryWith(allocate.Options{}, sources{devices: deviceshare.NewStaticShared(), vols: source, interPod: interPodSource(b)})
 		source.Start(ctx, &frameworktest.ComponentCache{Factory: factory})
 		cfg, _, err := conf.Parse(lab8Seed(b), registry)
 		if err != nil {

@@ -8,7 +8,8 @@ import (
 // The plugins' say on evictions, which preempt and reclaim ask (their search for victims is
 // actions/internal/evictsearch): whether a job still wants what it has not got (JobStarving),
 // whether its queue may take resources back (Preemptive), which pods a task may evict
-// (Preemptable, Reclaimable) and which of those make room on a node (SelectVictims).
+// (Preemptable, Reclaimable, and victim filters, which no tier overrules) and which of those
+// make room on a node (SelectVictims).
 
 // EvictableFn answers, for a preemptor (or reclaimer) task, which of the candidate tasks its
 // plugin lets it evict. abstain true: the plugin has no say on this preemptor, and victims
@@ -23,6 +24,19 @@ func (ssn *Session) AddPreemptableFn(plugin string, fn EvictableFn) {
 // AddReclaimableFn registers the plugin's answer for reclaim across queues.
 func (ssn *Session) AddReclaimableFn(plugin string, fn EvictableFn) {
 	register(ssn, ssn.fns.reclaimable, plugin, fn)
+}
+
+// VictimFilterFn keeps, of the victims the tiers chose (Preemptable, Reclaimable), those its
+// plugin lets go, in their order. Unlike an EvictableFn it is asked whatever tier its plugin
+// is in, after the deciding tier: it is for a protection that no other plugin's say may
+// overrule (a PodDisruptionBudget), where a tier rule would drop it whenever an earlier tier
+// has a say, as upstream's does to its pdb plugin behind priority, gang and conformance.
+type VictimFilterFn func(victims []*api.TaskInfo) []*api.TaskInfo
+
+// AddVictimFilterFn registers the plugin's filter, for preempt where its enablePreemptable is
+// on and for reclaim where its enableReclaimable is.
+func (ssn *Session) AddVictimFilterFn(plugin string, fn VictimFilterFn) {
+	register(ssn, ssn.fns.victimFilter, plugin, fn)
 }
 
 // VictimSelectFn picks, among candidates a preemptor may evict on node (lowest first, as
@@ -54,14 +68,27 @@ func preemptiveFlag(o *conf.PluginOption) *bool  { return o.EnablePreemptive }
 func jobStarvingFlag(o *conf.PluginOption) *bool { return o.EnabledJobStarving }
 
 // Preemptable is the victims preemptor may evict among candidates, by the plugins whose
-// enablePreemptable is on (see evictable).
+// enablePreemptable is on (see evictable), less those a victim filter of theirs keeps.
 func (ssn *Session) Preemptable(preemptor *api.TaskInfo, candidates []*api.TaskInfo) []*api.TaskInfo {
-	return evictable(ssn.chains().preemptable, preemptor, candidates)
+	c := ssn.chains()
+	return filterVictims(c.preemptFilter, evictable(c.preemptable, preemptor, candidates))
 }
 
 // Reclaimable is Preemptable for reclaim, by the plugins whose enableReclaimable is on.
 func (ssn *Session) Reclaimable(reclaimer *api.TaskInfo, candidates []*api.TaskInfo) []*api.TaskInfo {
-	return evictable(ssn.chains().reclaimable, reclaimer, candidates)
+	c := ssn.chains()
+	return filterVictims(c.reclaimFilter, evictable(c.reclaimable, reclaimer, candidates))
+}
+
+// filterVictims passes the victims through every filter of the chain, in tier order.
+func filterVictims(c chain[VictimFilterFn], victims []*api.TaskInfo) []*api.TaskInfo {
+	for _, l := range c {
+		if len(victims) == 0 {
+			return nil
+		}
+		victims = l.fn(victims)
+	}
+	return victims
 }
 
 // evictable combines the chain tier by tier, as upstream: within a tier, the candidates every

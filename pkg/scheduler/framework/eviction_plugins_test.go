@@ -102,6 +102,57 @@ func TestEvictableFollowsFlags(t *testing.T) {
 	}
 }
 
+// vetoer is a plugin whose victim filter keeps the candidates named in keep.
+type vetoer struct {
+	name string
+	keep map[string]bool
+}
+
+func (v *vetoer) Name() string { return v.name }
+func (v *vetoer) OnSessionOpen(ssn *framework.Session) {
+	ssn.AddVictimFilterFn(v.name, func(victims []*api.TaskInfo) []*api.TaskInfo {
+		var out []*api.TaskInfo
+		for _, t := range victims {
+			if !v.keep[t.Name] {
+				out = append(out, t)
+			}
+		}
+		return out
+	})
+}
+func (v *vetoer) OnSessionClose(*framework.Session) {}
+
+// A victim filter applies in whatever tier its plugin is, after the tier that decided, and
+// only where its plugin's flag for the action is on.
+func TestVictimFiltersApplyInEveryTier(t *testing.T) {
+	off := false
+	reg := framework.NewRegistry()
+	decider := &evictor{name: "decider", allow: []int{0, 1}}
+	veto := &vetoer{name: "veto", keep: map[string]bool{"pg-w-1": true}}
+	reg.RegisterPlugin(decider.name, func(conf.Arguments) (framework.Plugin, error) { return decider, nil })
+	reg.RegisterPlugin(veto.name, func(conf.Arguments) (framework.Plugin, error) { return veto, nil })
+	cfg := &conf.SchedulerConfiguration{Actions: "preempt", Tiers: []conf.Tier{
+		{Plugins: []conf.PluginOption{{Name: decider.name}}},
+		{Plugins: []conf.PluginOption{{Name: veto.name, EnabledReclaimable: &off}}},
+	}}
+	ssn := framework.OpenSession(&frameworktest.Cache{Snap: cluster(1, 3)}, cfg, reg, nil)
+	job := ssn.Jobs["ns/pg"]
+	candidates := []*api.TaskInfo{job.Tasks["uid-1"], job.Tasks["uid-2"]}
+	names := func(ts []*api.TaskInfo) []string {
+		var out []string
+		for _, t := range ts {
+			out = append(out, t.Name)
+		}
+		return out
+	}
+	if got := names(ssn.Preemptable(job.Tasks["uid-0"], candidates)); !slices.Equal(got, []string{"pg-w-2"}) {
+		t.Errorf("Preemptable = %v, want [pg-w-2]: the second tier's filter keeps pg-w-1", got)
+	}
+	if got := names(ssn.Reclaimable(job.Tasks["uid-0"], candidates)); !slices.Equal(got, []string{"pg-w-1", "pg-w-2"}) {
+		t.Errorf("Reclaimable = %v, want both: the filter is off for reclaim", got)
+	}
+}
+
 // starver says whether a job is starving, and refuses reclaim for its queue when refuse is set.
 type starver struct {
 	name     string

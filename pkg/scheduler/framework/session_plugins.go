@@ -69,6 +69,7 @@ type sessionFns struct {
 	jobValid                     map[string]JobValidFn
 	queueUsage                   map[string]QueueUsageFn
 	preemptable, reclaimable     map[string]EvictableFn
+	victimFilter                 map[string]VictimFilterFn
 	preemptive                   map[string]AllocatableFn
 	jobStarving                  map[string]JobBoolFn
 	victimSelect                 map[string]VictimSelectFn
@@ -83,7 +84,7 @@ func newSessionFns() sessionFns {
 		jobPipelined: map[string]VoteFn{}, jobEnqueueable: map[string]VoteFn{},
 		jobEnqueued: map[string]JobFn{}, jobValid: map[string]JobValidFn{},
 		queueUsage:  map[string]QueueUsageFn{},
-		preemptable: map[string]EvictableFn{}, reclaimable: map[string]EvictableFn{},
+		preemptable: map[string]EvictableFn{}, reclaimable: map[string]EvictableFn{}, victimFilter: map[string]VictimFilterFn{},
 		preemptive: map[string]AllocatableFn{}, jobStarving: map[string]JobBoolFn{},
 		victimSelect: map[string]VictimSelectFn{},
 	}
@@ -138,6 +139,7 @@ type sessionChains struct {
 	jobValid                     chain[JobValidFn]
 	queueUsage                   chain[QueueUsageFn]
 	preemptable, reclaimable     chain[EvictableFn]
+	preemptFilter, reclaimFilter chain[VictimFilterFn]
 	preemptive                   chain[AllocatableFn]
 	jobStarving                  chain[JobBoolFn]
 	victimSelect                 chain[VictimSelectFn]
@@ -168,6 +170,8 @@ func (ssn *Session) chains() *sessionChains {
 		queueUsage:     newChain(tiers, f.queueUsage, nil),
 		preemptable:    newChain(tiers, f.preemptable, preemptableFlag),
 		reclaimable:    newChain(tiers, f.reclaimable, reclaimableFlag),
+		preemptFilter:  newChain(tiers, f.victimFilter, preemptableFlag),
+		reclaimFilter:  newChain(tiers, f.victimFilter, reclaimableFlag),
 		preemptive:     newChain(tiers, f.preemptive, preemptiveFlag),
 		jobStarving:    newChain(tiers, f.jobStarving, jobStarvingFlag),
 		victimSelect:   newChain(tiers, f.victimSelect, nil),
