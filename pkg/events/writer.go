@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"hash/fnv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,8 @@ type writer struct {
 	unlogged atomic.Int64
 	// now is the clock writes are timed by.
 	now func() time.Time
+	// counts is dropped's counts by reason, for the log at close.
+	counts map[string]*atomic.Int64
 }
 
 // write is one sink call to make.
@@ -71,13 +74,16 @@ const (
 	dropShutdown  = "shutdown"
 )
 
+var dropReasons = []string{dropQueueFull, dropLate, dropAPIError, dropShutdown}
+
 func newWriter(api record.EventSink) *writer {
 	w := &writer{api: api, dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: DroppedMetric, Help: "Kubernetes Events recorded but never written to the API server, by reason.",
-	}, []string{"reason"}), now: time.Now}
+	}, []string{"reason"}), now: time.Now, counts: map[string]*atomic.Int64{}}
 	// Every series exists from the start, at 0, so that a scrape shows nothing was dropped.
-	for _, reason := range []string{dropQueueFull, dropLate, dropAPIError, dropShutdown} {
+	for _, reason := range dropReasons {
 		w.dropped.WithLabelValues(reason)
+		w.counts[reason] = &atomic.Int64{}
 	}
 	for range writers {
 		q := make(chan write, writerQueue)
@@ -150,6 +156,7 @@ func (w *writer) do(wr write) {
 
 func (w *writer) drop(reason string, e *corev1.Event, err error) {
 	w.dropped.WithLabelValues(reason).Inc()
+	w.counts[reason].Add(1)
 	n := w.unlogged.Add(1)
 	now := time.Now().UnixNano()
 	last := w.lastLog.Load()
@@ -162,7 +169,8 @@ func (w *writer) drop(reason string, e *corev1.Event, err error) {
 }
 
 // close writes what is queued and stops the workers, or gives up when ctx ends, counting
-// what is left as dropped.
+// what is left as dropped; then it logs the process's drops by reason, which the rate-limited
+// drop log may not have told in full.
 func (w *writer) close(ctx context.Context) {
 	for _, q := range w.queues {
 		close(q)
@@ -174,11 +182,22 @@ func (w *writer) close(ctx context.Context) {
 	case <-ctx.Done():
 		w.abandon(ctx.Err())
 	}
+	var total int64
+	byReason := []any{"metric", DroppedMetric}
+	for _, reason := range dropReasons {
+		n := w.counts[reason].Load()
+		total += n
+		byReason = append(byReason, strings.ReplaceAll(reason, " ", ""), n)
+	}
+	if total > 0 {
+		klog.InfoS("Events dropped in this process's life", byReason...)
+	}
 }
 
 // abandon counts and logs the writes still queued when the process goes.
 func (w *writer) abandon(err error) {
 	n := w.queued.Load()
 	w.dropped.WithLabelValues(dropShutdown).Add(float64(n))
+	w.counts[dropShutdown].Add(n)
 	klog.ErrorS(err, "Events still queued at shutdown were not written", "count", n, "metric", DroppedMetric)
 }
