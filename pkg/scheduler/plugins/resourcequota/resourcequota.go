@@ -6,7 +6,10 @@
 // For each ResourceQuota of the namespace, each resource of its status.hard that
 // minResources asks for must hold status.used, plus the minResources of the namespace's jobs
 // this cycle has already enqueued (which the quota does not count yet), plus the job's. A
-// job without minResources is let through. Refused, the job stays Pending and its PodGroup
+// job without minResources is let through. Of a job's minResources, the requests of its pods
+// that already exist are left out: the quota counted each when it was created (plain pods
+// given a PodGroup exist before their job is enqueued; upstream counts them twice, and such a
+// job never enters a namespace whose quota is more than half used). Refused, the job stays Pending and its PodGroup
 // gets upstream's Normal "Unschedulable" Event, "resource quota insufficient, ...", naming
 // the quota (upstream's Event prints the lists as Go maps of quantity structs and names no
 // quota).
@@ -27,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/informers"
 	toolscache "k8s.io/client-go/tools/cache"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
@@ -89,7 +93,7 @@ func (*quotaPlugin) OnSessionClose(*framework.Session) {}
 // enqueueable permits the job when every quota of its namespace holds it (see the package
 // comment); otherwise it rejects it and says why on the PodGroup.
 func (p *quotaPlugin) enqueueable(ssn *framework.Session, job *api.JobInfo) int {
-	want := minResources(job)
+	want := uncounted(job)
 	if want == nil {
 		return framework.Permit
 	}
@@ -112,7 +116,7 @@ func (p *quotaPlugin) enqueueable(ssn *framework.Session, job *api.JobInfo) int 
 
 // enqueued counts the job's minResources against its namespace for the rest of the session.
 func (p *quotaPlugin) enqueued(job *api.JobInfo) {
-	want := minResources(job)
+	want := uncounted(job)
 	if want == nil {
 		return
 	}
@@ -133,6 +137,31 @@ func minResources(job *api.JobInfo) corev1.ResourceList {
 		return nil
 	}
 	return *job.PodGroup.Spec.MinResources
+}
+
+// uncounted is the job's minResources less the requests of its pods that exist and are not
+// finished, which its namespace's quotas count already; nil without minResources.
+func uncounted(job *api.JobInfo) corev1.ResourceList {
+	min := minResources(job)
+	if min == nil {
+		return nil
+	}
+	want := min.DeepCopy()
+	for _, t := range job.Tasks {
+		if t.Pod == nil || t.Pod.Status.Phase == corev1.PodSucceeded || t.Pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		for name, q := range resourcehelper.PodRequests(t.Pod, resourcehelper.PodResourcesOptions{}) {
+			if left, ok := want[name]; ok {
+				left.Sub(q)
+				if left.Sign() < 0 {
+					left = resource.Quantity{Format: left.Format}
+				}
+				want[name] = left
+			}
+		}
+	}
+	return want
 }
 
 // quotaEntry is one resource of a quota that minResources asks for.

@@ -155,3 +155,31 @@ func TestWithoutAPIServerEveryJobPasses(t *testing.T) {
 		t.Errorf("enqueued %v, events %v", enqueued, events)
 	}
 }
+
+// A PodGroup given to plain pods that already exist (their requests counted in the quota's
+// status.used when they were created) is not counted twice: with 800m of a 1-CPU quota used by
+// its own two pods, a job asking 800m is enqueued; a job whose pods do not exist yet is not.
+func TestOwnPodsAreNotCountedTwice(t *testing.T) {
+	q := quota("ns", "team", list("requests.cpu", "1"), list("requests.cpu", "800m"))
+	quotas, factory, ctx := watched(t, q)
+	objs := frameworktest.Objects{Queues: []*schedulingv1beta1.Queue{st.MakeQueue().Name("default").Weight(1).Obj()}}
+	for i, name := range []string{"plain", "controller"} {
+		objs.PodGroups = append(objs.PodGroups, st.MakePodGroup().Namespace("ns").Name(name).Queue("default").MinMember(2).
+			Created(i).Phase(schedulingv1beta1.PodGroupPending).MinResources(list("cpu", "800m")).Obj())
+	}
+	for i := range 2 {
+		objs.Pods = append(objs.Pods, st.Pod(fmt.Sprintf("plain-%d", i), "400m", "").Group("plain").Obj())
+	}
+	reg := framework.NewRegistry()
+	reg.RegisterAction(enqueue.New())
+	reg.RegisterPlugin(PluginName, NewBuilder(quotas))
+	cfg := &conf.SchedulerConfiguration{Actions: "enqueue", Tiers: []conf.Tier{{Plugins: []conf.PluginOption{{Name: PluginName}}}}}
+	frameworktest.RunActions(t, &frameworktest.Cache{Snap: objs.ClusterInfo()}, cfg, reg) // asks for the quotas
+	factory.WaitForCacheSync(ctx.Done())
+	ssn := frameworktest.RunActions(t, &frameworktest.Cache{Snap: objs.ClusterInfo()}, cfg, reg)
+	for name, want := range map[string]schedulingv1beta1.PodGroupPhase{"plain": schedulingv1beta1.PodGroupInqueue, "controller": schedulingv1beta1.PodGroupPending} {
+		if got := ssn.Jobs[api.JobID("ns/"+name)].Status.Phase; got != want {
+			t.Errorf("%s: %s, want %s", name, got, want)
+		}
+	}
+}
