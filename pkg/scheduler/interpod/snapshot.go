@@ -35,53 +35,48 @@ type nodeView struct {
 	node *api.NodeInfo
 	pods podInfos
 
-	all, antiAffinity, scoring                   []fwk.PodInfo
-	allListed, antiAffinityListed, scoringListed bool
+	all, antiAffinity, scoring listedPods
+}
+
+// listedPods is one list of a node's pods, made on first use.
+type listedPods struct {
+	pods   []fwk.PodInfo
+	listed bool
+}
+
+// of lists, the first time, the parsed terms of the node's pods that keep accepts (every pod
+// when keep is nil).
+func (l *listedPods) of(n *nodeView, keep func(*corev1.Pod) bool) []fwk.PodInfo {
+	if !l.listed {
+		l.listed = true
+		if keep == nil {
+			l.pods = make([]fwk.PodInfo, 0, len(n.node.Tasks))
+		}
+		for _, t := range n.node.Tasks {
+			if keep == nil || keep(t.Pod) {
+				l.pods = append(l.pods, n.pods.of(t.Pod))
+			}
+		}
+	}
+	return l.pods
 }
 
 func (n *nodeView) Node() *corev1.Node { return n.node.Node }
 
 // GetPods lists every task's pod: PodTopologySpread counts those its constraints select, and
 // InterPodAffinity those the pod's own terms select.
-func (n *nodeView) GetPods() []fwk.PodInfo {
-	if !n.allListed {
-		n.allListed = true
-		n.all = make([]fwk.PodInfo, 0, len(n.node.Tasks))
-		for _, t := range n.node.Tasks {
-			n.all = append(n.all, n.pods.of(t.Pod))
-		}
-	}
-	return n.all
-}
+func (n *nodeView) GetPods() []fwk.PodInfo { return n.all.of(n, nil) }
 
 // GetPodsWithRequiredAntiAffinity lists the pods whose anti-affinity may keep the pod away.
 func (n *nodeView) GetPodsWithRequiredAntiAffinity() []fwk.PodInfo {
-	if !n.antiAffinityListed {
-		n.antiAffinityListed = true
-		for _, t := range n.node.Tasks {
-			if api.HasRequiredAntiAffinity(t.Pod) {
-				n.antiAffinity = append(n.antiAffinity, n.pods.of(t.Pod))
-			}
-		}
-	}
-	return n.antiAffinity
+	return n.antiAffinity.of(n, api.HasRequiredAntiAffinity)
 }
 
 // GetPodsWithAffinity lists the pods whose affinity terms score nodes for the pods they
 // select (api.HasScoringTerms), which InterPodAffinity's PreScore reads for a pod without
 // preferred terms of its own. kube-scheduler lists every pod with pod affinity or
 // anti-affinity; those with only required anti-affinity add nothing to a score.
-func (n *nodeView) GetPodsWithAffinity() []fwk.PodInfo {
-	if !n.scoringListed {
-		n.scoringListed = true
-		for _, t := range n.node.Tasks {
-			if api.HasScoringTerms(t.Pod) {
-				n.scoring = append(n.scoring, n.pods.of(t.Pod))
-			}
-		}
-	}
-	return n.scoring
-}
+func (n *nodeView) GetPodsWithAffinity() []fwk.PodInfo { return n.scoring.of(n, api.HasScoringTerms) }
 
 // views holds, for one session, the view of each node a PreFilter was given, until the
 // session changes the node's tasks. PreFilter reads it, and the session's placements change
