@@ -106,7 +106,7 @@ func listed(t *testing.T, unlisted bool, pdbs ...*policyv1.PodDisruptionBudget) 
 }
 
 // victimTier is upstream's first tier, which decides the victims; upstream's confs put pdb
-// in the second (shared/reference/upstream-confs/04).
+// in the second (cmd/vc-scheduler/testdata/upstream-confs/04-pools-and-topology.conf).
 var victimTier = []conf.PluginOption{{Name: priority.PluginName}, {Name: gang.PluginName}, {Name: conformance.PluginName}}
 
 // evict runs the action over ci with victimTier then pdb (reading budgets) and extra in the
