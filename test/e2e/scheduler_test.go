@@ -149,11 +149,22 @@ func (e *schedulerEnv) gang(name, queue string, min, pods int, cpu string, minRe
 // gangOfClass is gang with a priority class for the PodGroup and its pods ("" for none).
 func (e *schedulerEnv) gangOfClass(name, queue, class string, min, pods int, cpu string, minResources corev1.ResourceList) {
 	e.t.Helper()
+	e.gangWith(name, queue, class, min, pods, cpu, minResources, nil, nil)
+}
+
+// gangWith is gangOfClass with editPG changing the PodGroup and editPod the i-th pod before
+// they are created (nil for no change).
+func (e *schedulerEnv) gangWith(name, queue, class string, min, pods int, cpu string, minResources corev1.ResourceList,
+	editPG func(*schedulingv1beta1.PodGroup), editPod func(i int, pod *corev1.Pod)) {
+	e.t.Helper()
 	ctx := context.Background()
 	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
 		Spec: schedulingv1beta1.PodGroupSpec{MinMember: int32(min), Queue: queue, PriorityClassName: class}}
 	if minResources != nil {
 		pg.Spec.MinResources = &minResources
+	}
+	if editPG != nil {
+		editPG(pg)
 	}
 	if _, err := e.vc.SchedulingV1beta1().PodGroups(e.ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
 		e.t.Fatalf("create podgroup %s: %v", name, err)
@@ -165,6 +176,9 @@ func (e *schedulerEnv) gangOfClass(name, queue, class string, min, pods int, cpu
 		pod.Spec.Tolerations = []corev1.Toleration{{Key: kwokAnnotation, Operator: corev1.TolerationOpExists}}
 		pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
 		pod.Spec.PriorityClassName = class
+		if editPod != nil {
+			editPod(i, pod)
+		}
 		if _, err := e.cs.CoreV1().Pods(e.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			e.t.Fatalf("create pod %s: %v", pod.Name, err)
 		}
