@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
@@ -104,5 +106,43 @@ func TestUnusableConfKeepsVGPUOn(t *testing.T) {
 	status := scrape(t, "http://"+healthzAddr+"/status")
 	if !strings.HasPrefix(status, "configuration: built-in, with deviceshare (nodes with vGPU registered: 1)\n") {
 		t.Errorf("/status\n%s\nwant the built-in configuration with deviceshare", status)
+	}
+}
+
+// Upstream's chart default conf has no deviceshare. On a cluster whose device plugin has
+// registered vGPU, the real binary keeps a vGPU pod Pending, its PodGroup saying which plugin
+// the conf lacks, instead of binding it without an assignment, while a cpu pod binds; the
+// operator reads it once in a VGPUSchedulingOff Warning Event, the
+// volcano_vgpu_unscheduled_nodes gauge and /status.
+func TestChartDefaultConfHoldsVGPUPods(t *testing.T) {
+	e := newSchedulerEnv(t)
+	e.gpuNode("gpu", 1, 10, 8192, 0)
+	metricsAddr, healthzAddr := freeAddress(t), freeAddress(t)
+	e.scheduler(upstreamConf(t, "01-chart-default.conf"), "--enable-metrics", "--listen-address", metricsAddr,
+		"--enable-healthz", "--healthz-address", healthzAddr)
+	e.vgpuGang("sliced", "", 1, 1000, 0)
+	e.gang("plain", "", 1, 1, "1", nil)
+	e.waitBound("plain-", 1, 60*time.Second)
+
+	reason := fmt.Sprintf("pod %s/sliced-0 requests %s, which only the deviceshare plugin places, "+
+		"and the scheduler configuration in force does not turn it on.", e.ns, vgpu.DefaultCountResource)
+	e.podGroup("sliced", 30*time.Second, "Unschedulable naming deviceshare", func(pg *schedulingv1beta1.PodGroup) bool {
+		c := condition(pg, schedulingv1beta1.PodGroupUnschedulableType)
+		return c != nil && c.Status == corev1.ConditionTrue && strings.Contains(c.Message, reason)
+	})
+	if bound, _, err := e.boundPods(context.Background(), "sliced-"); err != nil || bound != 0 {
+		t.Errorf("sliced: %d pods bound (%v) without deviceshare, want none", bound, err)
+	}
+	message := "1 node(s) have registered vGPU, but the scheduler configuration in force does not schedule it"
+	waitEvent(t, e.cs, 20*time.Second, "volcano-system", "involvedObject.name="+e.name, "a VGPUSchedulingOff Event",
+		func(ev corev1.Event) bool {
+			return ev.Type == corev1.EventTypeWarning && ev.Reason == "VGPUSchedulingOff" && strings.HasPrefix(ev.Message, message)
+		})
+	families := parseScrape(t, scrape(t, "http://"+metricsAddr+"/metrics"))
+	if g := families["volcano_vgpu_unscheduled_nodes"]; g == nil || sum(g) != 1 {
+		t.Errorf("volcano_vgpu_unscheduled_nodes = %v, want 1", g)
+	}
+	if status := scrape(t, "http://"+healthzAddr+"/status"); !strings.Contains(status, "\nvGPU: not scheduled: "+message) {
+		t.Errorf("/status\n%s\nlacks the vGPU line", status)
 	}
 }
