@@ -100,3 +100,69 @@ func TestHierarchicalQueuesCapAndRefuse(t *testing.T) {
 		return false, fmt.Sprintf("events %q", seen), nil
 	})
 }
+
+// Reclaim over a two-level tree on one GPU of 4 vGPU slots: dept-x (guarantee 2 vGPUs) holds
+// projects x1 and x2, dept-y (deserved 4) holds y1 (deserved 4) and y2. While dept-y is idle
+// x1 bursts to all 4 slots. y1's gang of 2 then reclaims 2 of x1's pods and is bound; y1's
+// next pod finds dept-y at the 2 slots dept-x's guarantee leaves it, so no more of x1's pods
+// go, and the pod's event says its queue has no room. Without the guarantee y1's deserved 4
+// would take all 4 (x1 itself deserves nothing).
+func TestHierarchicalGuaranteeHoldsAgainstReclaim(t *testing.T) {
+	e := newSchedulerEnv(t)
+	ctx := context.Background()
+	nodes := map[string][]vgpu.NodeDevice{e.name + "-gpu": e.gpuNode("gpu", 1, 4, 24576, 0)}
+	vgpus := func(n int64) corev1.ResourceList {
+		return corev1.ResourceList{vgpu.DefaultCountResource: *resource.NewQuantity(n, resource.DecimalSI)}
+	}
+	// A share covers every resource the pods ask for: a deserved that names no vgpu-memory
+	// is none of it, as upstream's.
+	share := func(n int64) corev1.ResourceList {
+		r := vgpus(n)
+		r[vgpu.DefaultMemoryResource] = *resource.NewQuantity(n*1000, resource.DecimalSI)
+		return r
+	}
+	under := func(parent string, deserved corev1.ResourceList, guarantee corev1.ResourceList) func(*schedulingv1beta1.QueueSpec) {
+		return func(spec *schedulingv1beta1.QueueSpec) {
+			spec.Parent, spec.Deserved, spec.Guarantee = parent, deserved, schedulingv1beta1.Guarantee{Resource: guarantee}
+		}
+	}
+	deptX := e.queueWith("dept-x", under("root", nil, vgpus(2)))
+	x1 := e.queueWith("x1", under(deptX, nil, nil))
+	e.queueWith("x2", under(deptX, nil, nil))
+	deptY := e.queueWith("dept-y", under("root", share(4), nil))
+	y1 := e.queueWith("y1", under(deptY, share(4), nil))
+	e.queueWith("y2", under(deptY, nil, nil))
+	conf := strings.Replace(hierarchyConf, `"enqueue, allocate, backfill"`, `"enqueue, allocate, reclaim, backfill"`, 1)
+	e.scheduler(conf)
+
+	e.vgpuGangOfClass("burst", x1, "", 1, 4, 1000, 0)
+	e.waitBound("burst-", 4, 60*time.Second)
+	e.vgpuGang("claim", y1, 2, 1000, 0)
+	e.waitBound("claim-", 2, 60*time.Second)
+
+	e.vgpuGang("more", y1, 1, 1000, 0)
+	// y1's real capability is what dept-y's leaves it: 2.
+	full := fmt.Sprintf("queue %s has no room for the pod within its real capability: %s", y1, vgpu.DefaultCountResource)
+	waitEvent(t, e.cs, 30*time.Second, e.ns, "involvedObject.name=more-0", "more-0's event naming "+y1,
+		func(ev corev1.Event) bool {
+			return ev.Reason == "FailedScheduling" && strings.Contains(ev.Message, full)
+		})
+	e.noOverbooking(ctx, nodes)
+	// Cycles ran after that one: a later pod of another queue is bound.
+	e.node("cpus", "4")
+	e.gangWith("later", e.queueWith("other", under("root", nil, nil)), "", 1, 1, "1", nil, nil, func(_ int, pod *corev1.Pod) {
+		pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: e.name + "-cpus"}
+	})
+	e.waitBound("later-", 1, 60*time.Second)
+
+	if bound, _, err := e.boundPods(ctx, "burst-"); err != nil || bound != 2 {
+		t.Errorf("x1's pods bound %d (%v), want 2: dept-x's guarantee", bound, err)
+	}
+	if bound, _, err := e.boundPods(ctx, "more-"); err != nil || bound != 0 {
+		t.Errorf("more's pods bound %d (%v), want none: dept-y is at what dept-x's guarantee leaves it", bound, err)
+	}
+	if evicted, err := e.evictedFor(ctx, "reclaim"); err != nil || len(evicted) != 2 ||
+		!strings.HasPrefix(evicted[0], "burst-") || !strings.HasPrefix(evicted[1], "burst-") {
+		t.Errorf("evicted for reclaim %v (%v), want two of x1's pods", evicted, err)
+	}
+}

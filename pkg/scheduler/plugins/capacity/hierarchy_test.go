@@ -254,6 +254,26 @@ func TestReclaimAlongTheTree(t *testing.T) {
 	}
 }
 
+// TestReclaimInAFullCluster: with team-a's three pods filling the node, the root (the
+// cluster) has no room left, as whenever reclaim is needed; team-b still takes back from
+// team-a, since reclaim leaves the root's total as it is.
+func TestReclaimInAFullCluster(t *testing.T) {
+	o := reclaimCluster(q("org-a", "", nil, st.Resources("2", ""), nil), q("team-a", "org-a", nil, st.Resources("1", ""), nil))
+	o.Nodes = []*corev1.Node{st.Node("n1", st.Resources("3", "8Gi")).Obj()}
+	ssn := frameworktest.OpenSession(t, &frameworktest.Cache{Snap: o.ClusterInfo()}, "reclaim", builders, hierarchical(nil))
+	reclaimer := qt.Task(ssn, "b-0")
+	if err := ssn.Allocatable(ssn.Queues["team-b"], reclaimer); err == nil {
+		t.Fatal("team-b may allocate in a full cluster")
+	}
+	if err := ssn.Preemptive(ssn.Queues["team-b"], reclaimer); err != nil {
+		t.Fatalf("team-b may not reclaim in a full cluster: %v", err)
+	}
+	candidates := []*api.TaskInfo{qt.Task(ssn, "a1-0"), qt.Task(ssn, "a2-0"), qt.Task(ssn, "a3-0")}
+	if got := ssn.Reclaimable(reclaimer, candidates); len(got) != 2 {
+		t.Errorf("victims %d, want 2: team-a down to its deserved share", len(got))
+	}
+}
+
 // TestDeservedAlongTheTree: a child deserves no more than its parent does, nor than its real
 // capability, and at least its guarantee; the root deserves what its children do.
 func TestDeservedAlongTheTree(t *testing.T) {

@@ -293,13 +293,18 @@ func (l *Ledger) FitsDeserved(queue *api.QueueInfo, task *api.TaskInfo) error {
 // (capacity's Allocatable), else why not.
 // With a hierarchy, every ancestor of the queue must have room too.
 func (l *Ledger) FitsRealCapability(queue *api.QueueInfo, task *api.TaskInfo) error {
+	return l.fitsRealCapability(queue, task, true)
+}
+
+// fitsRealCapability is FitsRealCapability, the root checked or not.
+func (l *Ledger) fitsRealCapability(queue *api.QueueInfo, task *api.TaskInfo, root bool) error {
 	if err := l.fits(queue, task, func(q *Queue) *api.Resource { return q.RealCapability }, "real capability"); err != nil {
 		return err
 	}
 	if l.tree == nil {
 		return nil
 	}
-	return l.fitsAncestors(l.Queues[queue.UID], task)
+	return l.fitsAncestors(l.Queues[queue.UID], task, root)
 }
 
 // fits: the queue is Open and Allocated plus the task's request stays within limit in every

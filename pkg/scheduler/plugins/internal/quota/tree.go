@@ -67,7 +67,7 @@ func (l *Ledger) shareCapability(parent api.QueueID) {
 		}
 		l.shareCapability(id)
 	}
-	if !guaranteed.LessEqual(p.RealCapability, api.MissingAsInfinity) {
+	if !guaranteed.LessEqual(p.RealCapability, api.MissingAsZero) {
 		klog.V(2).InfoS("Children's guarantees exceed what their parent queue can hold; not all can be met at once",
 			"queue", p.Info.Name, "childrenGuarantee", guaranteed, "realCapability", p.RealCapability)
 	}
@@ -112,9 +112,13 @@ func (l *Ledger) LeafRefusal(id api.QueueID) string {
 }
 
 // fitsAncestors is nil when every ancestor of the queue has room for the task within its real
-// capability, else why not, naming the ancestor. The queue itself is checked by the caller.
-func (l *Ledger) fitsAncestors(q *Queue, task *api.TaskInfo) error {
+// capability, else why not, naming the ancestor; the root only when root is true. The queue
+// itself is checked by the caller.
+func (l *Ledger) fitsAncestors(q *Queue, task *api.TaskInfo, root bool) error {
 	for _, a := range l.chain(q.Info.UID)[1:] {
+		if !root && a.Info.UID == queuetree.Root {
+			continue
+		}
 		wanted := a.Allocated.Clone().Add(task.Resreq)
 		if short := wanted.ExceedingWithDimension(a.RealCapability, task.Resreq); len(short) > 0 {
 			klog.V(3).InfoS("Task does not fit in an ancestor of its queue", "pod", task.Key(), "queue", q.Info.Name,

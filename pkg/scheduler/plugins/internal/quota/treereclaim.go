@@ -85,12 +85,15 @@ func (l *Ledger) ancestorAt(id api.QueueID, depth int) api.QueueID {
 }
 
 // MayReclaim is the Preemptive rule with a hierarchy: the queue is an Open leaf, it and each
-// ancestor have room for the task within their real capability, and the queue stays within
-// its deserved share with the task, or, with ancestorLevel, one of its ancestors that many
-// levels up (the root aside) does: the team as a whole is owed it.
+// ancestor but the root have room for the task within their real capability, and the queue
+// stays within its deserved share with the task, or, with ancestorLevel, one of its ancestors
+// that many levels up (the root aside) does: the team as a whole is owed it.
 func (l *Ledger) MayReclaim(ancestorLevel int) func(*api.QueueInfo, *api.TaskInfo) error {
 	return func(queue *api.QueueInfo, task *api.TaskInfo) error {
-		if err := l.FitsRealCapability(queue, task); err != nil {
+		// Reclaim moves resources between queues, all under the root: the root's total is the
+		// same after it, and its real capability (the cluster) is full whenever reclaim is
+		// needed, so checking it would refuse every reclaim.
+		if err := l.fitsRealCapability(queue, task, false); err != nil {
 			return err
 		}
 		err := l.FitsDeserved(queue, task)
