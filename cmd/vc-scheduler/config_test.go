@@ -83,6 +83,49 @@ tiers:
 	}
 }
 
+// Upstream's proportional predicate loads as upstream's docs write it, every key read; a
+// refused value or a stray rate key is reported with its reason and dropped, and the rest of
+// the entry applies.
+func TestProportionalArgumentsLoad(t *testing.T) {
+	registry := newRegistry(allocate.Options{})
+	load := func(arguments string) []string {
+		t.Helper()
+		_, skipped, err := conf.Parse([]byte(`actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: predicates
+    arguments:
+      predicate.ProportionalEnable: true
+`+arguments), registry)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range skipped {
+			got = append(got, s.Error())
+		}
+		return got
+	}
+	if got := load(`      predicate.resources: nvidia.com/gpu,volcano.sh/vgpu-number
+      predicate.resources.nvidia.com/gpu.cpu: 4
+      predicate.resources.nvidia.com/gpu.memory: 8
+      predicate.resources.volcano.sh/vgpu-number.cpu: 0.4
+`); len(got) != 0 {
+		t.Errorf("upstream's arguments skipped: %q", got)
+	}
+	got := load(`      predicate.resources: nvidia.com/gpu
+      predicate.resources.nvidia.com/gpu.cpu: -4
+      predicate.resources.nvidia.com/gpu.mem: 8
+`)
+	want := []string{
+		`tiers[0].plugins[0]: plugin predicates: argument "predicate.resources.nvidia.com/gpu.cpu": rate -4: want a number of 0 or more; the plugin's default applies`,
+		`tiers[0].plugins[0]: plugin predicates: argument "predicate.resources.nvidia.com/gpu.mem": not the .cpu or .memory rate of a resource predicate.resources lists; the plugin's default applies`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("skipped\n got %q\nwant %q", got, want)
+	}
+}
+
 // upstreamConfs are the scheduler configurations of clusters that run upstream Volcano with
 // vGPU (testdata/upstream-confs, each file says what it stands for), with exactly what each
 // skips here. Every one loads, and deviceshare schedules vGPU wherever the file turns it on.

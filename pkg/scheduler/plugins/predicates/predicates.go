@@ -1,7 +1,24 @@
 // Package predicates keeps a task off nodes that the node object or the pods already there
 // rule out: a full pod count, spec.unschedulable, the pod's node selector and required node
 // affinity, NoSchedule and NoExecute taints, and host ports in use. Whether the node has the
-// resources is the allocate action's check, not this plugin's.
+// resources is the allocate action's check, not this plugin's; this one only holds cpu and
+// memory back for idle GPUs when asked to (below).
+//
+// With predicate.ProportionalEnable (upstream's proportional check; off by default) a node
+// keeps cpu and memory for its idle amount of each resource predicate.resources lists: a
+// task that requests none of them is refused ("proportional of resource <name> check
+// failed", unresolvable, upstream's words) where, once it is placed, the node's idle cpu
+// would fall below predicate.resources.<name>.cpu cores per idle unit of <name>, or its idle
+// memory below predicate.resources.<name>.memory GB (10^9 bytes, not GiB) per unit. Each
+// listed resource is held to its own reserve, not to the sum of them; rates default to 1. A
+// task that requests a listed resource is never held back, and a node without one keeps
+// nothing for it. With nvidia.com/gpu the idle units are the GPUs no pod requests. With
+// volcano.sh/vgpu-number they are vGPU slots: the device plugin advertises the split count
+// per GPU and every vGPU a pod asks for takes one (docs/protocol.md), so the rates are per
+// slot; with a split count of 10, cpu 0.4 keeps 4 cores per GPU no pod uses. A pod that asks
+// for volcano.sh/vgpu-memory without vgpu-number gets one vGPU from deviceshare but requests
+// no vgpu-number; listing volcano.sh/vgpu-memory too, with both rates 0, lets it through
+// without reserving anything for vGPU memory.
 //
 // Pods' volumes are decided by kube-scheduler's volume plugins (an api.VolumePlugins,
 // pkg/scheduler/volumes): VolumeBinding, VolumeZone and NodeVolumeLimits, each with its
@@ -69,14 +86,14 @@ var IgnoredArguments = map[string]string{
 		"a pod with spec.resourceClaims is refused, naming its claims",
 	"predicate.CacheEnable": "Volcano's predicates keeps its filters' results per pod template when it is true; " +
 		"this scheduler's has no such cache (allocate's predicateErrorCacheEnable switches its cache of failures per task role)",
-	"predicate.ProportionalEnable": "Volcano's predicates keeps cpu and memory free on a node in proportion to its idle " +
-		"predicate.resources when it is true; this scheduler's does not implement it",
 }
 
-// ArgumentKeys are the arguments New reads: the switches, upstream's ignored ones included.
+// ArgumentKeys are the arguments New reads: the switches, upstream's ignored ones included,
+// and the proportional check's list and rates (ProportionalRatePrefix + <resource>.cpu or
+// .memory, any resource: readProportional refuses the keys of unlisted ones).
 var ArgumentKeys = append(conf.ArgumentKeys{PodNumberEnable, NodeUnschedulableEnable, NodeAffinityEnable,
 	TaintTolerationEnable, NodePortsEnable, VolumeBindingEnable, VolumeZoneEnable, NodeVolumeLimitsEnable,
-	PodAffinityEnable, PodTopologySpreadEnable},
+	PodAffinityEnable, PodTopologySpreadEnable, ProportionalEnable, ProportionalResources, ProportionalRatePrefix + "*"},
 	slices.Sorted(maps.Keys(IgnoredArguments))...)
 
 // Reasons users see in "0/N nodes are unavailable: ...". All but the pod-number one are
@@ -103,6 +120,8 @@ type checks struct {
 	podNumber, unschedulable, nodeAffinity, taints, hostPorts bool
 	volumes                                                   api.VolumeChecks
 	interPod                                                  api.InterPodChecks
+	// proportional are the reserves of predicate.ProportionalEnable, nil when it is off.
+	proportional proportional
 }
 
 // verdicts are the session's failure statuses. They are shared by every node that fails the
@@ -164,7 +183,8 @@ func New(args conf.Arguments) (framework.Plugin, error) { return NewBuilder(nil,
 
 // NewBuilder builds the plugin from its predicate.<Check>Enable arguments, deciding pods'
 // volumes with the plugins volumes gives, and where other pods are with those interPod gives
-// (nil: not at all). A value that is not a bool is an error naming the argument.
+// (nil: not at all). A switch that is not a bool, or a proportional argument readProportional
+// refuses, is an error naming the argument.
 func NewBuilder(volumes api.VolumeSource, interPod api.InterPodSource) framework.PluginBuilder {
 	return func(args conf.Arguments) (framework.Plugin, error) { return build(args, volumes, interPod) }
 }
@@ -203,6 +223,11 @@ func build(args conf.Arguments, volumes api.VolumeSource, interPod api.InterPodS
 			return nil, err
 		}
 	}
+	reserves, err := readProportional(args)
+	if err != nil {
+		return nil, err
+	}
+	p.enabled.proportional = reserves
 	if volumes != nil {
 		v, err := volumes.Volumes(p.enabled.volumes)
 		if err != nil {
@@ -283,6 +308,9 @@ func (p *predicatesPlugin) predicate(task *api.TaskInfo, node *api.NodeInfo) *ap
 	}
 	if p.enabled.hostPorts && len(f.hostPorts) > 0 && p.portIndex().conflicts(node.Name, f.hostPorts) {
 		return p.verdicts.hostPorts
+	}
+	if s := p.enabled.proportional.check(task, node); s != nil {
+		return s
 	}
 	if p.volumes != nil && f.hasVolumes {
 		if s := p.filterVolumes(task, node); s != nil {
