@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -185,6 +186,48 @@ func (j *JobInfo) Clone() *JobInfo {
 		m[id] = ct
 	}
 	return c
+}
+
+// Refresh makes c, a clone of j that a closed session had, what Clone would return now, and
+// reports whether it could: when everything of c but its PodGroup status is still what j
+// holds (neither the cache nor that session changed the job's tasks, their states, its totals
+// or its session findings), only the status, which every session rewrites, is copied again.
+// A snapshot of a large cluster thus copies the few jobs that changed, not all of them. false
+// leaves c as it was: clone j instead.
+func (j *JobInfo) Refresh(c *JobInfo) bool {
+	if !j.sameBeyondStatus(c) {
+		return false
+	}
+	c.Priority = j.Priority
+	c.Status = *j.Status.DeepCopy()
+	return true
+}
+
+// sameBeyondStatus: every field of c but Priority and Status equals j's as Clone copies it;
+// the shared objects (PodGroup, the tasks' pods and requests) are the same ones.
+func (j *JobInfo) sameBeyondStatus(c *JobInfo) bool {
+	if c.UID != j.UID || c.Name != j.Name || c.Namespace != j.Namespace || c.Queue != j.Queue ||
+		c.MinAvailable != j.MinAvailable || c.TaskMinAvailableTotal != j.TaskMinAvailableTotal ||
+		!maps.Equal(c.TaskMinAvailable, j.TaskMinAvailable) || c.PodGroup != j.PodGroup ||
+		c.CreationTimestamp != j.CreationTimestamp || c.JobFitErrors != j.JobFitErrors ||
+		c.NodesFitErrors == nil || len(c.NodesFitErrors) != 0 || c.QueueRefusals != nil ||
+		c.taskCounts != j.taskCounts || c.pendingBestEffort != j.pendingBestEffort ||
+		!c.Allocated.identical(j.Allocated) || !c.TotalRequest.identical(j.TotalRequest) ||
+		len(c.Tasks) != len(j.Tasks) || len(c.TaskStatusIndex) != len(j.TaskStatusIndex) {
+		return false
+	}
+	for id, t := range j.Tasks {
+		ct := c.Tasks[id]
+		if ct == nil || !t.sameAs(ct) || c.TaskStatusIndex[ct.Status][id] != ct {
+			return false
+		}
+	}
+	// Every task is in its status's index; no index holds more.
+	indexed := 0
+	for _, m := range c.TaskStatusIndex {
+		indexed += len(m)
+	}
+	return indexed == len(c.Tasks)
 }
 
 // Key is "<namespace>/<name>" of the PodGroup.
