@@ -30,6 +30,12 @@ type JobInfo struct {
 	MinAvailable          int32
 	TaskMinAvailable      map[string]int32
 	TaskMinAvailableTotal int32
+	// MinResources is the PodGroup's spec.minResources in scheduler units (scalars in
+	// milli-units: "volcano.sh/vgpu-memory: 3000" is 3e6), nil when it sets none: such a job
+	// bypasses every queue and cluster quota at enqueue. Computed once from the PodGroup
+	// (the quota plugins read it for every job every session) and never modified: clones
+	// share it.
+	MinResources *Resource
 
 	// PodGroup is the informer's object: shared, never modified. The session changes
 	// Status, its own copy, and the cache writes it back only when it differs.
@@ -78,6 +84,10 @@ func (j *JobInfo) SetPodGroup(pg *schedulingv1beta1.PodGroup, defaultQueue strin
 	j.PodGroup = pg
 	j.Status = *pg.Status.DeepCopy()
 	j.MinAvailable = pg.Spec.MinMember
+	j.MinResources = nil
+	if pg.Spec.MinResources != nil {
+		j.MinResources = NewResource(*pg.Spec.MinResources)
+	}
 	j.TaskMinAvailable = pg.Spec.MinTaskMember
 	j.TaskMinAvailableTotal = 0
 	for _, n := range pg.Spec.MinTaskMember {
@@ -166,6 +176,7 @@ func (j *JobInfo) Clone() *JobInfo {
 	c := NewJobInfo(j.UID)
 	c.Name, c.Namespace, c.Queue, c.Priority = j.Name, j.Namespace, j.Queue, j.Priority
 	c.MinAvailable, c.TaskMinAvailable, c.TaskMinAvailableTotal = j.MinAvailable, j.TaskMinAvailable, j.TaskMinAvailableTotal
+	c.MinResources = j.MinResources
 	c.PodGroup = j.PodGroup
 	c.Status = *j.Status.DeepCopy()
 	c.CreationTimestamp = j.CreationTimestamp
@@ -208,7 +219,7 @@ func (j *JobInfo) Refresh(c *JobInfo) bool {
 func (j *JobInfo) sameBeyondStatus(c *JobInfo) bool {
 	if c.UID != j.UID || c.Name != j.Name || c.Namespace != j.Namespace || c.Queue != j.Queue ||
 		c.MinAvailable != j.MinAvailable || c.TaskMinAvailableTotal != j.TaskMinAvailableTotal ||
-		!maps.Equal(c.TaskMinAvailable, j.TaskMinAvailable) || c.PodGroup != j.PodGroup ||
+		!maps.Equal(c.TaskMinAvailable, j.TaskMinAvailable) || c.MinResources != j.MinResources || c.PodGroup != j.PodGroup ||
 		c.CreationTimestamp != j.CreationTimestamp || c.JobFitErrors != j.JobFitErrors ||
 		c.NodesFitErrors == nil || len(c.NodesFitErrors) != 0 || c.QueueRefusals != nil ||
 		c.taskCounts != j.taskCounts || c.pendingBestEffort != j.pendingBestEffort ||

@@ -304,7 +304,7 @@ func TestRefreshComparesEveryField(t *testing.T) {
 		return names
 	}
 	jobFields := []string{"UID", "Name", "Namespace", "Queue", "Priority", "MinAvailable", "TaskMinAvailable",
-		"TaskMinAvailableTotal", "PodGroup", "Status", "Tasks", "TaskStatusIndex", "Allocated", "TotalRequest",
+		"TaskMinAvailableTotal", "MinResources", "PodGroup", "Status", "Tasks", "TaskStatusIndex", "Allocated", "TotalRequest",
 		"taskCounts", "pendingBestEffort", "NodesFitErrors", "QueueRefusals", "JobFitErrors", "CreationTimestamp"}
 	taskFields := []string{"UID", "Job", "Name", "Namespace", "TaskRole", "Resreq", "InitResreq", "NodeName", "Status",
 		"Priority", "Preemptable", "BestEffort", "SchGated", "LastTransaction", "BindAnnotations", "PreBind", "Pod"}
