@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +30,12 @@ type JobInfo struct {
 	MinAvailable          int32
 	TaskMinAvailable      map[string]int32
 	TaskMinAvailableTotal int32
+	// MinResources is the PodGroup's spec.minResources in scheduler units (scalars in
+	// milli-units: "volcano.sh/vgpu-memory: 3000" is 3e6), nil when it sets none: such a job
+	// bypasses every queue and cluster quota at enqueue. Computed once from the PodGroup
+	// (the quota plugins read it for every job every session) and never modified: clones
+	// share it.
+	MinResources *Resource
 
 	// PodGroup is the informer's object: shared, never modified. The session changes
 	// Status, its own copy, and the cache writes it back only when it differs.
@@ -77,6 +84,10 @@ func (j *JobInfo) SetPodGroup(pg *schedulingv1beta1.PodGroup, defaultQueue strin
 	j.PodGroup = pg
 	j.Status = *pg.Status.DeepCopy()
 	j.MinAvailable = pg.Spec.MinMember
+	j.MinResources = nil
+	if pg.Spec.MinResources != nil {
+		j.MinResources = NewResource(*pg.Spec.MinResources)
+	}
 	j.TaskMinAvailable = pg.Spec.MinTaskMember
 	j.TaskMinAvailableTotal = 0
 	for _, n := range pg.Spec.MinTaskMember {
@@ -165,6 +176,7 @@ func (j *JobInfo) Clone() *JobInfo {
 	c := NewJobInfo(j.UID)
 	c.Name, c.Namespace, c.Queue, c.Priority = j.Name, j.Namespace, j.Queue, j.Priority
 	c.MinAvailable, c.TaskMinAvailable, c.TaskMinAvailableTotal = j.MinAvailable, j.TaskMinAvailable, j.TaskMinAvailableTotal
+	c.MinResources = j.MinResources
 	c.PodGroup = j.PodGroup
 	c.Status = *j.Status.DeepCopy()
 	c.CreationTimestamp = j.CreationTimestamp
@@ -185,6 +197,48 @@ func (j *JobInfo) Clone() *JobInfo {
 		m[id] = ct
 	}
 	return c
+}
+
+// Refresh makes c, a clone of j that a closed session had, what Clone would return now, and
+// reports whether it could: when everything of c but its PodGroup status is still what j
+// holds (neither the cache nor that session changed the job's tasks, their states, its totals
+// or its session findings), only the status, which every session rewrites, is copied again.
+// A snapshot of a large cluster thus copies the few jobs that changed, not all of them. false
+// leaves c as it was: clone j instead.
+func (j *JobInfo) Refresh(c *JobInfo) bool {
+	if !j.sameBeyondStatus(c) {
+		return false
+	}
+	c.Priority = j.Priority
+	c.Status = *j.Status.DeepCopy()
+	return true
+}
+
+// sameBeyondStatus: every field of c but Priority and Status equals j's as Clone copies it;
+// the shared objects (PodGroup, the tasks' pods and requests) are the same ones.
+func (j *JobInfo) sameBeyondStatus(c *JobInfo) bool {
+	if c.UID != j.UID || c.Name != j.Name || c.Namespace != j.Namespace || c.Queue != j.Queue ||
+		c.MinAvailable != j.MinAvailable || c.TaskMinAvailableTotal != j.TaskMinAvailableTotal ||
+		!maps.Equal(c.TaskMinAvailable, j.TaskMinAvailable) || c.MinResources != j.MinResources || c.PodGroup != j.PodGroup ||
+		c.CreationTimestamp != j.CreationTimestamp || c.JobFitErrors != j.JobFitErrors ||
+		c.NodesFitErrors == nil || len(c.NodesFitErrors) != 0 || c.QueueRefusals != nil ||
+		c.taskCounts != j.taskCounts || c.pendingBestEffort != j.pendingBestEffort ||
+		!c.Allocated.identical(j.Allocated) || !c.TotalRequest.identical(j.TotalRequest) ||
+		len(c.Tasks) != len(j.Tasks) || len(c.TaskStatusIndex) != len(j.TaskStatusIndex) {
+		return false
+	}
+	for id, t := range j.Tasks {
+		ct := c.Tasks[id]
+		if ct == nil || !t.sameAs(ct) || c.TaskStatusIndex[ct.Status][id] != ct {
+			return false
+		}
+	}
+	// Every task is in its status's index; no index holds more.
+	indexed := 0
+	for _, m := range c.TaskStatusIndex {
+		indexed += len(m)
+	}
+	return indexed == len(c.Tasks)
 }
 
 // Key is "<namespace>/<name>" of the PodGroup.

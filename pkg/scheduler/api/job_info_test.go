@@ -1,11 +1,14 @@
 package api
 
 import (
+	"context"
 	"fmt"
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
@@ -212,5 +215,106 @@ func TestJobCloneMatchesAddingTasks(t *testing.T) {
 	c.DeleteTask(c.Tasks[running.UID])
 	if after := describe(job); after != before || pending.Status != Pending {
 		t.Errorf("changing the clone changed the original: %s, was %s", after, before)
+	}
+}
+
+// refreshFixture is a gang of two, one pod running and one pending, with its clone as a
+// session would have it.
+func refreshFixture() (*JobInfo, *JobInfo) {
+	job := NewJobInfo("ns/pg1")
+	job.SetPodGroup(st.MakePodGroup().Namespace("ns").Name("pg1").MinMember(2).Phase(schedulingv1beta1.PodGroupRunning).Obj(), "default")
+	job.AddTask(NewTaskInfo(testPod("ns", "run", "n1", corev1.PodRunning, "1")))
+	job.AddTask(NewTaskInfo(testPod("ns", "wait", "", corev1.PodPending, "1")))
+	return job, job.Clone()
+}
+
+type stepForTest struct{}
+
+func (*stepForTest) Name() string { return "test" }
+func (*stepForTest) PreBind(context.Context, *PreBindRequest) (Undo, error) {
+	return nil, nil
+}
+
+// TestRefresh: a session's copy of a job serves the next session only while it holds exactly
+// what the cache's job holds, its status apart; then it is what a new copy would be.
+func TestRefresh(t *testing.T) {
+	task := func(job *JobInfo, name string) *TaskInfo { return job.Tasks[TaskID("ns-"+name)] }
+	tests := []struct {
+		name  string
+		do    func(job, c *JobInfo)
+		reuse bool
+	}{
+		{name: "untouched", do: func(job, c *JobInfo) {}, reuse: true},
+		{name: "the session rewrote the status and priority", reuse: true, do: func(job, c *JobInfo) {
+			c.Status.Phase = schedulingv1beta1.PodGroupUnknown
+			c.Status.Conditions = append(c.Status.Conditions, schedulingv1beta1.PodGroupCondition{Type: schedulingv1beta1.PodGroupScheduled})
+			c.Priority = 7
+		}},
+		{name: "the session placed a task and discarded it exactly", reuse: true, do: func(job, c *JobInfo) {
+			c.UpdateTaskStatus(task(c, "wait"), Allocated)
+			c.UpdateTaskStatus(task(c, "wait"), Pending)
+		}},
+		{name: "the session placed a task", do: func(job, c *JobInfo) { c.UpdateTaskStatus(task(c, "wait"), Allocated) }},
+		{name: "the session gave a task a node", do: func(job, c *JobInfo) { task(c, "wait").NodeName = "n2" }},
+		{name: "the session left a last transaction", do: func(job, c *JobInfo) {
+			task(c, "wait").LastTransaction = &TransactionContext{NodeName: "n2", Status: Allocated}
+		}},
+		{name: "the session set bind annotations", do: func(job, c *JobInfo) { task(c, "wait").BindAnnotations = map[string]string{} }},
+		{name: "the session added a pre-bind step", do: func(job, c *JobInfo) { task(c, "wait").AddPreBind(&stepForTest{}) }},
+		{name: "the session recorded a fit error", do: func(job, c *JobInfo) { c.NodesFitErrors[task(c, "wait").UID] = NewFitErrors() }},
+		{name: "the session recorded a queue refusal", do: func(job, c *JobInfo) { c.QueueRefusals = map[TaskID]string{} }},
+		{name: "the session recorded a job fit error", do: func(job, c *JobInfo) { c.JobFitErrors = "no" }},
+		{name: "the session changed the gang size", do: func(job, c *JobInfo) { c.MinAvailable = 1 }},
+		{name: "the session dropped a task", do: func(job, c *JobInfo) { c.DeleteTask(task(c, "wait")) }},
+		{name: "the session broke the index", do: func(job, c *JobInfo) {
+			c.TaskStatusIndex[Running][task(c, "wait").UID] = task(c, "wait")
+		}},
+		{name: "the cache moved a task", do: func(job, c *JobInfo) { job.UpdateTaskStatus(task(job, "wait"), Binding) }},
+		{name: "the cache added a task", do: func(job, c *JobInfo) {
+			job.AddTask(NewTaskInfo(testPod("ns", "more", "", corev1.PodPending, "1")))
+		}},
+		{name: "the cache took a newer pod", do: func(job, c *JobInfo) {
+			job.AddTask(NewTaskInfo(testPod("ns", "wait", "", corev1.PodPending, "1")))
+		}},
+		{name: "the cache took a newer PodGroup", do: func(job, c *JobInfo) { job.SetPodGroup(job.PodGroup.DeepCopy(), "default") }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			job, c := refreshFixture()
+			tt.do(job, c)
+			if got := job.Refresh(c); got != tt.reuse {
+				t.Fatalf("Refresh = %v, want %v", got, tt.reuse)
+			}
+			if tt.reuse && !reflect.DeepEqual(c, job.Clone()) {
+				t.Errorf("the refreshed copy differs from a new one:\n got  %+v\n want %+v", c, job.Clone())
+			}
+		})
+	}
+}
+
+// TestRefreshComparesEveryField: a field added to JobInfo or TaskInfo must be copied by Clone
+// and compared by Refresh (or refreshed, as the status is) before it is listed here, or a
+// session's change to it would reach the next session.
+func TestRefreshComparesEveryField(t *testing.T) {
+	fields := func(v any) []string {
+		var names []string
+		for f := range reflect.TypeOf(v).Fields() {
+			names = append(names, f.Name)
+		}
+		return names
+	}
+	jobFields := []string{"UID", "Name", "Namespace", "Queue", "Priority", "MinAvailable", "TaskMinAvailable",
+		"TaskMinAvailableTotal", "MinResources", "PodGroup", "Status", "Tasks", "TaskStatusIndex", "Allocated", "TotalRequest",
+		"taskCounts", "pendingBestEffort", "NodesFitErrors", "QueueRefusals", "JobFitErrors", "CreationTimestamp"}
+	taskFields := []string{"UID", "Job", "Name", "Namespace", "TaskRole", "Resreq", "InitResreq", "NodeName", "Status",
+		"Priority", "Preemptable", "BestEffort", "SchGated", "LastTransaction", "BindAnnotations", "PreBind", "Pod"}
+	resourceFields := []string{"MilliCPU", "Memory", "ScalarResources", "MaxTaskNum"}
+	for _, tt := range []struct {
+		v    any
+		want []string
+	}{{JobInfo{}, jobFields}, {TaskInfo{}, taskFields}, {Resource{}, resourceFields}} {
+		if got := fields(tt.v); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%T has fields %q; Refresh knows %q", tt.v, got, tt.want)
+		}
 	}
 }

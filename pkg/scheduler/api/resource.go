@@ -3,6 +3,7 @@
 package api
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -121,6 +122,13 @@ func (r *Resource) Clone() *Resource {
 		}
 	}
 	return &clone
+}
+
+// identical: r and rr hold exactly the same amounts, no Tolerance, and both or neither have
+// scalars (a session's copy that is identical to the cache's can stand for a new copy).
+func (r *Resource) identical(rr *Resource) bool {
+	return r.MilliCPU == rr.MilliCPU && r.Memory == rr.Memory && r.MaxTaskNum == rr.MaxTaskNum &&
+		(r.ScalarResources == nil) == (rr.ScalarResources == nil) && maps.Equal(r.ScalarResources, rr.ScalarResources)
 }
 
 // Get returns the amount of one resource in r's units (millicores, bytes,

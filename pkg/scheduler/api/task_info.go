@@ -2,6 +2,7 @@ package api
 
 import (
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -108,6 +109,18 @@ func (t *TaskInfo) Clone() *TaskInfo {
 		}
 	}
 	return &c
+}
+
+// sameAs: c holds what t holds, as Clone copies it (see JobInfo.Refresh).
+func (t *TaskInfo) sameAs(c *TaskInfo) bool {
+	return c.UID == t.UID && c.Job == t.Job && c.Name == t.Name && c.Namespace == t.Namespace &&
+		c.TaskRole == t.TaskRole && c.Resreq == t.Resreq && c.InitResreq == t.InitResreq &&
+		c.NodeName == t.NodeName && c.Status == t.Status && c.Priority == t.Priority &&
+		c.Preemptable == t.Preemptable && c.BestEffort == t.BestEffort && c.SchGated == t.SchGated &&
+		(c.LastTransaction == nil) == (t.LastTransaction == nil) &&
+		(c.LastTransaction == nil || *c.LastTransaction == *t.LastTransaction) &&
+		(c.BindAnnotations == nil) == (t.BindAnnotations == nil) && maps.Equal(c.BindAnnotations, t.BindAnnotations) &&
+		slices.Equal(c.PreBind, t.PreBind) && c.Pod == t.Pod
 }
 
 // Key is "<namespace>/<name>", the form logs and messages use.

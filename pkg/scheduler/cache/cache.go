@@ -92,7 +92,9 @@ type SchedulerCache struct {
 	// the informer still shows undeleted: it stays Releasing whatever updates come.
 	evicting        map[api.TaskID]string
 	priorityClasses map[string]*schedulingv1.PriorityClass
-	derivers        []framework.DeviceDeriver
+	// released are the jobs of the last closed session (Release), for the next snapshot.
+	released map[api.JobID]*api.JobInfo
+	derivers []framework.DeviceDeriver
 	// claimed holds, per deriver name, the nodes whose object announces its devices.
 	claimed  map[string]map[string]struct{}
 	dangling *danglingReferences

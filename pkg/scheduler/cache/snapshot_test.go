@@ -208,3 +208,57 @@ func TestDanglingReferences(t *testing.T) {
 		})
 	}
 }
+
+// TestSnapshotReusesWhatTheSessionLeft: a released session's copy of a job is the next
+// snapshot's while neither the session nor the cache changed the job, its status refreshed;
+// otherwise, and for a session that released nothing, the snapshot copies the job again.
+func TestSnapshotReusesWhatTheSessionLeft(t *testing.T) {
+	env := newTestEnv(t, Options{})
+	env.add(t, st.Node("n1", st.Resources("4", "")).Obj(), newQueue("default"),
+		newPodGroup("idle", "", 1), st.Pod("run", "1", "").Group("idle").Node("n1").Phase(corev1.PodRunning).Obj(),
+		newPodGroup("tried", "", 1), st.Pod("wait", "1", "").Group("tried").Obj(),
+		newPodGroup("moved", "", 1), st.Pod("start", "1", "").Group("moved").Node("n1").Phase(corev1.PodPending).Obj())
+	// fresh is what a snapshot must hold for each job: a new copy of the cache's.
+	fresh := func(snap *api.ClusterInfo) {
+		t.Helper()
+		env.sc.mu.Lock()
+		defer env.sc.mu.Unlock()
+		for id, job := range env.sc.jobs {
+			if want := job.Clone(); !reflect.DeepEqual(snap.Jobs[id], want) {
+				t.Errorf("job %s in the snapshot:\n got  %+v\n want %+v", id, snap.Jobs[id], want)
+			}
+		}
+	}
+
+	first := env.sc.Snapshot()
+	idle, tried, moved := first.Jobs["ns/idle"], first.Jobs["ns/tried"], first.Jobs["ns/moved"]
+	// What every session does to every job, and what an unplaceable gang gets.
+	for _, job := range first.Jobs {
+		job.Status.Phase = schedulingv1beta1.PodGroupRunning
+		job.Status.Conditions = append(job.Status.Conditions, schedulingv1beta1.PodGroupCondition{Type: "Scheduled", TransitionID: "s1"})
+	}
+	waiting := taskNamed(t, tried, "wait")
+	waiting.LastTransaction = &api.TransactionContext{NodeName: "n1", Status: api.Allocated}
+	tried.NodesFitErrors[waiting.UID] = api.NewFitErrors()
+	env.sc.Release(first.Jobs)
+	// The cache sees a pod start after the session.
+	env.sc.onPodUpdate(nil, st.Pod("start", "1", "").Group("moved").Node("n1").Phase(corev1.PodRunning).Obj())
+
+	second := env.sc.Snapshot()
+	fresh(second)
+	if second.Jobs["ns/idle"] != idle {
+		t.Errorf("the job nothing changed was copied again")
+	}
+	if second.Jobs["ns/tried"] == tried || second.Jobs["ns/moved"] == moved {
+		t.Errorf("a job the session or the cache changed was reused")
+	}
+
+	// Unreleased, a snapshot shares nothing with the next one.
+	third := env.sc.Snapshot()
+	fresh(third)
+	for id, job := range third.Jobs {
+		if second.Jobs[id] == job {
+			t.Errorf("job %s is in two snapshots, the first never released", id)
+		}
+	}
+}

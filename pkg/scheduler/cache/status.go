@@ -252,10 +252,25 @@ type sentStatus struct {
 	conditions      string
 }
 
+// sentStatusOf runs for every job whose status differs from its PodGroup's at every session
+// close, so its conditions are joined into one exact-size allocation.
 func sentStatusOf(pg *schedulingv1beta1.PodGroup, status schedulingv1beta1.PodGroupStatus) sentStatus {
+	fields := func(c *schedulingv1beta1.PodGroupCondition) [4]string {
+		return [4]string{string(c.Type), string(c.Status), c.Reason, c.Message}
+	}
+	size := 0
+	for i := range status.Conditions {
+		for _, f := range fields(&status.Conditions[i]) {
+			size += len(f) + 1
+		}
+	}
 	var conditions strings.Builder
-	for _, c := range status.Conditions {
-		fmt.Fprintf(&conditions, "%s\x00%s\x00%s\x00%s\x00", c.Type, c.Status, c.Reason, c.Message)
+	conditions.Grow(size)
+	for i := range status.Conditions {
+		for _, f := range fields(&status.Conditions[i]) {
+			conditions.WriteString(f)
+			conditions.WriteByte(0)
+		}
 	}
 	return sentStatus{resourceVersion: pg.ResourceVersion, phase: status.Phase, running: status.Running,
 		succeeded: status.Succeeded, failed: status.Failed, conditions: conditions.String()}

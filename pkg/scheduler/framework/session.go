@@ -17,10 +17,14 @@ import (
 
 // Cache is what a session needs from the scheduler cache: a private snapshot to work on,
 // and the ways decisions leave the session (binds, status writes). Everything it is handed
-// belongs to the session and may be kept.
+// belongs to the session until the session hands its jobs back (Release).
 type Cache interface {
 	// Snapshot copies the cluster state for one session.
 	Snapshot() *api.ClusterInfo
+	// Release takes back a closed session's jobs: a later Snapshot may hand the ones the
+	// session left as it found them to the next session instead of copying them again.
+	// Nothing may use them afterwards.
+	Release(jobs map[api.JobID]*api.JobInfo)
 	// Bind hands a committed placement to the binder. An error means the cache refused it
 	// (e.g. the node no longer fits the task); the placement is then undone.
 	Bind(task *api.TaskInfo) error
@@ -138,7 +142,8 @@ func OpenSession(cache Cache, cfg *conf.SchedulerConfiguration, registry *Regist
 }
 
 // CloseSession lets plugins report (gang writes conditions here), then writes every job's
-// status and, unless SkipQueueStatus, every queue's allocation.
+// status and, unless SkipQueueStatus, every queue's allocation, and hands the jobs back to
+// the cache (Cache.Release): nothing may use them once the next session opens.
 func CloseSession(ssn *Session) {
 	for _, p := range ssn.plugins {
 		start := time.Now()
@@ -160,6 +165,7 @@ func CloseSession(ssn *Session) {
 	if !ssn.SkipQueueStatus {
 		ssn.updateQueueStatus()
 	}
+	ssn.cache.Release(ssn.Jobs)
 }
 
 // updateJobPhase derives the PodGroup phase from its tasks.

@@ -48,6 +48,9 @@ func (c *Cache) Snapshot() *api.ClusterInfo {
 	return c.Snap
 }
 
+// Release keeps nothing: every session gets Snap as it is.
+func (*Cache) Release(map[api.JobID]*api.JobInfo) {}
+
 // Bind hands the task to OnBind if set, else keeps a copy in Bound.
 func (c *Cache) Bind(t *api.TaskInfo) error {
 	if c.OnBind != nil {

@@ -1,8 +1,9 @@
 // Package drf orders jobs by dominant resource fairness: a job's share is the largest
 // fraction of any cluster resource it holds, and the job with the smaller share goes first.
 // A job holding much of one resource (say GPU memory) thus waits behind jobs holding little
-// of everything. Shares follow every tentative placement and its undo through event
-// handlers, so ordering inside a session sees the session's own decisions.
+// of everything. Shares are read from the session's jobs, which every tentative placement
+// and its undo change (an event handler drops the job's cached share), so ordering inside a
+// session sees the session's own decisions.
 //
 // For preempt it lets a task evict only where the eviction leaves its job's share no larger
 // than the victim's job's: preemption moves resources only towards the smaller share, so two
@@ -39,9 +40,11 @@ const shareTolerance = 1e-6
 type drfPlugin struct {
 	// total is the cluster's allocatable, the denominator of every share.
 	total *api.Resource
-	// allocated is what each job holds in the session: its placed tasks' requests.
-	allocated map[api.JobID]*api.Resource
-	// shares caches dominantShare(allocated[job], total), read by every comparison.
+	// jobs are the session's, whose tasks say what each job holds (see allocation).
+	jobs map[api.JobID]*api.JobInfo
+	// shares caches dominantShare(allocation(job), total), read by every comparison; a
+	// placement or its undo drops its job's entry. Filled as jobs are compared: at session
+	// open, copying every job's allocation cost more than the comparisons.
 	shares map[api.JobID]float64
 	// placed are the tasks placed in this session. Those the binder got (Binding at close;
 	// a discarded or refused placement is Pending again) mark their job as scheduled for the
@@ -59,25 +62,19 @@ func (d *drfPlugin) Name() string { return PluginName }
 
 func (d *drfPlugin) OnSessionOpen(ssn *framework.Session) {
 	d.total = ssn.TotalResource
-	d.allocated = make(map[api.JobID]*api.Resource, len(ssn.Jobs))
-	d.shares = make(map[api.JobID]float64, len(ssn.Jobs))
+	d.jobs = ssn.Jobs
+	d.shares = make(map[api.JobID]float64, len(ssn.Jobs)) // the close reads every job's
 	d.placed = map[api.TaskID]*api.TaskInfo{}
-	for uid, job := range ssn.Jobs {
-		d.allocated[uid] = job.Allocated.Clone()
-		d.shares[uid] = dominantShare(d.allocated[uid], d.total)
-	}
 	ssn.AddJobOrderFn(PluginName, d.smallerShareFirst)
 	ssn.AddPreemptableFn(PluginName, func(preemptor *api.TaskInfo, candidates []*api.TaskInfo) ([]*api.TaskInfo, bool) {
 		return d.noLargerShare(preemptor, candidates), false
 	})
 	ssn.AddEventHandler(&framework.EventHandler{
 		AllocateFunc: func(e *framework.Event) {
-			d.update(e.Task.Job, func(a *api.Resource) { a.Add(e.Task.Resreq) })
+			delete(d.shares, e.Task.Job)
 			d.placed[e.Task.UID] = e.Task
 		},
-		DeallocateFunc: func(e *framework.Event) {
-			d.update(e.Task.Job, func(a *api.Resource) { a.SubTotal(e.Task.Resreq) })
-		},
+		DeallocateFunc: func(e *framework.Event) { delete(d.shares, e.Task.Job) },
 	})
 }
 
@@ -97,14 +94,14 @@ func (d *drfPlugin) OnSessionClose(ssn *framework.Session) {
 		}
 		figures = append(figures, metrics.JobFigures{
 			Namespace: job.Namespace, Name: job.Name, Queue: string(job.Queue),
-			Created: job.CreationTimestamp.Time, Share: d.shares[uid], Scheduled: scheduled[uid],
+			Created: job.CreationTimestamp.Time, Share: d.share(job), Scheduled: scheduled[uid],
 		})
 	}
 	ssn.Metrics().ReportJobs(figures, time.Now())
 }
 
 func (d *drfPlugin) smallerShareFirst(l, r *api.JobInfo) int {
-	ls, rs := d.shares[l.UID], d.shares[r.UID]
+	ls, rs := d.share(l), d.share(r)
 	switch {
 	case math.Abs(ls-rs) < shareTolerance:
 		return 0
@@ -141,21 +138,36 @@ func (d *drfPlugin) noLargerShare(preemptor *api.TaskInfo, candidates []*api.Tas
 
 // held is a copy of what the job holds in the session; nothing for a job the session lacks.
 func (d *drfPlugin) held(job api.JobID) *api.Resource {
-	if a, ok := d.allocated[job]; ok {
-		return a.Clone()
+	if j, ok := d.jobs[job]; ok {
+		return allocation(j).Clone()
 	}
 	return api.EmptyResource()
 }
 
-// update changes a job's allocation and recomputes its share. Jobs are fixed for the
-// session, so an unknown one cannot be placed; it is ignored rather than trusted.
-func (d *drfPlugin) update(job api.JobID, change func(*api.Resource)) {
-	a, ok := d.allocated[job]
-	if !ok {
-		return
+// share is the job's dominant share of the cluster, as the session left it so far.
+func (d *drfPlugin) share(job *api.JobInfo) float64 {
+	if s, ok := d.shares[job.UID]; ok {
+		return s
 	}
-	change(a)
-	d.shares[job] = dominantShare(a, d.total)
+	s := dominantShare(allocation(job), d.total)
+	d.shares[job.UID] = s
+	return s
+}
+
+// allocation is what the job holds in the session: the requests of its tasks that hold a
+// node (job.Allocated, which the session's statements keep current) and of those pipelined
+// onto resources being released, which it will hold. job.Allocated itself, not a copy, when
+// none is pipelined.
+func allocation(job *api.JobInfo) *api.Resource {
+	pipelined := job.TaskStatusIndex[api.Pipelined]
+	if len(pipelined) == 0 {
+		return job.Allocated
+	}
+	a := job.Allocated.Clone()
+	for _, t := range pipelined {
+		a.Add(t.Resreq)
+	}
+	return a
 }
 
 // dominantShare is the largest fraction of total that allocated holds, over the resources

@@ -163,6 +163,31 @@ func TestSharesFollowStatement(t *testing.T) {
 	}
 }
 
+// A pipelined task counts in its job's share as an allocated one does; an evicted one no
+// longer counts; undoing either restores the order.
+func TestSharesCountPipelinedAndEvicted(t *testing.T) {
+	ssn := frameworktest.OpenSession(t, onTwoNodes(sessionJobs()...), "allocate", builders, drfOnly)
+	stmt := ssn.NewStatement()
+	if err := stmt.Pipeline(ssn.Jobs["ns/idle"].Tasks["idle-0"], ssn.Nodes["n0"]); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := jobOrder(ssn), []string{"memory-heavy", "cpu-heavy", "idle"}; !slices.Equal(got, want) {
+		t.Errorf("after pipeline: order %v, want %v", got, want)
+	}
+	stmt.Discard()
+	if err := stmt.Evict(ssn.Jobs["ns/cpu-heavy"].Tasks["cpu-heavy-0"], "test"); err != nil {
+		t.Fatal(err)
+	}
+	// cpu-heavy holds nothing now, like idle, and is older.
+	if got, want := jobOrder(ssn), []string{"cpu-heavy", "idle", "memory-heavy"}; !slices.Equal(got, want) {
+		t.Errorf("after evict: order %v, want %v", got, want)
+	}
+	stmt.Discard()
+	if got, want := jobOrder(ssn), []string{"idle", "memory-heavy", "cpu-heavy"}; !slices.Equal(got, want) {
+		t.Errorf("after discard: order %v, want %v", got, want)
+	}
+}
+
 // The cluster has 8 cpu and 16Gi. A candidate may go only while the preemptor's job, with
 // the preemptor, holds a share no larger than the candidate's job keeps without it. Beside
 // drf, a plugin allows every candidate.

@@ -74,7 +74,7 @@ func (*overcommitPlugin) OnSessionClose(*framework.Session) {}
 // in the room left next to the jobs already admitted, in the dimensions it asks for ("pods"
 // aside). A rejection emits the PodGroup event naming the overused dimensions.
 func (p *overcommitPlugin) jobEnqueueable(ssn *framework.Session, job *api.JobInfo) int {
-	minReq := quota.MinResources(job)
+	minReq := job.MinResources
 	if minReq == nil {
 		return framework.Permit
 	}
@@ -92,7 +92,7 @@ func (p *overcommitPlugin) jobEnqueueable(ssn *framework.Session, job *api.JobIn
 // jobEnqueued reserves the admitted job's minResources (gated pods aside) for the rest of the
 // cycle.
 func (p *overcommitPlugin) jobEnqueued(job *api.JobInfo) {
-	if minReq := quota.MinResources(job); minReq != nil {
+	if minReq := job.MinResources; minReq != nil {
 		p.inqueue.Add(quota.WithoutGated(job, minReq))
 	}
 }

@@ -6,16 +6,6 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 )
 
-// MinResources returns the PodGroup's spec.minResources in scheduler units (scalars in
-// milli-units: "volcano.sh/vgpu-memory: 3000" is 3e6), or nil when the PodGroup sets none. A
-// job with nil minResources bypasses every queue and cluster quota at enqueue.
-func MinResources(job *api.JobInfo) *api.Resource {
-	if job.PodGroup == nil || job.PodGroup.Spec.MinResources == nil {
-		return nil
-	}
-	return api.NewResource(*job.PodGroup.Spec.MinResources)
-}
-
 // WithoutGated returns r less what the job's scheduling-gated pods request, in r's dimensions
 // and never below zero. A gated pod cannot start, so the quota it would take stays free for
 // other jobs. r is not changed.
@@ -44,7 +34,7 @@ func WithoutGated(job *api.JobInfo, r *api.Resource) *api.Resource {
 // Gated pods' requests are left out in both cases. Unlike upstream, the Running remainder is
 // computed in the same milli-units on both sides, so scalar resources are not misread.
 func Reserved(job *api.JobInfo) *api.Resource {
-	minReq := MinResources(job)
+	minReq := job.MinResources
 	if minReq == nil {
 		return api.EmptyResource()
 	}
@@ -59,15 +49,16 @@ func Reserved(job *api.JobInfo) *api.Resource {
 	return api.EmptyResource()
 }
 
-// Elastic is the part of what the job holds above its minResources: room the queue could
-// give back without breaking the gang, which enqueue therefore discounts. A job without
-// minResources needs none of what it holds, so all of it is elastic (as upstream).
-func Elastic(job *api.JobInfo) *api.Resource {
-	minReq := MinResources(job)
+// AddElastic adds to dst, and returns it, the part of what the job holds above its
+// minResources: room the queue could give back without breaking the gang, which enqueue
+// therefore discounts. A job without minResources needs none of what it holds, so all of it
+// is elastic (as upstream). Added in place: the ledger sums it over every job every session.
+func AddElastic(dst *api.Resource, job *api.JobInfo) *api.Resource {
+	minReq := job.MinResources
 	if minReq == nil {
 		minReq = api.EmptyResource()
 	}
-	return ExceededPart(job.Allocated, minReq)
+	return addExceededPart(dst, job.Allocated, minReq)
 }
 
 // placedTasks counts the job's tasks that hold a node (Allocated, Binding, Bound, Running).

@@ -73,7 +73,7 @@ type Queue struct {
 	Request *api.Resource
 	// Inqueue: what admitted jobs have reserved (see Reserved), grown by JobEnqueued.
 	Inqueue *api.Resource
-	// Elastic: the part of Allocated above the jobs' minResources (see Elastic).
+	// Elastic: the part of Allocated above the jobs' minResources (see AddElastic).
 	Elastic *api.Resource
 
 	// Share is the largest Allocated/Deserved ratio over the dimensions Deserved has; lower
@@ -165,7 +165,7 @@ func (q *Queue) addJob(job *api.JobInfo) {
 		q.Request.Add(t.Resreq)
 	}
 	q.Inqueue.Add(Reserved(job))
-	q.Elastic.Add(Elastic(job))
+	AddElastic(q.Elastic, job)
 }
 
 // Sorted returns the queues in name order, so that computations over them and their logs do
@@ -248,7 +248,7 @@ func (l *Ledger) JobEnqueueable(job *api.JobInfo) int {
 			"queue", q.Info.Name, "reason", why)
 		return framework.Reject
 	}
-	minReq := MinResources(job)
+	minReq := job.MinResources
 	if minReq == nil {
 		return framework.Permit
 	}
@@ -273,7 +273,7 @@ func (l *Ledger) JobEnqueueable(job *api.JobInfo) int {
 // next job of the same cycle sees it. Done here rather than in JobEnqueueable, which a later
 // plugin's Reject can overrule.
 func (l *Ledger) JobEnqueued(job *api.JobInfo) {
-	minReq := MinResources(job)
+	minReq := job.MinResources
 	if minReq == nil {
 		return
 	}

@@ -126,8 +126,8 @@ func TestReservedAndElastic(t *testing.T) {
 			if !Equal(Reserved(job), tc.wantReserve) {
 				t.Errorf("Reserved = %v, want %v", Reserved(job), tc.wantReserve)
 			}
-			if !Equal(Elastic(job), tc.wantElastic) {
-				t.Errorf("Elastic = %v, want %v", Elastic(job), tc.wantElastic)
+			if got := AddElastic(api.EmptyResource(), job); !Equal(got, tc.wantElastic) {
+				t.Errorf("AddElastic = %v, want %v", got, tc.wantElastic)
 			}
 		})
 	}

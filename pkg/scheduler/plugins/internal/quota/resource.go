@@ -12,14 +12,18 @@ import (
 // ExceededPart returns, for each dimension of l, how much l exceeds r, never below zero. A
 // dimension r lacks counts as zero in r. l and r are not changed.
 func ExceededPart(l, r *api.Resource) *api.Resource {
-	out := &api.Resource{
-		MilliCPU: math.Max(l.MilliCPU-r.MilliCPU, 0),
-		Memory:   math.Max(l.Memory-r.Memory, 0),
-	}
+	return addExceededPart(api.EmptyResource(), l, r)
+}
+
+// addExceededPart adds ExceededPart(l, r) to dst, every scalar of l present in dst after,
+// and returns dst.
+func addExceededPart(dst, l, r *api.Resource) *api.Resource {
+	dst.MilliCPU += math.Max(l.MilliCPU-r.MilliCPU, 0)
+	dst.Memory += math.Max(l.Memory-r.Memory, 0)
 	for name, amount := range l.ScalarResources {
-		out.SetScalar(name, math.Max(amount-r.ScalarResources[name], 0))
+		dst.AddScalar(name, math.Max(amount-r.ScalarResources[name], 0))
 	}
-	return out
+	return dst
 }
 
 // ExceedsIn reports whether l exceeds r in some dimension r names, cpu and memory always. A
