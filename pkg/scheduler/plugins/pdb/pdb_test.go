@@ -84,8 +84,8 @@ func pdbOf(ns, app string, allowed int32) *policyv1.PodDisruptionBudget {
 }
 
 // listed is the plugin's watch over a fake API server holding the budgets, started as the
-// scheduler starts components and, unless unlisted, done with its first list.
-func listed(t *testing.T, unlisted bool, pdbs ...*policyv1.PodDisruptionBudget) Budgets {
+// scheduler starts components and done with its first list.
+func listed(t *testing.T, pdbs ...*policyv1.PodDisruptionBudget) Budgets {
 	t.Helper()
 	client := fake.NewClientset()
 	for _, b := range pdbs {
@@ -98,10 +98,8 @@ func listed(t *testing.T, unlisted bool, pdbs ...*policyv1.PodDisruptionBudget) 
 	factory := informers.NewSharedInformerFactory(client, 0)
 	source := NewSource()
 	source.Start(ctx, &frameworktest.ComponentCache{Factory: factory})
-	if !unlisted {
-		source.InNamespace("ns") // starts the watch
-		factory.WaitForCacheSync(ctx.Done())
-	}
+	source.InNamespace("ns") // starts the watch
+	factory.WaitForCacheSync(ctx.Done())
 	return source
 }
 
@@ -179,7 +177,7 @@ func TestPreemptSparesProtectedPods(t *testing.T) {
 			}()}, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			evicted, _ := evict(t, tt.ci, "preempt", listed(t, false, tt.budgets...))
+			evicted, _ := evict(t, tt.ci, "preempt", listed(t, tt.budgets...))
 			if len(evicted) != tt.want {
 				t.Errorf("evicted %v, want %d pods", evicted, tt.want)
 			}
@@ -190,7 +188,7 @@ func TestPreemptSparesProtectedPods(t *testing.T) {
 // TestPreemptorLeftShortSaysWhy: the preemptor whose victims the budget holds back keeps the
 // evictions search's reason.
 func TestPreemptorLeftShortSaysWhy(t *testing.T) {
-	_, ssn := evict(t, lowAndHigh(job{name: "high", pending: 1, cpu: "2"}), "preempt", listed(t, false, pdbOf("ns", "low", 1)))
+	_, ssn := evict(t, lowAndHigh(job{name: "high", pending: 1, cpu: "2"}), "preempt", listed(t, pdbOf("ns", "low", 1)))
 	for _, j := range ssn.Jobs {
 		if j.Name != "high" {
 			continue
@@ -205,9 +203,15 @@ func TestPreemptorLeftShortSaysWhy(t *testing.T) {
 	t.Error("no fit error recorded for the preemptor")
 }
 
+// notListed is a watch that has not listed its budgets yet: a real one over the fake API
+// server may list them in the middle of a session.
+type notListed struct{}
+
+func (notListed) InNamespace(string) ([]*policyv1.PodDisruptionBudget, bool) { return nil, false }
+
 // TestUnlistedBudgetsProtectEveryPod: until the budgets are listed, nothing is evicted.
 func TestUnlistedBudgetsProtectEveryPod(t *testing.T) {
-	evicted, _ := evict(t, lowAndHigh(job{name: "high", pending: 1, cpu: "1"}), "preempt", listed(t, true))
+	evicted, _ := evict(t, lowAndHigh(job{name: "high", pending: 1, cpu: "1"}), "preempt", notListed{})
 	if len(evicted) != 0 {
 		t.Errorf("evicted %v before the budgets were listed", evicted)
 	}
@@ -218,7 +222,7 @@ func TestUnlistedBudgetsProtectEveryPod(t *testing.T) {
 func TestUnlabelledPodsAreVictims(t *testing.T) {
 	ci := cluster(job{ns: "ns", name: "low", queue: "q", priority: 1, min: 1, running: 4, cpu: "1", unlabelled: true},
 		job{ns: "ns", name: "high", queue: "q", priority: 10, min: 1, pending: 1, cpu: "1"})
-	evicted, _ := evict(t, ci, "preempt", listed(t, false, pdbOf("ns", "low", 0)))
+	evicted, _ := evict(t, ci, "preempt", listed(t, pdbOf("ns", "low", 0)))
 	if len(evicted) != 1 {
 		t.Errorf("evicted %v, want one pod", evicted)
 	}
@@ -233,7 +237,7 @@ func TestReclaimSparesProtectedPods(t *testing.T) {
 	}{{1, 0}, {2, 2}} {
 		ci := cluster(job{ns: "ns", name: "a-job", queue: "a", min: 1, running: 4, cpu: "1"},
 			job{ns: "ns", name: "b-job", queue: "b", min: 2, pending: 2, cpu: "1"})
-		evicted, _ := evict(t, ci, "reclaim", listed(t, false, pdbOf("ns", "a-job", tt.allowed)), conf.PluginOption{Name: proportion.PluginName})
+		evicted, _ := evict(t, ci, "reclaim", listed(t, pdbOf("ns", "a-job", tt.allowed)), conf.PluginOption{Name: proportion.PluginName})
 		if len(evicted) != tt.want {
 			t.Errorf("%d allowed: evicted %v, want %d pods", tt.allowed, evicted, tt.want)
 		}

@@ -93,6 +93,11 @@ func watched(t *testing.T, objs ...*corev1.ResourceQuota) (Quotas, informers.Sha
 	return source, factory, ctx
 }
 
+// notListed is a watch that has not listed its quotas yet.
+type notListed struct{}
+
+func (notListed) InNamespace(string) ([]*corev1.ResourceQuota, bool) { return nil, false }
+
 // TestNamespaceQuotaHoldsJobsBack: in one cycle, jobs of a namespace are enqueued while its
 // quotas hold their minResources on top of status.used and of the jobs enqueued before them;
 // the next is refused with upstream's Event naming the quota; other namespaces, jobs without
@@ -115,9 +120,14 @@ func TestNamespaceQuotaHoldsJobsBack(t *testing.T) {
 		{ns: "free", name: "no-quota", created: 8, min: list("cpu", "100")},
 	}
 
-	enqueued, events := enqueueOnce(t, source, jobs...)
+	// Before the list: a watch answering as one not yet listed, since the fake API server
+	// may list faster than a session runs.
+	enqueued, events := enqueueOnce(t, notListed{}, jobs...)
 	if want := []string{"no-min"}; !slices.Equal(enqueued, want) || len(events) != 0 {
 		t.Errorf("before the quotas are listed: enqueued %v, events %v; want %v and none", enqueued, events, want)
+	}
+	if _, listed := source.InNamespace("ns"); listed {
+		t.Error("the watch had listed the quotas before it was first asked")
 	}
 	factory.WaitForCacheSync(ctx.Done())
 
