@@ -107,7 +107,7 @@ func (d *Deriver) Derive(node *api.NodeInfo) api.Devices {
 		return l
 	}
 	l.gpus = gpus
-	l.derived = &derivation{}
+	l.derived = &derivation{spans: map[api.TaskID]span{}}
 	names := config.ResourceNames()
 	for _, t := range node.Tasks {
 		rd, ok := d.readings.of(t, names)
@@ -131,7 +131,11 @@ func (d *Deriver) Derive(node *api.NodeInfo) api.Devices {
 			klog.V(3).InfoS("Device assignment names GPUs, or MIG instances, the node does not list", "pod", klog.KRef(t.Namespace, t.Name),
 				"node", node.Name, "devices", unknown)
 		}
+		from := len(l.derived.bookings)
 		l.derived.bookings = l.appendBookings(l.derived.bookings, t, pd, requests)
+		if to := len(l.derived.bookings); to > from {
+			l.derived.spans[t.UID] = span{int32(from), int32(to)}
+		}
 	}
 	return l
 }

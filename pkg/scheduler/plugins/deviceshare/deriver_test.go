@@ -224,6 +224,18 @@ func TestDeriveBookings(t *testing.T) {
 	if got, want := usageOf(l), "0:2/3000/30 1:2/3500/10 2:3/12000/100"; got != want {
 		t.Fatalf("bookings %s, want %s", got, want)
 	}
+	// Each pod's bookings are found by its UID, all of them and no other pod's.
+	for id, task := range n.Tasks {
+		var want []booking
+		for _, b := range l.derived.bookings {
+			if b.task == id {
+				want = append(want, b)
+			}
+		}
+		if got := l.derived.of(id); !slices.Equal(got, want) {
+			t.Errorf("%s: bookings by UID %v, want %v", task.Name, got, want)
+		}
+	}
 
 	// Deriving again, after a pod left, reuses the decoded GPUs but none of the old bookings,
 	// and leaves the previous ledger (which snapshots may hold) alone.

@@ -40,6 +40,21 @@ type ledger struct {
 // GPUs' usage sums.
 type derivation struct {
 	bookings []booking
+	// spans are where each pod's bookings lie in bookings: the deriver appends a pod's
+	// together, and a session asks for one pod's for each of the node's pods.
+	spans map[api.TaskID]span
+}
+
+// span is a range of derivation.bookings.
+type span struct{ from, to int32 }
+
+// of is the bookings of the task; none for a task without an assignment on the node.
+func (d *derivation) of(task api.TaskID) []booking {
+	s, ok := d.spans[task]
+	if !ok {
+		return nil
+	}
+	return d.bookings[s.from:s.to]
 }
 
 // booking is one device of a pod's assignment.

@@ -62,10 +62,8 @@ func (p *plugin) bookedBy(t *api.TaskInfo, l *ledger) (u usage, ok bool) {
 		return u, u.devices > 0
 	}
 	if l.derived != nil {
-		for _, b := range l.derived.bookings {
-			if b.task == t.UID {
-				add(b)
-			}
+		for _, b := range l.derived.of(t.UID) {
+			add(b)
 		}
 	}
 	return u, u.devices > 0

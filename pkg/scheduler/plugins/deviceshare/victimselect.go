@@ -64,15 +64,12 @@ type holder struct {
 // with the bookings there, and those holding none on the node. Candidates holding vGPUs only
 // on GPUs r may not use are in neither.
 func (p *plugin) gpuHolders(r *podRequest, l *ledger, candidates []*api.TaskInfo) (holders []holder, rest []*api.TaskInfo) {
-	byTask := map[api.TaskID][]booking{}
-	if l.derived != nil {
-		for _, b := range l.derived.bookings {
-			byTask[b.task] = append(byTask[b.task], b)
-		}
-	}
 	for _, t := range candidates {
-		all, ok := byTask[t.UID]
-		if !ok {
+		var all []booking
+		if l.derived != nil {
+			all = l.derived.of(t.UID)
+		}
+		if len(all) == 0 {
 			rest = append(rest, t)
 			continue
 		}
