@@ -32,7 +32,7 @@ import (
 // in gangs of 8, or mixed; binds counted by a fake cache. Two configurations: the built-in one
 // a cluster with vGPU nodes gets without a file (upstream's default with deviceshare; under
 // upstream's default alone vGPU pods stay Pending) and lab 8's seed, which adds deviceshare
-// with binpack. It reports pods/s of wall time and pods per CPU-second; the design target is
+// with binpack. It reports pods/s of wall time and pods per CPU-second; the README's target is
 // 10,000 pods/s on one core.
 //
 //	go test ./cmd/vc-scheduler/ -run '^$' -bench BenchmarkCycle -benchtime 3x

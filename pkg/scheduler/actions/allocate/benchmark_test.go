@@ -20,7 +20,7 @@ import (
 // only counts) placing 10,000 pending pods on 1,000 nodes: as single-pod jobs, and as gangs
 // of 8. It reports pods/s of wall time and pods per CPU-second of the process (getrusage
 // around Execute alone), which holds still on a busy shared machine where wall time does
-// not. The design target is 10,000 pods/s on one core.
+// not. The target is 10,000 pods/s on one core, as the README's benchmark table says.
 //
 //	go test ./pkg/scheduler/actions/allocate/ -run '^$' -bench BenchmarkAllocate -benchtime 5x
 func BenchmarkAllocate(b *testing.B) {
@@ -53,7 +53,7 @@ func BenchmarkAllocate(b *testing.B) {
 }
 
 // BenchmarkAllocateSettled measures a cycle with nothing to do: allocate over a session
-// whose 10,000 pods are all placed already (design target: under 5 ms).
+// whose 10,000 pods are all placed already (target: under 5 ms).
 func BenchmarkAllocateSettled(b *testing.B) {
 	bound := 0
 	cache := &frameworktest.Cache{Snap: benchCluster(1000, 10000, 8), OnBind: func(*api.TaskInfo) error { bound++; return nil }}

@@ -21,7 +21,7 @@ import (
 
 // BenchmarkAllocateVGPU measures the allocate action with the real gang, predicates and
 // deviceshare (binpack) plugins placing 10,000 one-vGPU pods, in gangs of 8, on 1,000 nodes
-// of 8 GPUs (81,920 MiB, split 10), with a binder that only records. The design target is
+// of 8 GPUs (81,920 MiB, split 10), with a binder that only records. The README's target is
 // 10,000 pods/s on one core. It reports pods/s of wall time and pods per CPU-second.
 //
 //	go test ./pkg/scheduler/plugins/deviceshare/ -run '^$' -bench BenchmarkAllocateVGPU -benchtime 3x
