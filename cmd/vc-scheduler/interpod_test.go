@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/fake"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
@@ -25,11 +22,8 @@ import (
 // interPodSource is kube-scheduler's inter-pod filters as the binary builds them, over an
 // empty fake API server whose namespaces (none) are listed.
 func interPodSource(tb testing.TB) *interpod.Source {
-	ctx, cancel := context.WithCancel(context.Background())
-	tb.Cleanup(cancel)
-	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
 	source := interpod.NewSource()
-	source.Start(ctx, &frameworktest.ComponentCache{Factory: factory})
+	factory, ctx := frameworktest.StartOn(tb, source)
 	source.InterPod(api.InterPodChecks{Affinity: true})
 	factory.WaitForCacheSync(ctx.Done())
 	return source

@@ -1,7 +1,6 @@
 package pdb
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -9,8 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/apimachinery/pkg/runtime"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/preempt"
@@ -87,17 +85,12 @@ func pdbOf(ns, app string, allowed int32) *policyv1.PodDisruptionBudget {
 // scheduler starts components and done with its first list.
 func listed(t *testing.T, pdbs ...*policyv1.PodDisruptionBudget) Budgets {
 	t.Helper()
-	client := fake.NewClientset()
-	for _, b := range pdbs {
-		if _, err := client.PolicyV1().PodDisruptionBudgets(b.Namespace).Create(context.Background(), b, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+	objs := make([]runtime.Object, len(pdbs))
+	for i, b := range pdbs {
+		objs[i] = b
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	factory := informers.NewSharedInformerFactory(client, 0)
 	source := NewSource()
-	source.Start(ctx, &frameworktest.ComponentCache{Factory: factory})
+	factory, ctx := frameworktest.StartOn(t, source, objs...)
 	source.InNamespace("ns") // starts the watch
 	factory.WaitForCacheSync(ctx.Done())
 	return source

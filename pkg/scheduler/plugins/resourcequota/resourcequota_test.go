@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/fake"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/enqueue"
@@ -77,19 +77,14 @@ func enqueueOnce(t *testing.T, quotas Quotas, jobs ...pendingJob) ([]string, []f
 
 // watched is the plugin's watch over a fake API server holding the objects, started as the
 // scheduler starts components.
-func watched(t *testing.T, objs ...*corev1.ResourceQuota) (Quotas, informers.SharedInformerFactory, context.Context) {
+func watched(t *testing.T, quotas ...*corev1.ResourceQuota) (Quotas, informers.SharedInformerFactory, context.Context) {
 	t.Helper()
-	client := fake.NewClientset()
-	for _, q := range objs {
-		if _, err := client.CoreV1().ResourceQuotas(q.Namespace).Create(context.Background(), q, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+	objs := make([]runtime.Object, len(quotas))
+	for i, q := range quotas {
+		objs[i] = q
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	factory := informers.NewSharedInformerFactory(client, 0)
 	source := NewSource()
-	source.Start(ctx, &frameworktest.ComponentCache{Factory: factory})
+	factory, ctx := frameworktest.StartOn(t, source, objs...)
 	return source, factory, ctx
 }
 
