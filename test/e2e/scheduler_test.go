@@ -153,7 +153,7 @@ func (e *schedulerEnv) gangOfClass(name, queue, class string, min, pods int, cpu
 }
 
 // gangWith is gangOfClass with editPG changing the PodGroup and editPod the i-th pod before
-// they are created (nil for no change).
+// they are created (nil for no change); cpu "" asks for no cpu.
 func (e *schedulerEnv) gangWith(name, queue, class string, min, pods int, cpu string, minResources corev1.ResourceList,
 	editPG func(*schedulingv1beta1.PodGroup), editPod func(i int, pod *corev1.Pod)) {
 	e.t.Helper()
@@ -174,7 +174,9 @@ func (e *schedulerEnv) gangWith(name, queue, class string, min, pods int, cpu st
 		pod.Spec.SchedulerName = e.name
 		pod.Annotations = map[string]string{schedulingv1beta1.KubeGroupNameAnnotationKey: name}
 		pod.Spec.Tolerations = []corev1.Toleration{{Key: kwokAnnotation, Operator: corev1.TolerationOpExists}}
-		pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+		if cpu != "" {
+			pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+		}
 		pod.Spec.PriorityClassName = class
 		if editPod != nil {
 			editPod(i, pod)

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
@@ -68,30 +67,16 @@ func (e *schedulerEnv) vgpuGang(name, queue string, pods int, memMiB, cores int6
 // none) and min of its pods needed; each mutate changes every pod before it is created.
 func (e *schedulerEnv) vgpuGangOfClass(name, queue, class string, min, pods int, memMiB, cores int64, mutate ...func(*corev1.Pod)) {
 	e.t.Helper()
-	ctx := context.Background()
-	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
-		Spec: schedulingv1beta1.PodGroupSpec{MinMember: int32(min), Queue: queue, PriorityClassName: class}}
-	if _, err := e.vc.SchedulingV1beta1().PodGroups(e.ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
-		e.t.Fatalf("create podgroup %s: %v", name, err)
-	}
-	for i := 0; i < pods; i++ {
-		pod := tinyPod(e.ns, fmt.Sprintf("%s-%d", name, i), "")
-		pod.Spec.SchedulerName = e.name
-		pod.Annotations = map[string]string{schedulingv1beta1.KubeGroupNameAnnotationKey: name}
-		pod.Spec.Tolerations = []corev1.Toleration{{Key: kwokAnnotation, Operator: corev1.TolerationOpExists}}
+	e.gangWith(name, queue, class, min, pods, "", nil, nil, func(_ int, pod *corev1.Pod) {
 		pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{
 			vgpu.DefaultCountResource:  resource.MustParse("1"),
 			vgpu.DefaultMemoryResource: *resource.NewQuantity(memMiB, resource.DecimalSI),
 			vgpu.DefaultCoresResource:  *resource.NewQuantity(cores, resource.DecimalSI),
 		}
-		pod.Spec.PriorityClassName = class
 		for _, m := range mutate {
 			m(pod)
 		}
-		if _, err := e.cs.CoreV1().Pods(e.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			e.t.Fatalf("create pod %s: %v", pod.Name, err)
-		}
-	}
+	})
 }
 
 // gpuBooking is what the bound pods' assignments book on one GPU.
