@@ -202,7 +202,14 @@ func run(ctx context.Context, o *options) (err error) {
 		s.Run(ctx)
 		return nil
 	}
-	return runAsLeader(ctx, o, kube, s.Run, stopCache)
+	return runAsLeader(ctx, o, kube, func(ctx context.Context) {
+		// A new leader schedules only once its cache has the previous leader's last binds.
+		if err := sc.CatchUp(ctx); err != nil {
+			klog.ErrorS(err, "Not scheduling")
+			return
+		}
+		s.Run(ctx)
+	}, stopCache)
 }
 
 // loadConfig reads --scheduler-conf. Without the flag the built-in configuration is used.

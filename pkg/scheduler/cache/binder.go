@@ -113,6 +113,14 @@ func (sc *SchedulerCache) bind(ctx context.Context, ref podRef, pod *corev1.Pod,
 		}
 	}
 	if err := sc.kube.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+		if ctx.Err() != nil {
+			// Stop cut the request off: the API server may have bound the pod (with its
+			// assignment) or not, so nothing here is undone or reported as failed.
+			sc.bindsCutOff.Add(1)
+			klog.InfoS("Bind cut off at shutdown: the pod is bound with its assignment or still Pending, as the next leader will see; no Scheduled Event is written for it",
+				"pod", klog.KObj(pod), "node", node)
+			return
+		}
 		undoSteps(ctx, done, pod, node)
 		sc.bindFailed(ref, pod, node, err)
 		return

@@ -60,6 +60,8 @@ type SchedulerCache struct {
 	// handedBack counts them.
 	handingBack atomic.Bool
 	handedBack  atomic.Int64
+	// bindsCutOff counts the Bindings Stop cancelled in flight (bound or not, unknown here).
+	bindsCutOff atomic.Int64
 	// changes counts what the cache has been told, each counted once applied (Changes).
 	changes atomic.Uint64
 
@@ -215,7 +217,8 @@ func (sc *SchedulerCache) Run(ctx context.Context) {
 // stays Pending and a victim running, for the next leader to decide again; a status is
 // written again by the next leader's cycle), and the API calls in flight are given
 // inFlightGrace to finish before they are cancelled (a Binding cut off leaves its pod
-// pending, or bound with its assignment: one request carries both).
+// pending, or bound with its assignment: one request carries both; which one is not known
+// here, so it is counted and logged as cut off, neither undone nor reported as failed).
 func (sc *SchedulerCache) Stop(ctx context.Context) {
 	sc.resyncs.ShutDown()
 	drained := make(chan struct{})
@@ -234,9 +237,17 @@ func (sc *SchedulerCache) Stop(ctx context.Context) {
 		case <-drained:
 		case <-time.After(inFlightGrace):
 			klog.ErrorS(ctx.Err(), "API calls still in flight at shutdown were cancelled")
+			if sc.stopWorkers != nil {
+				sc.stopWorkers()
+			}
+			// The cancelled calls return at once, and are counted before the log below.
+			select {
+			case <-drained:
+			case <-time.After(inFlightGrace):
+			}
 		}
 		klog.InfoS("Handed back what was not started at shutdown", "bindsAndEvictions", sc.handedBack.Load(),
-			"statusWrites", sc.writes.handedBack.Load())
+			"statusWrites", sc.writes.handedBack.Load(), "bindsCutOff", sc.bindsCutOff.Load())
 	}
 	if sc.stopWorkers != nil {
 		sc.stopWorkers()

@@ -160,3 +160,26 @@ func TestStopHandsBackBindsNotStarted(t *testing.T) {
 		t.Errorf("sent %d Bindings, handed back %d; want none sent, 2 handed back", len(capture.bindings), env.sc.handedBack.Load())
 	}
 }
+
+// A Binding that Stop cancels in flight may have been bound by the API server or not: it is
+// counted as cut off, and neither undone in the cache nor reported on the pod as failed.
+func TestStopCountsBindsCutOff(t *testing.T) {
+	env := bindEnv(t, st.Pod("p1", "1", "").Group("pg1").Obj())
+	cut, cancel := context.WithCancel(context.Background())
+	capture := &bindingCapture{err: context.Canceled}
+	capture.install(env)
+	if err := env.sc.Bind(placed(t, env, "p1", "n1", nil)); err != nil {
+		t.Fatalf("Bind: %v", err)
+	}
+	cancel() // Stop's cancel of the workers' calls, the request in flight
+	env.sc.processNextBind(cut)
+	if got := env.sc.bindsCutOff.Load(); got != 1 {
+		t.Errorf("binds cut off = %d, want 1", got)
+	}
+	if got := describeCache(env.sc); !slices.Contains(got, "job ns/pg1 [pg queue=default] p1=Binding@n1") {
+		t.Errorf("cache after the cut-off: %v, want p1 still Binding on n1", got)
+	}
+	if evs := env.events.Take(); len(evs) != 0 || env.sc.resyncs.Len() != 0 {
+		t.Errorf("events %v, %d re-reads queued; want none of either", evs, env.sc.resyncs.Len())
+	}
+}
