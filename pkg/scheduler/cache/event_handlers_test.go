@@ -276,7 +276,7 @@ func TestInformersFeedTheCache(t *testing.T) {
 // TestTrimForCache: what the cache keeps of a pod, a node and a PodGroup is what scheduling
 // reads (of volumes, those kube-scheduler's volume plugins read: claims and inline disks); the rest (managed fields, other
 // volumes, commands, environment, probes, container statuses, addresses, conditions but
-// PodScheduled, node images) is dropped.
+// PodScheduled, nodes' condition heartbeats) is dropped; node images are shared.
 func TestTrimForCache(t *testing.T) {
 	requests := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
 	claimVolume := corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
@@ -336,9 +336,15 @@ func TestTrimForCache(t *testing.T) {
 	images := func() []corev1.ContainerImage {
 		return []corev1.ContainerImage{{Names: []string{"registry/train@sha256:0", "registry/train:v1"}, SizeBytes: 1 << 30}}
 	}
-	node := &corev1.Node{Status: corev1.NodeStatus{Allocatable: requests, Images: images()}}
+	ready := func(heartbeat int) []corev1.NodeCondition {
+		return []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: st.At(heartbeat), LastTransitionTime: st.At(1)}}
+	}
+	node := &corev1.Node{Status: corev1.NodeStatus{Allocatable: requests, Images: images(), Conditions: ready(7)}}
 	got, _ = trim.trim(node)
-	if diff := cmp.Diff(&corev1.Node{Status: corev1.NodeStatus{Allocatable: requests, Images: images()}}, got); diff != "" {
+	trimmedNode := &corev1.Node{Status: corev1.NodeStatus{Allocatable: requests, Images: images(), Conditions: ready(7)}}
+	trimmedNode.Status.Conditions[0].LastHeartbeatTime = metav1.Time{}
+	if diff := cmp.Diff(trimmedNode, got); diff != "" {
 		t.Errorf("trimmed node (-want +got):\n%s", diff)
 	}
 
@@ -347,6 +353,65 @@ func TestTrimForCache(t *testing.T) {
 	got, _ = trim.trim(pg)
 	if diff := cmp.Diff(newPodGroup("pg", "q", 2), got); diff != "" {
 		t.Errorf("trimmed PodGroup (-want +got):\n%s", diff)
+	}
+}
+
+// Updates are applied, but counted as changes (which make the next cycle run) only when the
+// trimmed object changed beyond its resourceVersion: a node's heartbeat, a pod's readiness or
+// a resync is not; a node's allocatable or a pod's phase is.
+func TestUpdatesCountOnlyRealChanges(t *testing.T) {
+	env := newTestEnv(t, Options{})
+	trim := newTrimmer()
+	trimmed := func(o runtime.Object) runtime.Object {
+		got, err := trim.trim(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.(runtime.Object)
+	}
+	node := func(rv string, heartbeat int, cpu string) runtime.Object {
+		n := st.Node("n1", st.Resources(cpu, "")).Obj()
+		n.ResourceVersion = rv
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: st.At(heartbeat)}}
+		return trimmed(n)
+	}
+	pod := func(rv string, phase corev1.PodPhase, ready corev1.ConditionStatus) runtime.Object {
+		return trimmed(st.Pod("p1", "1", "").Group("pg1").Node("n1").ResourceVersion(rv).Phase(phase).
+			Condition(corev1.PodCondition{Type: corev1.PodReady, Status: ready}).Obj())
+	}
+	nodes := counted{toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(_, n any) { env.sc.onNodeSet(n) }}, env.sc.changed}
+	pods := counted{toolscache.ResourceEventHandlerFuncs{UpdateFunc: env.sc.onPodUpdate}, env.sc.changed}
+	env.add(t, newQueue("default"), newPodGroup("pg1", "", 1))
+	n1, p1 := node("10", 1, "4"), pod("11", corev1.PodRunning, corev1.ConditionTrue)
+	env.sc.onNodeSet(n1)
+	env.sc.onPodAdd(p1)
+	tests := []struct {
+		name     string
+		handler  counted
+		old, cur runtime.Object
+		counted  bool
+	}{
+		{"a resync", nodes, n1, n1, false},
+		{"a node's heartbeat", nodes, n1, node("20", 2, "4"), false},
+		{"a pod's readiness", pods, p1, pod("21", corev1.PodRunning, corev1.ConditionFalse), false},
+		{"a node's allocatable", nodes, node("20", 2, "4"), node("30", 3, "8"), true},
+		{"a pod's phase", pods, pod("21", corev1.PodRunning, corev1.ConditionFalse), pod("31", corev1.PodSucceeded, corev1.ConditionFalse), true},
+	}
+	for _, tt := range tests {
+		before := env.sc.Changes()
+		tt.handler.OnUpdate(tt.old, tt.cur)
+		if got := env.sc.Changes() != before; got != tt.counted {
+			t.Errorf("%s: counted as a change = %v, want %v", tt.name, got, tt.counted)
+		}
+	}
+	// Every update was applied: the cache holds the last versions.
+	env.sc.mu.Lock()
+	defer env.sc.mu.Unlock()
+	if rv := env.sc.nodes["n1"].Node.ResourceVersion; rv != "30" {
+		t.Errorf("node n1 at version %s in the cache, want 30", rv)
+	}
+	if task := env.sc.tasks["uid-p1"]; task == nil || task.Pod.ResourceVersion != "31" {
+		t.Errorf("pod p1 in the cache: %v, want version 31", task)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler"
@@ -44,7 +45,8 @@ func BenchmarkSnapshot(b *testing.B) {
 
 // BenchmarkIdleCycle: a scheduler cycle over 5,000 nodes and 50,000 bound, running pods in
 // gangs of 8 with nothing pending (volcano-sh/volcano #5819's scale), when nothing changed
-// since the last cycle (skipped) and when one pod event arrived before each (a full cycle:
+// since the last cycle (skipped), when a kubelet's status heartbeat did (skipped: nothing the
+// scheduler reads changed), and when one pod event arrived before each (a full cycle:
 // snapshot, session, close).
 func BenchmarkIdleCycle(b *testing.B) {
 	env := newTestEnv(b, Options{})
@@ -64,14 +66,32 @@ func BenchmarkIdleCycle(b *testing.B) {
 				Node(fmt.Sprintf("n%04d", (g*8+i)%nodes)).Phase(corev1.PodRunning).Obj())
 		}
 	}
+	// A kubelet's status heartbeat, as the informer hands it over (trimmed), alternating
+	// between two beats.
+	trim := newTrimmer()
+	beat := func(i int) any {
+		n := st.Node("n0000", st.Resources("64", "")).Obj()
+		n.ResourceVersion = fmt.Sprint(i + 2)
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: st.At(i)}}
+		obj, _ := trim.trim(n)
+		return obj
+	}
+	beats := []any{beat(0), beat(1)}
+	heartbeats := counted{toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(_, n any) { env.sc.onNodeSet(n) }}, env.sc.changed}
+	heartbeats.OnUpdate(nil, beats[0]) // n0000 as it beats
 	cfg := &conf.SchedulerConfiguration{}
 	s := scheduler.New(env.sc, func() *conf.SchedulerConfiguration { return cfg }, framework.NewRegistry(), nil, time.Hour)
 	s.RunOnce()
 	s.RunOnce() // the queues summed in the first; nothing owed
-	for _, changed := range []bool{false, true} {
-		b.Run(fmt.Sprintf("changed=%v", changed), func(b *testing.B) {
+	for _, before := range []string{"nothing", "a node heartbeat", "one pod event"} {
+		b.Run("before="+before, func(b *testing.B) {
+			i := 0
 			for b.Loop() {
-				if changed {
+				switch before {
+				case "a node heartbeat":
+					i++
+					heartbeats.OnUpdate(beats[(i+1)%2], beats[i%2])
+				case "one pod event":
 					env.sc.changed()
 				}
 				s.RunOnce()

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 )
@@ -54,7 +55,7 @@ func newTrimmer() *trimmer {
 // written by its controller and by us, is larger than the rest of it); a pod's volumes
 // other than those the volume plugins read (schedulingVolumes) and its containers' commands, environment, mounts and probes (pods are only ever
 // patched and bound, never written back whole), its containers' statuses, addresses and
-// conditions other than PodScheduled. Equal resource requirements of pods' containers, pods'
+// conditions other than PodScheduled; nodes' condition heartbeat times. Equal resource requirements of pods' containers, pods'
 // equal annotation keys and short values, and nodes' image names (which nodeorder's image
 // locality reads; most nodes list the same images) become one shared copy.
 // A pod's namespace, labels, affinity and topology spread constraints stay whole:
@@ -83,6 +84,11 @@ func (t *trimmer) trim(obj any) (any, error) {
 		}
 	case *corev1.Node:
 		t.shareImageNames(o.Status.Images)
+		// The kubelet rewrites its conditions' heartbeat times every few minutes with nothing
+		// else changed; nobody here reads them (see counted.OnUpdate).
+		for i := range o.Status.Conditions {
+			o.Status.Conditions[i].LastHeartbeatTime = metav1.Time{}
+		}
 	}
 	return obj, nil
 }
