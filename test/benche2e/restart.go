@@ -16,7 +16,11 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 )
 
@@ -53,6 +57,10 @@ type restartReport struct {
 	ProbePods         int     `json:"probePods"`
 	// FirstCycleTookSeconds is the first cycle's own length, as the scheduler logs it.
 	FirstCycleTookSeconds float64 `json:"firstCycleTookSeconds"`
+	// ListAllSeconds is how long one client takes to list every pod and then every node, as
+	// protobuf, while no scheduler runs: the API server's part of any start, a floor under
+	// the time to ready on the same machine.
+	ListAllSeconds float64 `json:"listAllSeconds"`
 	PeakRSSMiB            float64 `json:"peakRSSMiB"`
 	// StartRequests is the API requests made from the second start to the first bind, by HTTP
 	// method.
@@ -109,6 +117,9 @@ func runRestart(ctx context.Context, o options, nodes int) (err error) {
 		return err
 	}
 	<-first.done
+	if rep.ListAllSeconds, err = listAll(ctx, o.kubeconfig); err != nil {
+		return err
+	}
 
 	// The first job of the workload's mix waits for the restarted scheduler.
 	if err := createNamespace(ctx, cs, restartProbe); err != nil {
@@ -192,6 +203,33 @@ func runRestart(ctx context.Context, o options, nodes int) (err error) {
 		return rep.check()
 	}
 	return nil
+}
+
+// listAll times one list of every pod and then of every node, as protobuf (as vc-scheduler
+// lists them).
+func listAll(ctx context.Context, kubeconfig string) (float64, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return 0, err
+	}
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	pods, err := cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("list every pod: %w", err)
+	}
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("list every node: %w", err)
+	}
+	took := time.Since(start).Seconds()
+	klog.InfoS("Listed every pod and node", "pods", len(pods.Items), "nodes", len(nodes.Items), "seconds", took)
+	return took, nil
 }
 
 // profileStart takes the restarted scheduler's CPU profile and execution trace of its first
@@ -282,17 +320,17 @@ func (rep *restartReport) write(dir string) error {
 func (rep *restartReport) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Restart, workload %s, on %s (%s): vc-scheduler with the chart's configuration, killed and started again.\n\n", rep.Workload, rep.Host, rep.Date)
-	b.WriteString("| nodes / GPUs | bound pods (fill s) | start → ready / first cycle ended (its length) / first bind s | peak RSS MiB | API requests until the first bind | GPUs ever over capacity, unassigned |\n")
-	b.WriteString("|---|---|---|---|---|---|\n")
+	b.WriteString("| nodes / GPUs | bound pods (fill s) | start → ready / first cycle ended (its length) / first bind s | one client's list of every pod and node s | peak RSS MiB | API requests until the first bind | GPUs ever over capacity, unassigned |\n")
+	b.WriteString("|---|---|---|---|---|---|---|\n")
 	var requests []string
 	for _, method := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
 		if n := rep.StartRequests[method]; n > 0 {
 			requests = append(requests, fmt.Sprintf("%s %.0f", method, n))
 		}
 	}
-	fmt.Fprintf(&b, "| %d / %d | %d (%.0f) | %.2f / %.2f (%.2f) / %.2f | %.0f | %s | %d, %d |\n",
+	fmt.Fprintf(&b, "| %d / %d | %d (%.0f) | %.2f / %.2f (%.2f) / %.2f | %.2f | %.0f | %s | %d, %d |\n",
 		rep.Nodes, rep.GPUs, rep.Fill.Bound, rep.Fill.Seconds, rep.ReadySeconds, rep.FirstCycleSeconds, rep.FirstCycleTookSeconds, rep.FirstBindSeconds,
-		rep.PeakRSSMiB, strings.Join(requests, ", "), rep.GPUsEverOver, rep.Unassigned)
+		rep.ListAllSeconds, rep.PeakRSSMiB, strings.Join(requests, ", "), rep.GPUsEverOver, rep.Unassigned)
 	for _, o := range rep.OverExamples {
 		fmt.Fprintf(&b, "- over capacity: %s\n", o)
 	}

@@ -32,6 +32,10 @@ type NodeInfo struct {
 type Devices interface {
 	// Clone returns a copy that can be changed without changing the original.
 	Clone() Devices
+	// Reuse readies a copy that a session left as it found it for the next session, which
+	// the cache hands it instead of a new clone: what belongs to one session only (a memo of
+	// that session's requests) goes.
+	Reuse()
 }
 
 // NewNodeInfo builds the node's accounting from its allocatable (nil for a node known only

@@ -94,9 +94,11 @@ type SchedulerCache struct {
 	// the informer still shows undeleted: it stays Releasing whatever updates come.
 	evicting        map[api.TaskID]string
 	priorityClasses map[string]*schedulingv1.PriorityClass
-	// released are the jobs of the last closed session (Release), for the next snapshot.
-	released map[api.JobID]*api.JobInfo
-	derivers []framework.DeviceDeriver
+	// released is what the last closed session handed back (Release), for the next snapshot;
+	// generation numbers the snapshots.
+	released   *api.Released
+	generation uint64
+	derivers   []framework.DeviceDeriver
 	// claimed holds, per deriver name, the nodes whose object announces its devices.
 	claimed  map[string]map[string]struct{}
 	dangling *danglingReferences

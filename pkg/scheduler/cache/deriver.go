@@ -60,8 +60,8 @@ func (sc *SchedulerCache) nodeChanged(name string) {
 	sc.underived[name] = struct{}{}
 }
 
-// deriveChanged derives the device state of the nodes changed since the last call whose
-// object the cache knows. Called under mu.
+// deriveChanged derives the device state of the nodes changed since the last snapshot whose
+// object the cache knows; Snapshot clears the set once it has used it. Called under mu.
 func (sc *SchedulerCache) deriveChanged() {
 	for name := range sc.underived {
 		if n := sc.nodes[name]; n != nil && n.Node != nil {
@@ -70,7 +70,6 @@ func (sc *SchedulerCache) deriveChanged() {
 			}
 		}
 	}
-	clear(sc.underived)
 }
 
 // derive stores one deriver's state for the node. Called under mu.

@@ -19,6 +19,7 @@ import (
 type taskList []string
 
 func (l taskList) Clone() api.Devices { return append(taskList(nil), l...) }
+func (taskList) Reuse()               {}
 
 // deriverSpy derives a taskList and records every call.
 type deriverSpy struct{ calls []string }

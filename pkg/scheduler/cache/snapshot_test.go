@@ -129,7 +129,9 @@ func TestSnapshotIsolation(t *testing.T) {
 	snap.NodeList[0], snap.NodeList[1] = snap.NodeList[1], snap.NodeList[0]
 	delete(snap.Jobs, "ns/pg1")
 
-	if got := env.sc.Snapshot(); !reflect.DeepEqual(got, want) {
+	got := env.sc.Snapshot()
+	got.Generation = want.Generation
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("changing a snapshot changed the cache")
 	}
 	if got := describeCache(env.sc); !reflect.DeepEqual(got, cacheBefore) {
@@ -240,7 +242,7 @@ func TestSnapshotReusesWhatTheSessionLeft(t *testing.T) {
 	waiting := taskNamed(t, tried, "wait")
 	waiting.LastTransaction = &api.TransactionContext{NodeName: "n1", Status: api.Allocated}
 	tried.NodesFitErrors[waiting.UID] = api.NewFitErrors()
-	env.sc.Release(first.Jobs)
+	env.sc.Release(&api.Released{Generation: first.Generation, Jobs: first.Jobs})
 	// The cache sees a pod start after the session.
 	env.sc.onPodUpdate(nil, st.Pod("start", "1", "").Group("moved").Node("n1").Phase(corev1.PodRunning).Obj())
 
@@ -262,3 +264,81 @@ func TestSnapshotReusesWhatTheSessionLeft(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotReusesNodesTheSessionLeft: the next snapshot holds the released session's copy
+// of a node that neither the session (Touched) nor the cache changed, its devices readied for
+// another session (Reuse); a node the session touched or the cache changed is copied again,
+// and so is every node when the session was opened on an older snapshot, or released nothing.
+func TestSnapshotReusesNodesTheSessionLeft(t *testing.T) {
+	env := newTestEnv(t, Options{})
+	env.sc.AddDeviceDeriver(reusedDeriver{})
+	env.add(t, newQueue("default"), newPodGroup("pg1", "", 1),
+		st.Node("quiet", st.Resources("4", "")).Obj(), st.Node("placed", st.Resources("4", "")).Obj(),
+		st.Node("started", st.Resources("4", "")).Obj(),
+		st.Pod("run", "1", "").Group("pg1").Node("quiet").Phase(corev1.PodRunning).Obj())
+	// fresh: each node of the snapshot holds what a new copy of the cache's would (but for
+	// the reuse counts).
+	fresh := func(snap *api.ClusterInfo) {
+		t.Helper()
+		env.sc.mu.Lock()
+		defer env.sc.mu.Unlock()
+		for name, n := range env.sc.nodes {
+			got, want := *snap.Nodes[name], *n.Clone()
+			got.Devices, want.Devices = nil, nil
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("node %s in the snapshot:\n got  %+v\n want %+v", name, got, want)
+			}
+		}
+	}
+	release := func(snap *api.ClusterInfo, touched ...string) {
+		r := &api.Released{Generation: snap.Generation, Jobs: snap.Jobs, Nodes: snap.Nodes, Touched: map[string]struct{}{}}
+		for _, name := range touched {
+			r.Touched[name] = struct{}{}
+		}
+		env.sc.Release(r)
+	}
+
+	first := env.sc.Snapshot()
+	for _, n := range first.NodeList {
+		*n.Devices["reused"].(*reusedCount) = 0
+	}
+	release(first, "placed")
+	env.sc.onPodAdd(st.Pod("new", "1", "").Group("pg1").Node("started").Phase(corev1.PodRunning).Obj())
+	second := env.sc.Snapshot()
+	fresh(second)
+	if second.Nodes["quiet"] != first.Nodes["quiet"] || *second.Nodes["quiet"].Devices["reused"].(*reusedCount) != 1 {
+		t.Errorf("the node nothing changed was copied again, or its devices not readied for reuse")
+	}
+	if second.Nodes["placed"] == first.Nodes["placed"] || second.Nodes["started"] == first.Nodes["started"] {
+		t.Errorf("a node the session or the cache changed was reused")
+	}
+
+	// Released after a later snapshot was taken (whose changes are gone), or never released,
+	// a session's nodes are not reused.
+	third := env.sc.Snapshot()
+	env.sc.onPodAdd(st.Pod("later", "1", "").Group("pg1").Node("quiet").Phase(corev1.PodRunning).Obj())
+	fourth := env.sc.Snapshot()
+	release(third)
+	fifth := env.sc.Snapshot()
+	fresh(fifth)
+	for name, n := range fifth.Nodes {
+		if third.Nodes[name] == n || fourth.Nodes[name] == n {
+			t.Errorf("node %s is in two snapshots, the earlier released out of turn or not at all", name)
+		}
+	}
+}
+
+// reusedDeriver gives each node a count of the times its copy was reused.
+type reusedDeriver struct{}
+
+func (reusedDeriver) Name() string             { return "reused" }
+func (reusedDeriver) Claims(*corev1.Node) bool { return true }
+func (reusedDeriver) Derive(*api.NodeInfo) api.Devices {
+	n := reusedCount(0)
+	return &n
+}
+
+type reusedCount int
+
+func (c *reusedCount) Clone() api.Devices { n := *c; return &n }
+func (c *reusedCount) Reuse()             { *c++ }

@@ -289,6 +289,36 @@ func running(nodes, pods int) *api.ClusterInfo {
 	return ci
 }
 
+// A closed session names, in what it hands back to the cache, every node it placed a task on
+// or evicted one on, even where it undid that; the nodes it only looked at are not named.
+func TestCloseSessionNamesTheNodesTouched(t *testing.T) {
+	snap := running(4, 2)
+	pending := st.MakePod().Namespace("ns").UID("uid-new").Name("pg-w-new").Group("pg").Container(st.Resources("1", "")).Obj()
+	snap.Jobs["ns/pg"].AddTask(api.NewTaskInfo(pending))
+	snap.Generation = 7
+	cache := &frameworktest.Cache{Snap: snap, OnEvict: func(*api.TaskInfo, string) error { return nil }}
+	ssn := frameworktest.OpenTiers(cache, allocateOnly, []framework.Plugin{&counter{}})
+	job := ssn.Jobs["ns/pg"]
+	discarded := ssn.NewStatement()
+	if err := discarded.Allocate(job.Tasks["uid-new"], ssn.Nodes["n2"]); err != nil {
+		t.Fatal(err)
+	}
+	discarded.Discard()
+	evicted := ssn.NewStatement()
+	if err := evicted.Evict(job.Tasks["uid-1"], "preempted"); err != nil { // on n1
+		t.Fatal(err)
+	}
+	evicted.Commit()
+	framework.CloseSession(ssn)
+	r := cache.Released
+	if r == nil || r.Generation != 7 || len(r.Nodes) != 4 || len(r.Jobs) != 1 {
+		t.Fatalf("handed back %+v, want generation 7, 4 nodes and 1 job", r)
+	}
+	if want := map[string]struct{}{"n1": {}, "n2": {}}; !reflect.DeepEqual(r.Touched, want) {
+		t.Errorf("touched %v, want n1 (an eviction) and n2 (a placement discarded)", r.Touched)
+	}
+}
+
 // An eviction counts the victim as Releasing on its node and takes it out of the handlers'
 // accounts; Discard gives it back exactly, and nothing reaches the cache.
 func TestDiscardRestoresEvictionExactly(t *testing.T) {

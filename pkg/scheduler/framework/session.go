@@ -21,10 +21,10 @@ import (
 type Cache interface {
 	// Snapshot copies the cluster state for one session.
 	Snapshot() *api.ClusterInfo
-	// Release takes back a closed session's jobs: a later Snapshot may hand the ones the
-	// session left as it found them to the next session instead of copying them again.
-	// Nothing may use them afterwards.
-	Release(jobs map[api.JobID]*api.JobInfo)
+	// Release takes back a closed session's jobs and nodes: a later Snapshot may hand the
+	// ones the session left as it found them to the next session instead of copying them
+	// again. Nothing may use them afterwards.
+	Release(released *api.Released)
 	// Bind hands a committed placement to the binder. An error means the cache refused it
 	// (e.g. the node no longer fits the task); the placement is then undone.
 	Bind(task *api.TaskInfo) error
@@ -58,6 +58,10 @@ type ChangeCounter interface {
 type Session struct {
 	UID   types.UID
 	cache Cache
+	// generation is the snapshot's; touched names the nodes the session placed a task on,
+	// took one off or evicted one on (see api.Released).
+	generation uint64
+	touched    map[string]struct{}
 
 	Jobs     map[api.JobID]*api.JobInfo
 	Nodes    map[string]*api.NodeInfo
@@ -102,6 +106,8 @@ func OpenSession(cache Cache, cfg *conf.SchedulerConfiguration, registry *Regist
 	ssn := &Session{
 		UID:            uuid.NewUUID(),
 		cache:          cache,
+		generation:     snap.Generation,
+		touched:        map[string]struct{}{},
 		metrics:        m,
 		Jobs:           snap.Jobs,
 		Nodes:          snap.Nodes,
@@ -142,8 +148,8 @@ func OpenSession(cache Cache, cfg *conf.SchedulerConfiguration, registry *Regist
 }
 
 // CloseSession lets plugins report (gang writes conditions here), then writes every job's
-// status and, unless SkipQueueStatus, every queue's allocation, and hands the jobs back to
-// the cache (Cache.Release): nothing may use them once the next session opens.
+// status and, unless SkipQueueStatus, every queue's allocation, and hands the jobs and nodes
+// back to the cache (Cache.Release): nothing may use them once the next session opens.
 func CloseSession(ssn *Session) {
 	for _, p := range ssn.plugins {
 		start := time.Now()
@@ -165,7 +171,7 @@ func CloseSession(ssn *Session) {
 	if !ssn.SkipQueueStatus {
 		ssn.updateQueueStatus()
 	}
-	ssn.cache.Release(ssn.Jobs)
+	ssn.cache.Release(&api.Released{Generation: ssn.generation, Jobs: ssn.Jobs, Nodes: ssn.Nodes, Touched: ssn.touched})
 }
 
 // updateJobPhase derives the PodGroup phase from its tasks.

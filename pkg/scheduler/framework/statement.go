@@ -78,6 +78,7 @@ func (s *Statement) Evict(victim *api.TaskInfo, reason string) error {
 	}
 	was := victim.Status
 	job.UpdateTaskStatus(victim, api.Releasing)
+	s.ssn.touch(node)
 	node.AddTask(victim)
 	s.ssn.deallocated(victim, node)
 	s.ops = append(s.ops, operation{kind: opEvict, task: victim, node: node, was: was, reason: reason})
@@ -97,6 +98,7 @@ func (ssn *Session) unevict(op operation) {
 	if job := ssn.JobFor(op.task); job != nil {
 		job.UpdateTaskStatus(op.task, op.was)
 	}
+	ssn.touch(op.node)
 	op.node.AddTask(op.task)
 	ev := &Event{Task: op.task, Node: op.node}
 	for _, h := range ssn.eventHandlers {
@@ -159,6 +161,7 @@ func (ssn *Session) place(task *api.TaskInfo, node *api.NodeInfo, status api.Tas
 	}
 	task.NodeName = node.Name
 	job.UpdateTaskStatus(task, status)
+	ssn.touch(node)
 	node.AddTask(task)
 	ev := &Event{Task: task, Node: node}
 	for i, h := range ssn.eventHandlers {
@@ -187,6 +190,7 @@ func (ssn *Session) place(task *api.TaskInfo, node *api.NodeInfo, status api.Tas
 // session after the change (task Pending, off the node; Event.Node says where it was), last
 // registered first.
 func (ssn *Session) unplace(task *api.TaskInfo, node *api.NodeInfo) {
+	ssn.touch(node)
 	node.RemoveTask(task)
 	if job := ssn.JobFor(task); job != nil {
 		job.UpdateTaskStatus(task, api.Pending)
@@ -205,3 +209,7 @@ func (ssn *Session) deallocated(task *api.TaskInfo, node *api.NodeInfo) {
 		}
 	}
 }
+
+// touch notes that the session changes node's copy (its tasks, and the device state the
+// event handlers keep), so that the cache does not hand that copy to the next session.
+func (ssn *Session) touch(node *api.NodeInfo) { ssn.touched[node.Name] = struct{}{} }

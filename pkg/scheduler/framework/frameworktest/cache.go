@@ -32,6 +32,8 @@ type Cache struct {
 	Allocated map[string]*api.Resource
 	// Snapshots counts the snapshots handed out: one a session, so one a scheduler cycle.
 	Snapshots atomic.Int32
+	// Released is what the last closed session handed back.
+	Released *api.Released
 }
 
 // JobEvent is a PodGroup event a session emitted.
@@ -39,17 +41,25 @@ type JobEvent struct {
 	PodGroup, Type, Reason, Message string
 }
 
-// Snapshot returns Snap, or an empty cluster.
+// Snapshot returns Snap, or an empty cluster. A Snap handed out again has its nodes' device
+// state readied for another session, as the cache does with the nodes it hands again.
 func (c *Cache) Snapshot() *api.ClusterInfo {
-	c.Snapshots.Add(1)
+	if c.Snapshots.Add(1) > 1 && c.Snap != nil {
+		for _, n := range c.Snap.Nodes {
+			for _, d := range n.Devices {
+				d.Reuse()
+			}
+		}
+	}
 	if c.Snap == nil {
 		return &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{}, Queues: map[api.QueueID]*api.QueueInfo{}}
 	}
 	return c.Snap
 }
 
-// Release keeps nothing: every session gets Snap as it is.
-func (*Cache) Release(map[api.JobID]*api.JobInfo) {}
+// Release keeps what the session handed back in Released; every session still gets Snap as
+// it is.
+func (c *Cache) Release(r *api.Released) { c.Released = r }
 
 // Bind hands the task to OnBind if set, else keeps a copy in Bound.
 func (c *Cache) Bind(t *api.TaskInfo) error {

@@ -25,8 +25,8 @@ type ledger struct {
 	source string
 	// lastFit is how the last request shape checked here fitted, so that scoring the node
 	// right after, and checking it for the next pod of the same shape, do not fit again. It
-	// belongs to the session's copy (shapes are numbered per session): Clone drops it, and
-	// booking clears it.
+	// belongs to the session's copy (shapes are numbered per session): Clone and Reuse drop
+	// it, and booking clears it.
 	lastFit fitMemo
 	// derived is what the deriver found booked by the node's pods. Clones share it and
 	// nobody changes it: a session's placements are the plugin's (plugin.placed). Each
@@ -164,6 +164,10 @@ func (l *ledger) Clone() api.Devices {
 	}
 	return &c
 }
+
+// Reuse drops the memo of the last fit: shapes are numbered per session, so it would
+// answer for another request in the next one.
+func (l *ledger) Reuse() { l.lastFit = fitMemo{} }
 
 // book adds a pod's assignment to the GPUs (sign 1) or takes it back (sign -1). It returns
 // how many devices name a GPU the node does not list, which the ledger cannot count, or a

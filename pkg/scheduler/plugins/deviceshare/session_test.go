@@ -205,3 +205,25 @@ func TestDisabled(t *testing.T) {
 		t.Errorf("disabled plugin scores nodes")
 	}
 }
+
+// A node's ledger that one session left as it found it may be handed to the next session
+// (the cache's snapshot reuses it, after Reuse): the memo of how a request shape fitted there
+// must not answer for the next session's requests, whose shapes are numbered afresh.
+func TestReusedLedgerForgetsTheLastSessionsFit(t *testing.T) {
+	node := nodeInfo(gpuNode("n1", 0, gpus(1, 10, 30000, h200)), using("old", "x", dev(0, "20000", "0")))
+	ask := func(name string, memory int) *api.ClusterInfo {
+		return snapshot([]*api.NodeInfo{node}, 1, pod(name, "pg", vgpuCtr("main", 1, memory, 0)))
+	}
+	fits := func(ci *api.ClusterInfo, name string) bool {
+		ssn := openDeviceSession(&frameworktest.Cache{Snap: ci})
+		defer framework.CloseSession(ssn)
+		return ssn.Predicate(taskOf(t, ssn, name), node) == nil
+	}
+	if !fits(ask("small", 5000), "small") {
+		t.Fatalf("5,000 MiB does not fit beside 20,000 on a 30,000 MiB GPU")
+	}
+	ledgerOf(node).Reuse()
+	if fits(ask("big", 20000), "big") {
+		t.Errorf("20,000 MiB fits beside 20,000 on a 30,000 MiB GPU, the next session reusing the ledger")
+	}
+}
