@@ -61,7 +61,7 @@ type restartReport struct {
 	// protobuf, while no scheduler runs: the API server's part of any start, a floor under
 	// the time to ready on the same machine.
 	ListAllSeconds float64 `json:"listAllSeconds"`
-	PeakRSSMiB            float64 `json:"peakRSSMiB"`
+	PeakRSSMiB     float64 `json:"peakRSSMiB"`
 	// StartRequests is the API requests made from the second start to the first bind, by HTTP
 	// method.
 	StartRequests map[string]float64 `json:"startRequests"`
