@@ -17,10 +17,12 @@ import (
 )
 
 // catchUpPoll is how often CatchUp looks again at the cache while the pod watch delivers;
-// catchUpRetry how soon it lists again after the API server refused.
+// catchUpRetry how soon it lists again after the API server refused; catchUpTell how often
+// a wait that lasts is logged.
 const (
 	catchUpPoll  = 10 * time.Millisecond
 	catchUpRetry = time.Second
+	catchUpTell  = 5 * time.Second
 )
 
 // CatchUp returns once the cache has seen every bind the API server holds for the pods it
@@ -58,8 +60,15 @@ func (sc *SchedulerCache) CatchUp(ctx context.Context) error {
 	behind := func() int { return sc.pendingElsewhere(unbound, list.ResourceVersion) }
 	waited := behind()
 	if waited > 0 {
+		told := start
 		if err := wait.PollUntilContextCancel(ctx, catchUpPoll, false, func(context.Context) (bool, error) {
-			return behind() == 0, nil
+			n := behind()
+			if n > 0 && time.Since(told) >= catchUpTell {
+				told = time.Now()
+				klog.InfoS("Not scheduling yet: the pod watch has still to bring binds the API server holds",
+					"binds", n, "resourceVersion", list.ResourceVersion, "waited", time.Since(start).Round(time.Second))
+			}
+			return n == 0, nil
 		}); err != nil {
 			return fmt.Errorf("waiting for the pod watch to bring %d binds made before %s: %w", behind(), list.ResourceVersion, err)
 		}
