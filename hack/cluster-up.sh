@@ -80,6 +80,8 @@ rules:
       - {group: scheduling.volcano.sh, resources: [podgroups, podgroups/status, queues, queues/status]}
   - level: None
 EOA
+  # --delete-collection-workers: the benchmarks delete their tens of thousands of pods with one
+  # DeleteCollection each; one worker (the default) deletes 3,000 pods in 9 s here, eight in 4 s.
   start kube-apiserver "$BIN/kube-apiserver" --etcd-servers=http://127.0.0.1:2379 \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port=6443 --endpoint-reconciler-type=none \
     --service-cluster-ip-range=10.0.0.0/24 \
@@ -90,7 +92,7 @@ EOA
     --service-account-key-file="$P/sa.pub" --service-account-signing-key-file="$P/sa.key" \
     --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction --allow-privileged=true --profiling=false \
     --audit-policy-file="$TB/audit-policy.yaml" --audit-log-path="$L/audit.log" --audit-log-format=json \
-    --audit-log-maxsize=1024 --audit-log-maxbackup=1
+    --audit-log-maxsize=1024 --audit-log-maxbackup=1 --delete-collection-workers=8
   wait_for 60 apiserver_ready
   log "kube-apiserver ready: $(since "$t")s"
 fi

@@ -334,8 +334,9 @@ func createPods(ctx context.Context, cs kubernetes.Interface, job string, pods [
 func cleanNamespace(ctx context.Context, cs kubernetes.Interface, vc vcclient.Interface, ns string) error {
 	zero := int64(0)
 	// A collection of thousands can outlast the API server's request timeout; the deletion
-	// goes on, and the next call takes what is left. The API server deletes about 65 pods a
-	// second on 2 cores (2026-12-07), so the restart benchmark's full 50,000 take some 13
+	// goes on, and the next call takes what is left. With the local cluster's eight
+	// delete-collection workers the API server deletes about 190 bound pods a second on 2
+	// cores (65 with one; 2026-12-07), so the restart benchmark's full 50,000 take some 4
 	// minutes.
 	err := poll(ctx, 30*time.Minute, func() bool {
 		if err := vc.SchedulingV1beta1().PodGroups(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
