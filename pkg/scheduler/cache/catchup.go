@@ -53,9 +53,7 @@ func (sc *SchedulerCache) CatchUp(ctx context.Context) error {
 	}
 	unbound := make(map[types.UID]struct{}, len(list.Items))
 	for i := range list.Items {
-		if list.Items[i].Spec.NodeName == "" {
-			unbound[list.Items[i].UID] = struct{}{}
-		}
+		unbound[list.Items[i].UID] = struct{}{}
 	}
 	behind := func() int { return sc.pendingElsewhere(unbound, list.ResourceVersion) }
 	waited := behind()

@@ -3,10 +3,12 @@ package cache
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -26,14 +28,20 @@ func TestCatchUpWaitsForTheBindsTheWatchHasNotBrought(t *testing.T) {
 	// The previous leader bound one pod at version 20; this replica's watch has not said so.
 	bound := pod("bound-elsewhere", "20").Node("n1").Obj()
 	mustCreate(t, env.kube.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), bound, "ns"))
-	// The list is read at version 30; a pod created after it is Pending in the cache only.
+	// The list is read at version 30, with its field selector applied as the API server
+	// does (the fake ignores field selectors); a pod created after it is Pending in the
+	// cache only.
 	env.kube.PrependReactor("list", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		objs, err := env.kube.Tracker().List(corev1.SchemeGroupVersion.WithResource("pods"),
 			corev1.SchemeGroupVersion.WithKind("Pod"), "")
 		if err != nil {
 			return true, nil, err
 		}
+		selector := action.(k8stesting.ListAction).GetListRestrictions().Fields
 		list := objs.(*corev1.PodList)
+		list.Items = slices.DeleteFunc(list.Items, func(p corev1.Pod) bool {
+			return !selector.Matches(fields.Set{"spec.nodeName": p.Spec.NodeName})
+		})
 		list.ResourceVersion = "30"
 		return true, list, nil
 	})

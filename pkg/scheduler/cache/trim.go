@@ -52,12 +52,13 @@ func newTrimmer() *trimmer {
 }
 
 // trim drops what the scheduler never reads: every object's managedFields (a PodGroup's,
-// written by its controller and by us, is larger than the rest of it); a pod's volumes
-// other than those the volume plugins read (schedulingVolumes) and its containers' commands, environment, mounts and probes (pods are only ever
-// patched and bound, never written back whole), its containers' statuses, addresses and
-// conditions other than PodScheduled; nodes' condition heartbeat times. Equal resource requirements of pods' containers, pods'
-// equal annotation keys and short values, and nodes' image names (which nodeorder's image
-// locality reads; most nodes list the same images) become one shared copy.
+// written by its controller and by us, is larger than the rest of it); a pod's volumes other
+// than those the volume plugins read (schedulingVolumes) and its containers' commands,
+// environment, mounts and probes (pods are only ever patched and bound, never written back
+// whole), its containers' statuses, addresses and conditions other than PodScheduled; nodes'
+// condition heartbeat times. Equal resource requirements of pods' containers, pods' equal
+// annotation keys and short values, and nodes' image names (which nodeorder's image locality
+// reads; most nodes list the same images) become one shared copy.
 // A pod's namespace, labels, affinity and topology spread constraints stay whole:
 // kube-scheduler's InterPodAffinity and PodTopologySpread read them, of the pod being placed
 // and of every pod already placed.
