@@ -78,8 +78,8 @@ func (cp *capacityPlugin) OnSessionOpen(ssn *framework.Session) {
 	ssn.AddJobEnqueuedFn(PluginName, ledger.JobEnqueued)
 	ssn.AddAllocatableFn(PluginName, ledger.FitsRealCapability)
 	// Reclaim: a queue takes back only up to its deserved share, from queues above theirs.
-	ssn.AddPreemptiveFn(PluginName, ledger.FitsDeserved)
-	ssn.AddReclaimableFn(PluginName, ledger.Reclaimable)
+	ssn.AddPreemptiveFn(PluginName, ledger.MayReclaim(0))
+	ssn.AddReclaimableFn(PluginName, ledger.ReclaimVictims(0))
 	ssn.AddEventHandler(ledger.EventHandler())
 }
 

@@ -22,8 +22,10 @@ const InvalidQueueReason = "InvalidQueue"
 //   - a queue's real capability is what its parent's leaves once its siblings have their
 //     guarantees, within its own capability; the root's is the cluster;
 //   - a queue deserves its spec.deserved within its real capability and, below the root's
-//     children, within its parent's deserved share (a child cannot be owed what its parent is
-//     not), and never less than its guarantee; the root deserves what its children do;
+//     children, within its parent's deserved share where the parent declares one (a child
+//     cannot be owed what its parent is not; a department that declares only a capability
+//     leaves its teams their own shares), and never less than its guarantee; the root
+//     deserves what its children do;
 //   - enqueue and allocate check the queue and every ancestor; only leaves take jobs;
 //   - reclaim takes from queues above their deserved share, never below a guarantee at any
 //     level, and with ancestorReclaimLevel also weighs the ancestors' shares.
@@ -49,7 +51,7 @@ func (cp *capacityPlugin) openTree(ssn *framework.Session) {
 	ssn.AddJobEnqueuedFn(PluginName, ledger.JobEnqueued)
 	ssn.AddAllocatableFn(PluginName, ledger.FitsRealCapability)
 	ssn.AddPreemptiveFn(PluginName, ledger.MayReclaim(cp.ancestorReclaimLevel))
-	ssn.AddReclaimableFn(PluginName, ledger.ReclaimableInTree(cp.ancestorReclaimLevel))
+	ssn.AddReclaimableFn(PluginName, ledger.ReclaimVictims(cp.ancestorReclaimLevel))
 	ssn.AddEventHandler(ledger.EventHandler())
 }
 
@@ -60,7 +62,7 @@ func shareDeserved(l *quota.Ledger, parent *quota.Queue) {
 	for _, c := range l.Children(parent.Info.UID) {
 		d := declaredDeserved(c)
 		if !isRoot {
-			d.MinDimension(parent.Deserved, api.MissingAsZero)
+			quota.MinNamed(d, parent.Deserved)
 		}
 		c.Deserved = quota.Max(d, c.Guarantee)
 		total.Add(c.Deserved)
@@ -69,7 +71,7 @@ func shareDeserved(l *quota.Ledger, parent *quota.Queue) {
 	switch {
 	case isRoot:
 		parent.Deserved = total
-	case !total.LessEqual(parent.Deserved, api.MissingAsZero):
+	case len(total.ExceedingWithDimension(parent.Deserved, quota.NamedBy(total, parent.Deserved))) > 0:
 		klog.V(2).InfoS("Child queues deserve more than their parent; they compete for its share", "queue", parent.Info.Name,
 			"deserved", parent.Deserved, "childrenDeserved", total)
 	}

@@ -277,23 +277,42 @@ func shortOf(task *api.TaskInfo, node *api.NodeInfo, victims []*api.TaskInfo) co
 	return ""
 }
 
-// fits: the task can be pipelined onto the node now, its resources released or free and
-// every predicate passing.
+// fits: the task can be pipelined onto the node now, its resources released or free, every
+// predicate passing, and its queue with room for it (Allocatable, which allocate asks before
+// it binds the task: a queue or department at its capability on a node with room is made
+// room in by evicting from it, not by pipelining the task where allocate will refuse it).
 func fits(ssn *framework.Session, task *api.TaskInfo, node *api.NodeInfo) bool {
-	return task.InitResreq.LessEqual(node.FutureIdle(), api.MissingAsZero) && ssn.Predicate(task, node) == nil
+	return task.InitResreq.LessEqual(node.FutureIdle(), api.MissingAsZero) && ssn.Predicate(task, node) == nil &&
+		queueRefusal(ssn, task) == nil
+}
+
+// queueRefusal is why the task's queue cannot take it now (Session.Allocatable); nil when it can.
+func queueRefusal(ssn *framework.Session, task *api.TaskInfo) error {
+	job := ssn.JobFor(task)
+	if job == nil {
+		return nil
+	}
+	queue := ssn.Queues[job.Queue]
+	if queue == nil {
+		return nil
+	}
+	return ssn.Allocatable(queue, task)
 }
 
 // refusalOf is why the task cannot be pipelined onto a node it does not fit: a predicate's
 // refusal first, as the more precise (deviceshare's names the GPU constraint where a plugin's
 // SelectVictims found no victims that free one GPU, while the node's totals would only say
 // that nothing was evicted), else the first resource its released or free room lacks, in
-// allocate's words ("Insufficient <resource>"); nil where it fits.
+// allocate's words ("Insufficient <resource>"), else its queue's refusal; nil where it fits.
 func refusalOf(ssn *framework.Session, task *api.TaskInfo, node *api.NodeInfo) *api.Status {
 	if s := ssn.Predicate(task, node); s != nil {
 		return s
 	}
 	if short := task.InitResreq.Exceeding(node.FutureIdle(), api.MissingAsZero); len(short) > 0 {
 		return api.NewStatus(api.Unschedulable, nodesearch.InsufficientReason(short[0]))
+	}
+	if err := queueRefusal(ssn, task); err != nil {
+		return api.NewStatus(api.Unschedulable, err.Error())
 	}
 	return nil
 }

@@ -179,8 +179,14 @@ func (l *Ledger) Sorted() []*Queue {
 	return queues
 }
 
-// UpdateShare recomputes Share from Allocated and Deserved.
+// UpdateShare recomputes Share from Allocated and Deserved. A queue that deserves nothing
+// (best effort) has share 1 whatever it holds, so it goes after every queue still below its
+// share, as upstream's capacity has it: with share 0 it would go first for ever.
 func (q *Queue) UpdateShare() {
+	if q.Deserved.IsEmpty() {
+		q.Share = 1
+		return
+	}
 	share := 0.0
 	ratio := func(allocated, deserved float64) {
 		if deserved >= api.Tolerance {
@@ -209,19 +215,33 @@ func (l *Ledger) CompareQueues(a, b *api.QueueInfo) int {
 		}
 		return 1
 	}
-	sa, sb := l.share(a.UID), l.share(b.UID)
+	return l.compareShares(a.UID, b.UID)
+}
+
+// compareShares: the lower share first; of equal shares, a queue with a deserved share
+// before a best-effort one (deserving nothing), so that a best-effort queue is served only
+// once every other has its share, as upstream's capacity orders them.
+func (l *Ledger) compareShares(a, b api.QueueID) int {
+	qa, qb := l.Queues[a], l.Queues[b]
+	sa, sb := 0.0, 0.0
+	if qa != nil {
+		sa = qa.Share
+	}
+	if qb != nil {
+		sb = qb.Share
+	}
 	switch {
 	case sa < sb:
 		return -1
 	case sa > sb:
 		return 1
 	}
-	return 0
-}
-
-func (l *Ledger) share(id api.QueueID) float64 {
-	if q := l.Queues[id]; q != nil {
-		return q.Share
+	ea, eb := qa == nil || qa.Deserved.IsEmpty(), qb == nil || qb.Deserved.IsEmpty()
+	switch {
+	case !ea && eb:
+		return -1
+	case ea && !eb:
+		return 1
 	}
 	return 0
 }
@@ -231,7 +251,10 @@ func (l *Ledger) share(id api.QueueID) float64 {
 // in the queue's real capability next to what the queue holds and has reserved, less its
 // elastic part. Only the dimensions minResources asks for are compared ("pods" aside); one
 // the real capability lacks counts as zero, so a job asking for a resource no node has is
-// rejected. A quota rejection emits the PodGroup event naming the short dimensions.
+// rejected. With a hierarchy every ancestor but the root is checked alike, except that an
+// ancestor's lack of room is passed over where the job's queue is owed it (owedPast); the
+// root, only against a capability declared on it. A quota rejection emits the PodGroup
+// event naming the short dimensions.
 func (l *Ledger) JobEnqueueable(job *api.JobInfo) int {
 	q := l.Queues[job.Queue]
 	if q == nil {
@@ -255,18 +278,48 @@ func (l *Ledger) JobEnqueueable(job *api.JobInfo) int {
 	// With a hierarchy the queue and each ancestor must have room, as upstream checks them:
 	// the first one short decides the event.
 	for _, a := range l.chain(q.Info.UID) {
+		limit := a.RealCapability
+		if a.Info.UID == queuetree.Root && l.tree != nil {
+			// The root is bounded at admission only by a capability declared on it, as
+			// upstream's: a job is admitted into a full cluster to reclaim there, and the
+			// cluster's size is allocate's to enforce.
+			if a.Capability == nil {
+				continue
+			}
+			limit = a.Capability
+		}
 		wanted := minReq.Clone().Add(a.Allocated).Add(a.Inqueue).Sub(a.Elastic)
-		short := wanted.ExceedingWithDimension(a.RealCapability, minReq)
+		short := wanted.ExceedingWithDimension(limit, minReq)
 		if len(short) == 0 {
+			continue
+		}
+		if a != q && owedPast(q, minReq, short) {
+			klog.V(3).InfoS("Ancestor queue is full, but the job's queue is owed the room; job admitted to reclaim it",
+				"podGroup", klog.KRef(job.Namespace, job.Name), "queue", q.Info.Name, "ancestor", a.Info.Name, "insufficient", short)
 			continue
 		}
 		klog.V(3).InfoS("Queue quota insufficient; job stays Pending", "podGroup", klog.KRef(job.Namespace, job.Name),
 			"queue", a.Info.Name, "jobQueue", q.Info.Name, "insufficient", short, "minResources", minReq, "allocated", a.Allocated,
-			"inqueue", a.Inqueue, "elastic", a.Elastic, "realCapability", a.RealCapability)
+			"inqueue", a.Inqueue, "elastic", a.Elastic, "limit", limit)
 		RecordRejection(l.ssn, job, Message(QueueQuotaInsufficient, "insufficient", short))
 		return framework.Reject
 	}
 	return framework.Permit
+}
+
+// owedPast: the job's queue is owed the room its ancestor lacks: its deserved share names
+// each short dimension and covers the job there beside what the queue holds and has
+// reserved. The ancestor's other queues then hold more than their shares (when the shares
+// under it fit in it), and reclaim takes the room back from them: the ancestor's cap moves
+// nothing but its own total, so it cannot stand between a team and its share.
+func owedPast(q *Queue, minReq *api.Resource, short []corev1.ResourceName) bool {
+	for _, name := range short {
+		deserved := q.Deserved.Get(name)
+		if deserved < api.Tolerance || q.Allocated.Get(name)+q.Inqueue.Get(name)+minReq.Get(name) > deserved+api.Tolerance {
+			return false
+		}
+	}
+	return true
 }
 
 // JobEnqueued reserves an admitted job's minResources (gated pods aside) in its queue, so the

@@ -56,3 +56,20 @@ func Max(l, r *api.Resource) *api.Resource {
 func Equal(a, b *api.Resource) bool {
 	return a.LessEqual(b, api.MissingAsZero) && b.LessEqual(a, api.MissingAsZero)
 }
+
+// MinNamed lowers each dimension of r to limit's where limit names it with a positive
+// amount, and returns r: a dimension limit does not declare limits nothing.
+func MinNamed(r, limit *api.Resource) *api.Resource {
+	if limit.MilliCPU >= api.Tolerance {
+		r.MilliCPU = math.Min(r.MilliCPU, limit.MilliCPU)
+	}
+	if limit.Memory >= api.Tolerance {
+		r.Memory = math.Min(r.Memory, limit.Memory)
+	}
+	for name, amount := range r.ScalarResources {
+		if l := limit.ScalarResources[name]; l >= api.Tolerance {
+			r.ScalarResources[name] = math.Min(amount, l)
+		}
+	}
+	return r
+}
