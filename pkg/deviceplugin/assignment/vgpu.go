@@ -101,8 +101,13 @@ func (a *VGPU) Allocate(ctx context.Context, req *pluginapi.ContainerAllocateReq
 // A candidate whose assignment is not one the scheduler would make (it does
 // not match its container's request, or names GPUs this node lacks), or
 // whose containers set the variables of their slice themselves (checkEnv), is
-// refused and skipped, with a Warning Event on it, and the next candidate is
-// tried: a forged pod cannot make kubelet reject the pod it is admitting.
+// refused, with a Warning Event on it. With the kubelet's list of its pods
+// the next candidate is then tried: a forged pod cannot make kubelet reject
+// the pod it is admitting. Without the list, the refused pod may be the very
+// one the kubelet admits, and serving the next candidate would start the
+// admitted container on another pod's GPUs, its own limits laid over that
+// pod's, and leave that pod's entry taken; so the refusal refuses the
+// Allocate.
 func (a *VGPU) allocate(ctx context.Context, count int, last bool) (*pluginapi.ContainerAllocateResponse, error) {
 	holdings := a.kubeletHoldings(ctx)
 	candidates, reasons, err := a.candidates(ctx, count, holdings)
@@ -116,6 +121,10 @@ func (a *VGPU) allocate(ctx context.Context, count int, last bool) (*pluginapi.C
 		}
 		if err != nil {
 			a.refuse(ctx, c, err)
+			if holdings == nil {
+				return nil, fmt.Errorf("%w; without the kubelet's list of the pods it admits, the container being admitted on node %s may be that pod's, so no other pod's assignment is served to it",
+					err, a.cfg.NodeName)
+			}
 			reasons = append(reasons, err.Error())
 			continue
 		}
