@@ -612,3 +612,52 @@ func TestAllocateEnvFrom(t *testing.T) {
 		})
 	}
 }
+
+// A pod whose container mounts a volume over a HAMi-core path (here a ConfigMap file over the
+// preload file, with subPath) gets no answer: an error, and a Warning Event naming the pod,
+// container, volume and path; ordinary mounts pass.
+func TestAllocateRefusesMountsOverHAMiCore(t *testing.T) {
+	for _, tc := range []struct {
+		path, subPath string
+		refused       bool
+	}{
+		{path: vgpu.ContainerPreloadPath, subPath: "preload", refused: true},
+		{path: "/usr/local", refused: true},
+		{path: "/etc/myapp"},
+		{path: "/tmp"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			c := ctr("worker", 1, 1000, 0)
+			c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}, {Name: "cfg", MountPath: tc.path, SubPath: tc.subPath}}
+			pod := assigned("p", 100, []corev1.Container{c}, vgpu.PodDevices{{dev(gpuA, 1000, 0)}})
+			env := newTestEnv(t, 1, &pod, lockedNode())
+			events := record.NewFakeRecorder(10)
+			env.alloc.cfg.Recorder = events
+			resp, err := env.allocate(1)
+			if !tc.refused {
+				if err != nil || resp.Envs[vgpu.EnvVisibleDevices] != gpuA {
+					t.Fatalf("Allocate: %v, %v; want gpu %s served", resp, err, gpuA)
+				}
+				return
+			}
+			want := vgpu.CheckMounts(&pod)
+			if want == nil || !strings.Contains(want.Error(), `container "worker" mounts volume "cfg" at "`+tc.path+`"`) {
+				t.Fatalf("CheckMounts: %v, want a refusal naming the container, volume and path", want)
+			}
+			if err == nil || resp != nil || !strings.Contains(err.Error(), want.Error()) {
+				t.Fatalf("Allocate: %v, %v; want no response and an error containing %q", resp, err, want)
+			}
+			select {
+			case e := <-events.Events:
+				if e != "Warning "+EventReasonRefused+" "+want.Error() {
+					t.Errorf("event %q, want %q", e, "Warning "+EventReasonRefused+" "+want.Error())
+				}
+			default:
+				t.Error("no Event on the refused pod")
+			}
+			if got := env.pod(t, "p").Annotations[vgpu.BindPhaseAnnotation]; got != vgpu.BindPhaseFailed {
+				t.Errorf("bind phase %q, want %q", got, vgpu.BindPhaseFailed)
+			}
+		})
+	}
+}
