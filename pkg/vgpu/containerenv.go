@@ -191,8 +191,13 @@ const (
 	envFromReason    = "its keys could set the variables that choose a vGPU pod's GPUs and HAMi-core's limits"
 )
 
+// containerWho names a container of a pod as refusals do.
+func containerWho(namespace, pod string, kind ContainerKind, container string) string {
+	return fmt.Sprintf("pod %s/%s %s %q", namespace, pod, kind, container)
+}
+
 func (r *EnvRefusal) Error() string {
-	who := fmt.Sprintf("pod %s/%s %s %q", r.Namespace, r.Pod, r.Kind, r.Container)
+	who := containerWho(r.Namespace, r.Pod, r.Kind, r.Container)
 	switch {
 	case r.Variable == EnvDisableControl:
 		return who + " sets " + EnvDisableControl + ", which turns HAMi-core's limits off; this cluster does not allow it (vgpu-device-plugin --allow-disable-control)"
@@ -217,19 +222,20 @@ type podContainer struct {
 	name    string
 	env     []corev1.EnvVar
 	envFrom []corev1.EnvFromSource
+	mounts  []corev1.VolumeMount
 }
 
 // podContainers lists a pod's containers in the order the admission policy reads them.
 func podContainers(pod *corev1.Pod) []podContainer {
 	var all []podContainer
 	for _, c := range pod.Spec.Containers {
-		all = append(all, podContainer{AppContainer, c.Name, c.Env, c.EnvFrom})
+		all = append(all, podContainer{AppContainer, c.Name, c.Env, c.EnvFrom, c.VolumeMounts})
 	}
 	for _, c := range pod.Spec.InitContainers {
-		all = append(all, podContainer{InitContainer, c.Name, c.Env, c.EnvFrom})
+		all = append(all, podContainer{InitContainer, c.Name, c.Env, c.EnvFrom, c.VolumeMounts})
 	}
 	for _, c := range pod.Spec.EphemeralContainers {
-		all = append(all, podContainer{EphemeralContainer, c.Name, c.Env, c.EnvFrom})
+		all = append(all, podContainer{EphemeralContainer, c.Name, c.Env, c.EnvFrom, c.VolumeMounts})
 	}
 	return all
 }

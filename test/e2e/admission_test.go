@@ -157,7 +157,8 @@ func controlEnvRefusal(ns, pod string, kind vgpu.ContainerKind, container, varia
 // container sets a variable of its slice is refused on create, and an ephemeral container that
 // sets one is refused when added, each with the device plugin's words; ordinary env, envFrom
 // with a safe prefix, and LD_PRELOAD in a pod without vGPU pass; envFrom without a prefix, or
-// with one a digit completes into CUDA_DEVICE_MEMORY_LIMIT_<n>, is refused.
+// with one a digit completes into CUDA_DEVICE_MEMORY_LIMIT_<n>, is refused; so is a mount over
+// HAMi-core's paths.
 func attackControlEnv(t *testing.T, e *schedulerEnv) {
 	ctx := context.Background()
 	pods := podAuthor(t, e).CoreV1().Pods(e.ns)
@@ -240,7 +241,31 @@ func attackControlEnv(t *testing.T, e *schedulerEnv) {
 	if err := addEphemeral("debug", []corev1.EnvVar{{Name: "HOME", Value: "/root"}}); err != nil {
 		t.Errorf("an ephemeral container with ordinary env was refused: %v", err)
 	}
-	for _, name := range []string{ordinary.Name, noVGPU.Name} {
+
+	// A ConfigMap file mounted with subPath over each of HAMi-core's paths, or a volume over a
+	// folder above one, is refused with the device plugin's words; ordinary mounts, /tmp among
+	// them, pass.
+	withMount := func(name, path, subPath string) *corev1.Pod {
+		pod := vgpuPod(name)
+		pod.Spec.Volumes = []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}}}
+		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "cfg", MountPath: path, SubPath: subPath}}
+		return pod
+	}
+	for i, path := range []string{vgpu.ContainerPreloadPath, vgpu.ContainerLibraryPath, vgpu.OverrideEnvPath,
+		vgpu.ContainerCachePath, vgpu.ContainerLockPath, "/etc", "/usr/local"} {
+		pod := withMount(fmt.Sprintf("mount-%d", i), path, "file")
+		forbidden(t, "a mount at "+path, create(pod), vgpu.CheckMounts(pod).Error())
+	}
+	created := []string{ordinary.Name, noVGPU.Name}
+	for i, path := range []string{"/data", "/etc/myapp", "/tmp"} {
+		pod := withMount(fmt.Sprintf("ordinary-mount-%d", i), path, "")
+		if err := create(pod); err != nil {
+			t.Errorf("a vGPU pod that mounts a volume at %s was refused: %v", path, err)
+		}
+		created = append(created, pod.Name)
+	}
+	for _, name := range created {
 		_ = e.cs.CoreV1().Pods(e.ns).Delete(ctx, name, metav1.DeleteOptions{})
 	}
 }

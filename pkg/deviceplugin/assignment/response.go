@@ -15,15 +15,6 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
-// Paths in the container. The library path is fixed: the ld.so.preload
-// file names it and HAMi-core loads itself from it.
-const (
-	containerLibraryPath = "/usr/local/vgpu/libvgpu.so"
-	containerPreloadPath = "/etc/ld.so.preload"
-	containerCachePath   = "/tmp/vgpu"
-	containerLockPath    = "/tmp/vgpulock"
-)
-
 // containerResponse is what the container gets for its devices: the GPUs,
 // HAMi-core's limits, and the mounts that load HAMi-core and give it its
 // shared region. cacheName names the region file; a new one per Allocate,
@@ -44,23 +35,23 @@ func containerResponse(cfg Config, podUID string, container *corev1.Container, d
 	}
 	envs[vgpu.EnvVisibleDevices] = strings.Join(uuids, ",")
 	envs[vgpu.EnvSMLimit] = strconv.Itoa(int(devices[0].UsedCores))
-	envs[vgpu.EnvSharedCache] = containerCachePath + "/" + cacheName + ".cache"
+	envs[vgpu.EnvSharedCache] = vgpu.ContainerCachePath + "/" + cacheName + ".cache"
 
 	mounts := []*pluginapi.Mount{{
-		ContainerPath: containerLibraryPath,
+		ContainerPath: vgpu.ContainerLibraryPath,
 		HostPath:      filepath.Join(cfg.HookPath, hostLibrary),
 		ReadOnly:      true,
 	}}
 	if !disablesControl(container) {
 		mounts = append(mounts, &pluginapi.Mount{
-			ContainerPath: containerPreloadPath,
+			ContainerPath: vgpu.ContainerPreloadPath,
 			HostPath:      filepath.Join(cfg.HookPath, hostPreload),
 			ReadOnly:      true,
 		})
 	}
 	mounts = append(mounts,
-		&pluginapi.Mount{ContainerPath: containerCachePath, HostPath: hostCacheDir(cfg.HookPath, podUID, container.Name)},
-		&pluginapi.Mount{ContainerPath: containerLockPath, HostPath: cfg.LockDir},
+		&pluginapi.Mount{ContainerPath: vgpu.ContainerCachePath, HostPath: hostCacheDir(cfg.HookPath, podUID, container.Name)},
+		&pluginapi.Mount{ContainerPath: vgpu.ContainerLockPath, HostPath: cfg.LockDir},
 	)
 	return &pluginapi.ContainerAllocateResponse{Envs: envs, Mounts: mounts}, nil
 }

@@ -100,9 +100,14 @@ func (a *VGPU) Allocate(ctx context.Context, req *pluginapi.ContainerAllocateReq
 //
 // A candidate whose assignment is not one the scheduler would make (it does
 // not match its container's request, or names GPUs this node lacks), or
-// whose containers set the variables of their slice themselves (checkEnv), is
-// refused and skipped, with a Warning Event on it, and the next candidate is
-// tried: a forged pod cannot make kubelet reject the pod it is admitting.
+// whose containers set the variables of their slice themselves or mount over
+// HAMi-core's paths (checkSpec), is refused, with a Warning Event on it. With
+// the kubelet's list of its pods the next candidate is then tried: a forged
+// pod cannot make kubelet reject the pod it is admitting. Without the list,
+// the refused pod may be the very one the kubelet admits, and serving the
+// next candidate would start the admitted container on another pod's GPUs,
+// its own limits laid over that pod's, and leave that pod's entry taken; so
+// the refusal refuses the Allocate.
 func (a *VGPU) allocate(ctx context.Context, count int, last bool) (*pluginapi.ContainerAllocateResponse, error) {
 	holdings := a.kubeletHoldings(ctx)
 	candidates, reasons, err := a.candidates(ctx, count, holdings)
@@ -112,10 +117,14 @@ func (a *VGPU) allocate(ctx context.Context, count int, last bool) (*pluginapi.C
 	for _, c := range candidates {
 		container, err := containerFor(c, a.cfg, a.cfg.GPUs.GPUs())
 		if err == nil {
-			err = a.checkEnv(c.pod)
+			err = a.checkSpec(c.pod)
 		}
 		if err != nil {
 			a.refuse(ctx, c, err)
+			if holdings == nil {
+				return nil, fmt.Errorf("%w; without the kubelet's list of the pods it admits, the container being admitted on node %s may be that pod's, so no other pod's assignment is served to it",
+					err, a.cfg.NodeName)
+			}
 			reasons = append(reasons, err.Error())
 			continue
 		}
@@ -189,14 +198,18 @@ func (a *VGPU) candidates(ctx context.Context, count int, holdings podresources.
 	}
 }
 
-// checkEnv refuses a pod whose containers set, in env or possibly through
-// envFrom, the variables that choose the GPUs and HAMi-core's limits: the
-// kubelet lays a container's own env over this plugin's answer, so the
-// answer would not hold. The chart's admission policy refuses the same pods
-// at creation; this holds where it is not installed.
-func (a *VGPU) checkEnv(pod *corev1.Pod) error {
+// checkSpec refuses a pod whose containers set, in env or possibly through
+// envFrom, the variables that choose the GPUs and HAMi-core's limits, or
+// mount a volume over the paths that load HAMi-core or set its limits: the
+// kubelet lays a container's own env and mounts over this plugin's answer,
+// so the answer would not hold. The chart's admission policy refuses the
+// same pods at creation; this holds where it is not installed.
+func (a *VGPU) checkSpec(pod *corev1.Pod) error {
 	policy := vgpu.EnvPolicy{AllowDisableControl: a.cfg.AllowDisableControl, EnvFrom: a.cfg.EnvFrom}
-	return policy.CheckPod(pod)
+	if err := policy.CheckPod(pod); err != nil {
+		return err
+	}
+	return vgpu.CheckMounts(pod)
 }
 
 // serve builds the container's response, prepares the host, and records

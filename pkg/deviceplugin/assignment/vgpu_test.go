@@ -2,6 +2,7 @@ package assignment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/podresources"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
@@ -449,34 +451,68 @@ func TestNewVGPUConfigErrors(t *testing.T) {
 	}
 }
 
-// A pod author's hand-written assignment, assigned "earlier" than the pod kubelet admits, is
-// refused with a Warning Event and skipped; the legitimate pod is served (it used to be the
-// one that failed).
-func TestAllocateSkipsAForgedDecoy(t *testing.T) {
-	decoy := assigned("decoy", 1, []corev1.Container{ctr("worker", 1, 10, 0)}, vgpu.PodDevices{{dev(gpuA, 999999, 0)}})
-	legit := assigned("legit", 500, []corev1.Container{ctr("worker", 1, 1000, 30)}, vgpu.PodDevices{{dev(gpuB, 1000, 30)}})
-	env := newTestEnv(t, 1, &decoy, &legit, lockedNode())
-	events := record.NewFakeRecorder(10)
-	env.alloc.cfg.Recorder = events
-	resp, err := env.allocate(1)
-	if err != nil {
-		t.Fatalf("Allocate: %v", err)
-	}
-	if got := resp.Envs["NVIDIA_VISIBLE_DEVICES"]; got != gpuB {
-		t.Errorf("served GPU %q, want the legitimate pod's %s", got, gpuB)
-	}
+// decoyAndLegit are a pod author's hand-written assignment, assigned
+// "earlier", and the honest pod behind it, each waiting for one vGPU.
+func decoyAndLegit() (decoy, legit corev1.Pod) {
+	decoy = assigned("decoy", 1, []corev1.Container{ctr("worker", 1, 10, 0)}, vgpu.PodDevices{{dev(gpuA, 999999, 0)}})
+	legit = assigned("legit", 500, []corev1.Container{ctr("worker", 1, 1000, 30)}, vgpu.PodDevices{{dev(gpuB, 1000, 30)}})
+	return decoy, legit
+}
+
+const decoyRefusal = "pod ns/decoy container \"worker\", entry 0 in volcano.sh/devices-to-allocate: device 0 books 999999 memory units, the container asks 10"
+
+// wantDecoyRefused checks that the decoy's hand-off was ended with a Warning
+// Event saying why.
+func wantDecoyRefused(t *testing.T, env testEnv, events *record.FakeRecorder) {
+	t.Helper()
 	if got := env.pod(t, "decoy").Annotations[vgpu.BindPhaseAnnotation]; got != vgpu.BindPhaseFailed {
 		t.Errorf("decoy bind phase %q, want %q", got, vgpu.BindPhaseFailed)
 	}
 	select {
 	case e := <-events.Events:
-		want := "Warning VGPUAssignmentRefused pod ns/decoy container \"worker\", entry 0 in volcano.sh/devices-to-allocate: device 0 books 999999 memory units, the container asks 10"
-		if e != want {
+		if want := "Warning " + EventReasonRefused + " " + decoyRefusal; e != want {
 			t.Errorf("event %q, want %q", e, want)
 		}
 	default:
 		t.Error("no Event on the refused pod")
 	}
+}
+
+// With the kubelet's list of its pods, a decoy the kubelet holds too is
+// refused with a Warning Event and skipped; the legitimate pod is served.
+func TestAllocateSkipsAForgedDecoy(t *testing.T) {
+	decoy, legit := decoyAndLegit()
+	env := newTestEnv(t, 1, &decoy, &legit, lockedNode())
+	env.alloc.cfg.KubeletPods = fakeKubeletPods{holdings: podresources.Holdings{
+		{Namespace: "ns", Name: "decoy"}: {"worker": false},
+		{Namespace: "ns", Name: "legit"}: {"worker": false},
+	}}
+	events := record.NewFakeRecorder(10)
+	env.alloc.cfg.Recorder = events
+	wantServed(t, env, gpuB)
+	wantDecoyRefused(t, env, events)
+}
+
+// Without the kubelet's list, the refused decoy may be the pod the kubelet
+// admits, so its refusal refuses the Allocate: the admitted container never
+// starts on the legitimate pod's GPU, and that pod keeps its entry for its
+// own Allocate, which the decoy, marked failed, no longer stands before.
+func TestAllocateWithoutTheKubeletsListServesNoOtherPodAfterARefusal(t *testing.T) {
+	decoy, legit := decoyAndLegit()
+	env := newTestEnv(t, 1, &decoy, &legit, lockedNode())
+	env.alloc.cfg.KubeletPods = fakeKubeletPods{err: errors.New("connection refused")}
+	events := record.NewFakeRecorder(10)
+	env.alloc.cfg.Recorder = events
+	resp, err := env.allocate(1)
+	if err == nil || resp != nil || !strings.HasPrefix(err.Error(), decoyRefusal+"; without the kubelet's list") {
+		t.Fatalf("Allocate: %v, %v; want no response and the decoy's refusal", resp, err)
+	}
+	wantDecoyRefused(t, env, events)
+	if got := env.pod(t, "legit").Annotations; got[vgpu.BindPhaseAnnotation] != vgpu.BindPhaseAllocating ||
+		got[vgpu.DevicesToAllocateAnnotation] != legit.Annotations[vgpu.DevicesToAllocateAnnotation] {
+		t.Errorf("legit pod's annotations %v, want its entry untouched", got)
+	}
+	wantServed(t, env, gpuB)
 }
 
 // A pod whose containers set a variable of their slice themselves (the kubelet would lay it
@@ -572,6 +608,55 @@ func TestAllocateEnvFrom(t *testing.T) {
 				}
 			default:
 				t.Error("no Event on the refused pod")
+			}
+		})
+	}
+}
+
+// A pod whose container mounts a volume over a HAMi-core path (here a ConfigMap file over the
+// preload file, with subPath) gets no answer: an error, and a Warning Event naming the pod,
+// container, volume and path; ordinary mounts pass.
+func TestAllocateRefusesMountsOverHAMiCore(t *testing.T) {
+	for _, tc := range []struct {
+		path, subPath string
+		refused       bool
+	}{
+		{path: vgpu.ContainerPreloadPath, subPath: "preload", refused: true},
+		{path: "/usr/local", refused: true},
+		{path: "/etc/myapp"},
+		{path: "/tmp"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			c := ctr("worker", 1, 1000, 0)
+			c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}, {Name: "cfg", MountPath: tc.path, SubPath: tc.subPath}}
+			pod := assigned("p", 100, []corev1.Container{c}, vgpu.PodDevices{{dev(gpuA, 1000, 0)}})
+			env := newTestEnv(t, 1, &pod, lockedNode())
+			events := record.NewFakeRecorder(10)
+			env.alloc.cfg.Recorder = events
+			resp, err := env.allocate(1)
+			if !tc.refused {
+				if err != nil || resp.Envs[vgpu.EnvVisibleDevices] != gpuA {
+					t.Fatalf("Allocate: %v, %v; want gpu %s served", resp, err, gpuA)
+				}
+				return
+			}
+			want := vgpu.CheckMounts(&pod)
+			if want == nil || !strings.Contains(want.Error(), `container "worker" mounts volume "cfg" at "`+tc.path+`"`) {
+				t.Fatalf("CheckMounts: %v, want a refusal naming the container, volume and path", want)
+			}
+			if err == nil || resp != nil || !strings.Contains(err.Error(), want.Error()) {
+				t.Fatalf("Allocate: %v, %v; want no response and an error containing %q", resp, err, want)
+			}
+			select {
+			case e := <-events.Events:
+				if e != "Warning "+EventReasonRefused+" "+want.Error() {
+					t.Errorf("event %q, want %q", e, "Warning "+EventReasonRefused+" "+want.Error())
+				}
+			default:
+				t.Error("no Event on the refused pod")
+			}
+			if got := env.pod(t, "p").Annotations[vgpu.BindPhaseAnnotation]; got != vgpu.BindPhaseFailed {
+				t.Errorf("bind phase %q, want %q", got, vgpu.BindPhaseFailed)
 			}
 		})
 	}
