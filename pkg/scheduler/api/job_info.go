@@ -26,6 +26,9 @@ type JobInfo struct {
 	Namespace string
 	Queue     QueueID
 	Priority  int32
+	// PriorityClassMissing: the PodGroup names a PriorityClass the cluster does not have,
+	// so Priority is the default's. Set with Priority by the snapshot.
+	PriorityClassMissing bool
 
 	MinAvailable          int32
 	TaskMinAvailable      map[string]int32
@@ -174,7 +177,7 @@ func (j *JobInfo) count(t *TaskInfo, delta int32) {
 // Clone copies the job and its tasks for a session.
 func (j *JobInfo) Clone() *JobInfo {
 	c := NewJobInfo(j.UID)
-	c.Name, c.Namespace, c.Queue, c.Priority = j.Name, j.Namespace, j.Queue, j.Priority
+	c.Name, c.Namespace, c.Queue, c.Priority, c.PriorityClassMissing = j.Name, j.Namespace, j.Queue, j.Priority, j.PriorityClassMissing
 	c.MinAvailable, c.TaskMinAvailable, c.TaskMinAvailableTotal = j.MinAvailable, j.TaskMinAvailable, j.TaskMinAvailableTotal
 	c.MinResources = j.MinResources
 	c.PodGroup = j.PodGroup
@@ -209,12 +212,12 @@ func (j *JobInfo) Refresh(c *JobInfo) bool {
 	if !j.sameBeyondStatus(c) {
 		return false
 	}
-	c.Priority = j.Priority
+	c.Priority, c.PriorityClassMissing = j.Priority, j.PriorityClassMissing
 	c.Status = *j.Status.DeepCopy()
 	return true
 }
 
-// sameBeyondStatus: every field of c but Priority and Status equals j's as Clone copies it;
+// sameBeyondStatus: every field of c but Priority, PriorityClassMissing and Status equals j's as Clone copies it;
 // the shared objects (PodGroup, the tasks' pods and requests) are the same ones.
 func (j *JobInfo) sameBeyondStatus(c *JobInfo) bool {
 	if c.UID != j.UID || c.Name != j.Name || c.Namespace != j.Namespace || c.Queue != j.Queue ||

@@ -303,7 +303,7 @@ func TestRefreshComparesEveryField(t *testing.T) {
 		}
 		return names
 	}
-	jobFields := []string{"UID", "Name", "Namespace", "Queue", "Priority", "MinAvailable", "TaskMinAvailable",
+	jobFields := []string{"UID", "Name", "Namespace", "Queue", "Priority", "PriorityClassMissing", "MinAvailable", "TaskMinAvailable",
 		"TaskMinAvailableTotal", "MinResources", "PodGroup", "Status", "Tasks", "TaskStatusIndex", "Allocated", "TotalRequest",
 		"taskCounts", "pendingBestEffort", "NodesFitErrors", "QueueRefusals", "JobFitErrors", "CreationTimestamp"}
 	taskFields := []string{"UID", "Job", "Name", "Namespace", "TaskRole", "Resreq", "InitResreq", "NodeName", "Status",

@@ -78,7 +78,7 @@ func (sc *SchedulerCache) Snapshot() *api.ClusterInfo {
 		if c == nil || !job.Refresh(c) {
 			c = job.Clone()
 		}
-		c.Priority = sc.jobPriority(job.PodGroup, defaultPriority)
+		c.Priority, c.PriorityClassMissing = sc.jobPriority(job.PodGroup, defaultPriority)
 		snap.Jobs[id] = c
 	}
 	report := sc.dangling.due(dangling, sc.clock.Now())
@@ -112,11 +112,11 @@ func (sc *SchedulerCache) defaultPriority() int32 {
 	return p
 }
 
-// jobPriority is the value of the PriorityClass the PodGroup names, else the default.
-// Called under mu.
-func (sc *SchedulerCache) jobPriority(pg *schedulingv1beta1.PodGroup, defaultPriority int32) int32 {
+// jobPriority is the value of the PriorityClass the PodGroup names, else the default, and
+// whether the PodGroup names one the cluster does not have. Called under mu.
+func (sc *SchedulerCache) jobPriority(pg *schedulingv1beta1.PodGroup, defaultPriority int32) (int32, bool) {
 	if pc := sc.priorityClasses[pg.Spec.PriorityClassName]; pc != nil {
-		return pc.Value
+		return pc.Value, false
 	}
-	return defaultPriority
+	return defaultPriority, pg.Spec.PriorityClassName != ""
 }

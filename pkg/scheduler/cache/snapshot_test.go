@@ -29,7 +29,11 @@ func withPriorityClass(pg *schedulingv1beta1.PodGroup, name string) *schedulingv
 // describeSnapshot renders a snapshot's jobs and node order.
 func describeSnapshot(snap *api.ClusterInfo) (jobs []string, nodes []string) {
 	for id, j := range snap.Jobs {
-		jobs = append(jobs, fmt.Sprintf("%s queue=%s priority=%d tasks=%d", id, j.Queue, j.Priority, len(j.Tasks)))
+		line := fmt.Sprintf("%s queue=%s priority=%d tasks=%d", id, j.Queue, j.Priority, len(j.Tasks))
+		if j.PriorityClassMissing {
+			line += " (class missing)"
+		}
+		jobs = append(jobs, line)
 	}
 	sort.Strings(jobs)
 	for _, n := range snap.NodeList {
@@ -65,7 +69,7 @@ func TestSnapshotContents(t *testing.T) {
 			wantJobs: nil,
 		},
 		{
-			name: "priority comes from the PodGroup's PriorityClass, else the global default",
+			name: "priority comes from the PodGroup's PriorityClass, else the global default; a class that does not exist is marked",
 			objs: []runtime.Object{newQueue("default"),
 				withPriorityClass(newPodGroup("high", "", 1), "high"),
 				withPriorityClass(newPodGroup("unknown-class", "", 1), "nope"),
@@ -73,7 +77,7 @@ func TestSnapshotContents(t *testing.T) {
 			classes: []*schedulingv1.PriorityClass{priorityClass("high", 1000, false),
 				priorityClass("default-a", 10, true), priorityClass("default-b", 5, true)},
 			wantJobs: []string{"ns/high queue=default priority=1000 tasks=0",
-				"ns/plain queue=default priority=5 tasks=0", "ns/unknown-class queue=default priority=5 tasks=0"},
+				"ns/plain queue=default priority=5 tasks=0", "ns/unknown-class queue=default priority=5 tasks=0 (class missing)"},
 		},
 		{
 			name: "nodes are in name order; nodes known only from pods are left out",

@@ -105,6 +105,9 @@ type plugin struct {
 	promised map[api.TaskID]vgpu.PodDevices
 	// scratch holds the future view of the node checked last (plugin.future).
 	scratch ledger
+	// jobPriority is the priority of a task's job (its PodGroup's PriorityClass), which ranks
+	// victims of different jobs; 0 for a task without one.
+	jobPriority func(*api.TaskInfo) int32
 }
 
 // placement is a task's placement in the session: its assignment, and, where it holds some
@@ -162,6 +165,12 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 		return
 	}
 	p.open(p.now())
+	p.jobPriority = func(t *api.TaskInfo) int32 {
+		if job := ssn.JobFor(t); job != nil {
+			return job.Priority
+		}
+		return 0
+	}
 	ssn.AddPrePredicateFn(PluginName, p.prePredicate)
 	ssn.AddPredicateFn(PluginName, p.predicate)
 	if p.args.weight > 0 {

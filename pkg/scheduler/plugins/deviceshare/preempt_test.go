@@ -233,6 +233,28 @@ func TestPreemptVGPU(t *testing.T) {
 	}
 }
 
+// TestAnnotatedTaskPriorityOrdersItsOwnJobOnly: a pod's author may set its task priority
+// with the volcano.sh/task-priority annotation; between jobs the job's priority decides which
+// pod goes. GPU 0 holds a pod of a priority-1 job annotated 1000000, GPU 1 a pod of a
+// priority-5 job, GPU 2 their jobs' second pods beside a pod of a priority-20 job; a
+// priority-10 pod needing 20000 MiB evicts the priority-1 job's pod, not the other.
+func TestAnnotatedTaskPriorityOrdersItsOwnJobOnly(t *testing.T) {
+	on := func(name, job string, gpu, memory int) *corev1.Pod {
+		return runningWith(pod(name, job, vgpuCtr("main", 1, memory, 0)), "n1", dev(gpu, fmt.Sprint(memory), "0"))
+	}
+	annotated := on("low-0", "low", 0, 20000)
+	annotated.Annotations[api.TaskPriorityAnnotation] = "1000000"
+	ci := gpuCluster(gpuNode("n1", 0, gpus(3, 10, 24576, h200)),
+		gpuJob{"low", 1, 1, []*corev1.Pod{annotated, on("low-1", "low", 2, 2000)}},
+		gpuJob{"middle", 5, 1, []*corev1.Pod{on("middle-0", "middle", 1, 20000), on("middle-1", "middle", 2, 2000)}},
+		gpuJob{"other", 20, 1, []*corev1.Pod{on("other-0", "other", 2, 20000)}},
+		gpuJob{"high", 10, 1, pendingPods("high", 1, 1, 20000)})
+	evicted, _, _ := runPreempt(t, ci)
+	if want := []string{"low-0"}; !reflect.DeepEqual(evicted, want) {
+		t.Errorf("evicted %v, want %v: the annotation ranks a pod within its own job only", evicted, want)
+	}
+}
+
 // TestPipelinedBoundOnlyOnceVictimsAreGone: a vGPU pod whose GPU is held by a pod being
 // deleted is pipelined there, not bound, even where the node's vGPU totals have room now;
 // once the pod is gone it is bound with an assignment on that GPU, and as soon as another

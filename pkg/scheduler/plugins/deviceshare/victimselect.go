@@ -17,8 +17,11 @@ const maxVictimSets = 1 << 15
 
 // selectVictims picks, for a vGPU preemptor, the candidates to evict on node: the fewest of
 // those holding vGPUs on GPUs the preemptor may use whose going lets all its vGPUs fit the
-// node's future GPUs (future.go); among sets of that size, the one of lowest priority (its
-// highest task priority lowest, then its next, and so on), then the one that frees the least
+// node's future GPUs (future.go); among sets of that size, the one of lowest rank (its
+// highest-ranked holder lowest, then its next, and so on; a holder ranks by its job's
+// priority, then by its own task priority, which its author may set with the
+// volcano.sh/task-priority annotation and which therefore orders pods of one job only,
+// never one job's pods against another's), then the one that frees the least
 // GPU memory, then the one whose last victim comes earliest in the candidates' order (lowest
 // first), and so on. Evicting in candidate order instead would evict pods on GPUs the
 // preemptor cannot use, and two half-free GPUs are not one free GPU. The fitter decides what
@@ -56,6 +59,7 @@ func (p *plugin) selectVictims(preemptor *api.TaskInfo, node *api.NodeInfo, cand
 // holder is a candidate holding vGPUs on GPUs a preemptor may use, and those bookings.
 type holder struct {
 	task     *api.TaskInfo
+	rank     rank
 	bookings []booking
 	memory   int64
 }
@@ -73,7 +77,10 @@ func (p *plugin) gpuHolders(r *podRequest, l *ledger, candidates []*api.TaskInfo
 			rest = append(rest, t)
 			continue
 		}
-		h := holder{task: t}
+		h := holder{task: t, rank: rank{task: t.Priority}}
+		if p.jobPriority != nil {
+			h.rank.job = p.jobPriority(t)
+		}
 		for _, b := range all {
 			if r.filter(&l.gpus[b.gpu]) == fits {
 				h.bookings = append(h.bookings, b)
@@ -231,7 +238,7 @@ func (s *victimSearch) fits(set []int) bool {
 
 // better says whether set a, of the same size as b, goes before b (see selectVictims).
 func (s *victimSearch) better(a, b []int) bool {
-	if c := slices.Compare(s.priorities(a), s.priorities(b)); c != 0 {
+	if c := slices.CompareFunc(s.priorities(a), s.priorities(b), compareRanks); c != 0 {
 		return c < 0
 	}
 	if ma, mb := s.memory(a), s.memory(b); ma != mb {
@@ -245,13 +252,20 @@ func (s *victimSearch) better(a, b []int) bool {
 	return false
 }
 
-// priorities is the task priorities of the set's holders, highest first.
-func (s *victimSearch) priorities(set []int) []int32 {
-	ps := make([]int32, len(set))
+// rank orders holders for eviction: by their job's priority, then by their own.
+type rank struct{ job, task int32 }
+
+func compareRanks(a, b rank) int {
+	return cmp.Or(cmp.Compare(a.job, b.job), cmp.Compare(a.task, b.task))
+}
+
+// priorities is the ranks of the set's holders, highest first.
+func (s *victimSearch) priorities(set []int) []rank {
+	ps := make([]rank, len(set))
 	for i, h := range set {
-		ps[i] = s.holders[h].task.Priority
+		ps[i] = s.holders[h].rank
 	}
-	slices.SortFunc(ps, func(a, b int32) int { return cmp.Compare(b, a) })
+	slices.SortFunc(ps, func(a, b rank) int { return compareRanks(b, a) })
 	return ps
 }
 

@@ -10,14 +10,23 @@ package priority
 
 import (
 	"cmp"
+	"fmt"
+
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/internal/ignoredannotation"
 )
 
 // PluginName is the plugin's name in volcano-scheduler.conf.
 const PluginName = "priority"
+
+// ClassNotFound is the PodGroup condition (and its reason, and the Warning event's) of a job
+// whose PodGroup names a PriorityClass the cluster does not have: it is scheduled with the
+// default priority, which its owner would otherwise not learn (upstream says nothing).
+const ClassNotFound schedulingv1beta1.PodGroupConditionType = "PriorityClassNotFound"
 
 type priorityPlugin struct{}
 
@@ -30,6 +39,17 @@ func New(conf.Arguments) (framework.Plugin, error) { return priorityPlugin{}, ni
 func (priorityPlugin) Name() string { return PluginName }
 
 func (priorityPlugin) OnSessionOpen(ssn *framework.Session) {
+	for _, job := range ssn.Jobs {
+		if job.PodGroup == nil {
+			continue
+		}
+		if !job.PriorityClassMissing {
+			ignoredannotation.Clear(job, ClassNotFound)
+			continue
+		}
+		ignoredannotation.ReportWithReason(ssn, job, ClassNotFound, string(ClassNotFound), fmt.Sprintf(
+			"PriorityClass %s does not exist; the job is scheduled with the default priority %d", job.PodGroup.Spec.PriorityClassName, job.Priority))
+	}
 	ssn.AddJobOrderFn(PluginName, func(l, r *api.JobInfo) int { return higherFirst(l.Priority, r.Priority) })
 	ssn.AddTaskOrderFn(PluginName, func(l, r *api.TaskInfo) int { return higherFirst(l.Priority, r.Priority) })
 	ssn.AddPreemptableFn(PluginName, func(preemptor *api.TaskInfo, candidates []*api.TaskInfo) ([]*api.TaskInfo, bool) {

@@ -7,11 +7,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 // builders builds this plugin alone, for sessions.
@@ -98,4 +100,50 @@ func boolOrder(lFirst, rFirst bool) int {
 		return 1
 	}
 	return 0
+}
+
+// TestMissingPriorityClass: a PodGroup that names a PriorityClass the cluster does not have
+// gets a Warning event and a PriorityClassNotFound condition saying which and the priority
+// it is scheduled with; the next cycle says nothing again, and once the class exists the
+// condition goes.
+func TestMissingPriorityClass(t *testing.T) {
+	pg := st.MakePodGroup().Namespace("ns").Name("pg").MinMember(1).Queue("q").Phase(schedulingv1beta1.PodGroupPending).Obj()
+	pg.Spec.PriorityClassName = "gold"
+	open := func(job *api.JobInfo) *frameworktest.Cache {
+		cache := &frameworktest.Cache{Snap: frameworktest.ClusterOf(nil, job)}
+		framework.CloseSession(frameworktest.OpenSession(t, cache, "enqueue", builders, conf.PluginOption{Name: PluginName}))
+		return cache
+	}
+	condition := func(job *api.JobInfo) *schedulingv1beta1.PodGroupCondition {
+		for i, c := range job.Status.Conditions {
+			if c.Type == ClassNotFound {
+				return &job.Status.Conditions[i]
+			}
+		}
+		return nil
+	}
+	const message = "PriorityClass gold does not exist; the job is scheduled with the default priority 3"
+	job := frameworktest.JobOf(pg)
+	job.Priority, job.PriorityClassMissing = 3, true
+	cache := open(job)
+	want := []frameworktest.JobEvent{{PodGroup: "pg", Type: corev1.EventTypeWarning, Reason: string(ClassNotFound), Message: message}}
+	if !slices.Equal(cache.Events, want) {
+		t.Errorf("events %v, want %v", cache.Events, want)
+	}
+	if c := condition(job); c == nil || c.Reason != string(ClassNotFound) || c.Message != message || c.Status != corev1.ConditionTrue {
+		t.Errorf("condition %+v, want one saying %q", c, message)
+	}
+
+	written := pg.DeepCopy()
+	written.Status = job.Status
+	again := frameworktest.JobOf(written)
+	again.Priority, again.PriorityClassMissing = 3, true
+	if cache := open(again); len(cache.Events) != 0 || condition(again) == nil {
+		t.Errorf("again: events %v, condition %+v; want none and the condition kept", cache.Events, condition(again))
+	}
+
+	created := frameworktest.JobOf(written)
+	if cache := open(created); len(cache.Events) != 0 || condition(created) != nil {
+		t.Errorf("class created: events %v, condition %+v; want none", cache.Events, condition(created))
+	}
 }

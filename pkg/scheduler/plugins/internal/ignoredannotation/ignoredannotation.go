@@ -1,6 +1,6 @@
 // Package ignoredannotation tells a job's owner that a plugin ignores one of the job's
-// PodGroup annotations because its value is malformed, and that the job is scheduled without
-// it. Each plugin owns one PodGroup condition type: the condition (status True, reason
+// PodGroup annotations (or another PodGroup setting) because its value is malformed or names
+// nothing, and that the job is scheduled without it. Each plugin owns one PodGroup condition type: the condition (status True, reason
 // InvalidAnnotation) carries the message while the value stays bad, a Warning event of the
 // condition's type says it once when the condition appears, and the condition goes when the
 // annotation is fixed or removed. Nothing is kept between sessions: the PodGroup's own
@@ -25,11 +25,17 @@ const Reason = "InvalidAnnotation"
 // Report sets the plugin's condition on the job with message, and emits a Warning event of
 // the condition's type with the same message unless the PodGroup already carries it.
 func Report(ssn *framework.Session, job *api.JobInfo, condition schedulingv1beta1.PodGroupConditionType, message string) {
-	if !carries(job.PodGroup.Status.Conditions, condition, message) {
-		klog.InfoS("Job annotation ignored", "podGroup", klog.KRef(job.Namespace, job.Name), "condition", condition, "reason", message)
+	ReportWithReason(ssn, job, condition, Reason, message)
+}
+
+// ReportWithReason is Report for a PodGroup field other than an annotation, whose condition
+// has a reason of its own.
+func ReportWithReason(ssn *framework.Session, job *api.JobInfo, condition schedulingv1beta1.PodGroupConditionType, reason, message string) {
+	if !carries(job.PodGroup.Status.Conditions, condition, reason, message) {
+		klog.InfoS("Job setting ignored", "podGroup", klog.KRef(job.Namespace, job.Name), "condition", condition, "reason", message)
 		ssn.RecordJobEvent(job, corev1.EventTypeWarning, string(condition), message)
 	}
-	if carries(job.Status.Conditions, condition, message) {
+	if carries(job.Status.Conditions, condition, reason, message) {
 		return
 	}
 	ssn.UpdatePodGroupCondition(job, schedulingv1beta1.PodGroupCondition{
@@ -37,15 +43,15 @@ func Report(ssn *framework.Session, job *api.JobInfo, condition schedulingv1beta
 		Status:             corev1.ConditionTrue,
 		TransitionID:       string(ssn.UID),
 		LastTransitionTime: metav1.Now(),
-		Reason:             Reason,
+		Reason:             reason,
 		Message:            message,
 	})
 }
 
-// carries reports whether conds hold the condition with message.
-func carries(conds []schedulingv1beta1.PodGroupCondition, condition schedulingv1beta1.PodGroupConditionType, message string) bool {
+// carries reports whether conds hold the condition with reason and message.
+func carries(conds []schedulingv1beta1.PodGroupCondition, condition schedulingv1beta1.PodGroupConditionType, reason, message string) bool {
 	return slices.ContainsFunc(conds, func(c schedulingv1beta1.PodGroupCondition) bool {
-		return c.Type == condition && c.Status == corev1.ConditionTrue && c.Reason == Reason && c.Message == message
+		return c.Type == condition && c.Status == corev1.ConditionTrue && c.Reason == reason && c.Message == message
 	})
 }
 
