@@ -13,7 +13,10 @@ type (
 	JobCompareFn   func(l, r *api.JobInfo) int
 	TaskCompareFn  func(l, r *api.TaskInfo) int
 	QueueCompareFn func(l, r *api.QueueInfo) int
-	PrePredicateFn func(task *api.TaskInfo) error
+	// VictimQueueCompareFn orders the queues of victims for a preemptor of queue preemptor:
+	// <0 when l's pods go first.
+	VictimQueueCompareFn func(l, r, preemptor *api.QueueInfo) int
+	PrePredicateFn       func(task *api.TaskInfo) error
 	// PredicateFn returns nil (or a Success status) when the node can take the task. Calls
 	// never run concurrently (see the package comment in plugin.go).
 	PredicateFn func(task *api.TaskInfo, node *api.NodeInfo) *api.Status
@@ -56,6 +59,7 @@ type ValidateResult struct {
 type sessionFns struct {
 	jobOrder                     map[string]JobCompareFn
 	queueOrder                   map[string]QueueCompareFn
+	victimQueueOrder             map[string]VictimQueueCompareFn
 	taskOrder                    map[string]TaskCompareFn
 	prePredicate                 map[string]PrePredicateFn
 	predicate                    map[string]PredicateFn
@@ -78,7 +82,8 @@ type sessionFns struct {
 func newSessionFns() sessionFns {
 	return sessionFns{
 		jobOrder: map[string]JobCompareFn{}, queueOrder: map[string]QueueCompareFn{}, taskOrder: map[string]TaskCompareFn{},
-		prePredicate: map[string]PrePredicateFn{}, predicate: map[string]PredicateFn{},
+		victimQueueOrder: map[string]VictimQueueCompareFn{},
+		prePredicate:     map[string]PrePredicateFn{}, predicate: map[string]PredicateFn{},
 		nodeOrder: map[string]NodeOrderFn{}, batchNodeOrder: map[string]BatchNodeOrderFn{}, overused: map[string]QueueFn{},
 		allocatable: map[string]AllocatableFn{}, jobReady: map[string]JobBoolFn{},
 		jobPipelined: map[string]VoteFn{}, jobEnqueueable: map[string]VoteFn{},
@@ -126,6 +131,7 @@ func newChain[F any](tiers []conf.Tier, fns map[string]F, flag func(*conf.Plugin
 type sessionChains struct {
 	jobOrder                     chain[JobCompareFn]
 	queueOrder                   chain[QueueCompareFn]
+	victimQueueOrder             chain[VictimQueueCompareFn]
 	taskOrder                    chain[TaskCompareFn]
 	prePredicate                 chain[PrePredicateFn]
 	predicate                    chain[PredicateFn]
@@ -153,28 +159,29 @@ func (ssn *Session) chains() *sessionChains {
 	}
 	f, tiers := &ssn.fns, ssn.Tiers
 	ssn.linked = &sessionChains{
-		jobOrder:       newChain(tiers, f.jobOrder, jobOrderFlag),
-		queueOrder:     newChain(tiers, f.queueOrder, queueOrderFlag),
-		taskOrder:      newChain(tiers, f.taskOrder, taskOrderFlag),
-		prePredicate:   newChain(tiers, f.prePredicate, predicateFlag),
-		predicate:      newChain(tiers, f.predicate, predicateFlag),
-		nodeOrder:      newChain(tiers, f.nodeOrder, nodeOrderFlag),
-		batchNodeOrder: newChain(tiers, f.batchNodeOrder, nodeOrderFlag),
-		overused:       newChain(tiers, f.overused, overusedFlag),
-		allocatable:    newChain(tiers, f.allocatable, allocatableFlag),
-		jobReady:       newChain(tiers, f.jobReady, jobReadyFlag),
-		jobPipelined:   newChain(tiers, f.jobPipelined, jobPipelinedFlag),
-		jobEnqueueable: newChain(tiers, f.jobEnqueueable, jobEnqueuedFlag),
-		jobEnqueued:    newChain(tiers, f.jobEnqueued, jobEnqueuedFlag),
-		jobValid:       newChain(tiers, f.jobValid, nil),
-		queueUsage:     newChain(tiers, f.queueUsage, nil),
-		preemptable:    newChain(tiers, f.preemptable, preemptableFlag),
-		reclaimable:    newChain(tiers, f.reclaimable, reclaimableFlag),
-		preemptFilter:  newChain(tiers, f.victimFilter, preemptableFlag),
-		reclaimFilter:  newChain(tiers, f.victimFilter, reclaimableFlag),
-		preemptive:     newChain(tiers, f.preemptive, preemptiveFlag),
-		jobStarving:    newChain(tiers, f.jobStarving, jobStarvingFlag),
-		victimSelect:   newChain(tiers, f.victimSelect, nil),
+		jobOrder:         newChain(tiers, f.jobOrder, jobOrderFlag),
+		queueOrder:       newChain(tiers, f.queueOrder, queueOrderFlag),
+		victimQueueOrder: newChain(tiers, f.victimQueueOrder, nil),
+		taskOrder:        newChain(tiers, f.taskOrder, taskOrderFlag),
+		prePredicate:     newChain(tiers, f.prePredicate, predicateFlag),
+		predicate:        newChain(tiers, f.predicate, predicateFlag),
+		nodeOrder:        newChain(tiers, f.nodeOrder, nodeOrderFlag),
+		batchNodeOrder:   newChain(tiers, f.batchNodeOrder, nodeOrderFlag),
+		overused:         newChain(tiers, f.overused, overusedFlag),
+		allocatable:      newChain(tiers, f.allocatable, allocatableFlag),
+		jobReady:         newChain(tiers, f.jobReady, jobReadyFlag),
+		jobPipelined:     newChain(tiers, f.jobPipelined, jobPipelinedFlag),
+		jobEnqueueable:   newChain(tiers, f.jobEnqueueable, jobEnqueuedFlag),
+		jobEnqueued:      newChain(tiers, f.jobEnqueued, jobEnqueuedFlag),
+		jobValid:         newChain(tiers, f.jobValid, nil),
+		queueUsage:       newChain(tiers, f.queueUsage, nil),
+		preemptable:      newChain(tiers, f.preemptable, preemptableFlag),
+		reclaimable:      newChain(tiers, f.reclaimable, reclaimableFlag),
+		preemptFilter:    newChain(tiers, f.victimFilter, preemptableFlag),
+		reclaimFilter:    newChain(tiers, f.victimFilter, reclaimableFlag),
+		preemptive:       newChain(tiers, f.preemptive, preemptiveFlag),
+		jobStarving:      newChain(tiers, f.jobStarving, jobStarvingFlag),
+		victimSelect:     newChain(tiers, f.victimSelect, nil),
 	}
 	return ssn.linked
 }
@@ -192,6 +199,9 @@ func (ssn *Session) AddJobOrderFn(plugin string, fn JobCompareFn) {
 }
 func (ssn *Session) AddQueueOrderFn(plugin string, fn QueueCompareFn) {
 	register(ssn, ssn.fns.queueOrder, plugin, fn)
+}
+func (ssn *Session) AddVictimQueueOrderFn(plugin string, fn VictimQueueCompareFn) {
+	register(ssn, ssn.fns.victimQueueOrder, plugin, fn)
 }
 func (ssn *Session) AddTaskOrderFn(plugin string, fn TaskCompareFn) {
 	register(ssn, ssn.fns.taskOrder, plugin, fn)
@@ -279,6 +289,16 @@ func (ssn *Session) QueueOrderFn(l, r *api.QueueInfo) bool {
 		return lt.Before(&rt)
 	}
 	return l.UID < r.UID
+}
+
+// VictimQueueOrderFn: true when the victims of queue l go before those of queue r for a
+// preemptor of queue preemptor. The first plugin with an opinion decides (no enable flag, as
+// upstream); without one, the queue served last gives up its pods first.
+func (ssn *Session) VictimQueueOrderFn(l, r, preemptor *api.QueueInfo) bool {
+	if c := firstOpinion(ssn.chains().victimQueueOrder, func(fn VictimQueueCompareFn) int { return fn(l, r, preemptor) }); c != 0 {
+		return c < 0
+	}
+	return ssn.QueueOrderFn(r, l)
 }
 
 // TaskOrderFn: true when l goes before r; fallback the pod-name index, creation time, UID.

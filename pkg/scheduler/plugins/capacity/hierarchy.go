@@ -28,7 +28,8 @@ const InvalidQueueReason = "InvalidQueue"
 //     deserves what its children do;
 //   - enqueue and allocate check the queue and every ancestor; only leaves take jobs;
 //   - reclaim takes from queues above their deserved share, never below a guarantee at any
-//     level, and with ancestorReclaimLevel also weighs the ancestors' shares.
+//     level, and with ancestorReclaimLevel also weighs the ancestors' shares; it takes first
+//     from the queues nearest the reclaimer's in the tree.
 func (cp *capacityPlugin) openTree(ssn *framework.Session) {
 	ledger := quota.NewTreeLedger(ssn, ssn.QueueTree)
 	cp.ledger = ledger
@@ -52,6 +53,7 @@ func (cp *capacityPlugin) openTree(ssn *framework.Session) {
 	ssn.AddAllocatableFn(PluginName, ledger.FitsRealCapability)
 	ssn.AddPreemptiveFn(PluginName, ledger.MayReclaim(cp.ancestorReclaimLevel))
 	ssn.AddReclaimableFn(PluginName, ledger.ReclaimVictims(cp.ancestorReclaimLevel))
+	ssn.AddVictimQueueOrderFn(PluginName, ledger.VictimQueueOrder)
 	ssn.AddEventHandler(ledger.EventHandler())
 }
 

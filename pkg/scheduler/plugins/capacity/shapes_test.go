@@ -7,19 +7,13 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/enqueue"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/reclaim"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/conformance"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/gang"
 	qt "github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/internal/quota/quotatest"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/priority"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
@@ -29,45 +23,12 @@ import (
 // first minMember pods' requests), departments declare only a capability, and reclaim is
 // needed when the cluster is full.
 
-// workerPod is what each pod asks: 1 cpu, 1Gi, one vGPU of 4000 MiB.
-func workerPod() corev1.ResourceList {
-	return st.Resources("1", "1Gi", string(vgpu.DefaultCountResource), "1", string(vgpu.DefaultMemoryResource), "4000")
-}
-
-// gpuNode has cpu cpus, 2Gi of memory a cpu, and gpus vGPU slots of 4000 MiB.
-func gpuNode(name string, cpu, gpus int) *corev1.Node {
-	return st.Node(name, st.Resources(fmt.Sprint(cpu), fmt.Sprintf("%dGi", 2*cpu), string(vgpu.DefaultCountResource), fmt.Sprint(gpus),
-		string(vgpu.DefaultMemoryResource), fmt.Sprint(4000*gpus))).Obj()
-}
-
 // share is a deserved share of n worker pods, in every dimension they ask for.
-func share(n int) corev1.ResourceList { return times(workerPod(), n) }
+func share(n int) corev1.ResourceList { return qt.Times(qt.Worker(), n) }
 
 // gpuShare is a deserved share of n worker pods' vGPUs only.
 func gpuShare(n int) corev1.ResourceList {
 	return st.Resources("", "", string(vgpu.DefaultCountResource), fmt.Sprint(n), string(vgpu.DefaultMemoryResource), fmt.Sprint(4000*n))
-}
-
-// times is list multiplied by n.
-func times(list corev1.ResourceList, n int) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for name, q := range list {
-		out[name] = *resource.NewMilliQuantity(q.MilliValue()*int64(n), q.Format)
-	}
-	return out
-}
-
-// vcjob adds a PodGroup made as Volcano's job controller makes it (minResources: minMember
-// pods' requests) with its pods: Running on node when node is set, Pending otherwise.
-func vcjob(o *frameworktest.Objects, name, queue string, pods, minMember int, node string) {
-	phase := schedulingv1beta1.PodGroupPending
-	if node != "" {
-		phase = schedulingv1beta1.PodGroupRunning
-	}
-	o.PodGroups = append(o.PodGroups, qt.PodGroup(name, queue, int32(minMember), times(workerPod(), minMember), phase))
-	for i := 0; i < pods; i++ {
-		o.Pods = append(o.Pods, qt.Pod(fmt.Sprintf("%s-%d", name, i), name, node, workerPod()))
-	}
 }
 
 // tasksOf are the tasks of the named PodGroup's pods, by name.
@@ -80,30 +41,10 @@ func tasksOf(ssn *framework.Session, podGroup string) []*api.TaskInfo {
 	return out
 }
 
-// reclaimCycle runs enqueue then reclaim over o with priority, gang, conformance and the
-// capacity entry in one tier (so capacity has its say on the victims), and returns the
-// evicted pods by name.
-func reclaimCycle(t *testing.T, o frameworktest.Objects, capacityEntry conf.PluginOption) []string {
+// reclaimCycle is quotatest's ReclaimCycle with capacity as entry configures it.
+func reclaimCycle(t *testing.T, o frameworktest.Objects, entry conf.PluginOption) []string {
 	t.Helper()
-	var evicted []string
-	cache := &frameworktest.Cache{Snap: o.ClusterInfo(), OnEvict: func(task *api.TaskInfo, _ string) error {
-		evicted = append(evicted, task.Name)
-		return nil
-	}}
-	reg := framework.NewRegistry()
-	reg.RegisterAction(enqueue.New())
-	reg.RegisterAction(reclaim.New())
-	for name, build := range map[string]framework.PluginBuilder{priority.PluginName: priority.New, gang.PluginName: gang.New,
-		conformance.PluginName: conformance.New} {
-		reg.RegisterPlugin(name, build)
-	}
-	reg.Register(PluginName, framework.PluginSpec{Build: New, Hierarchy: true})
-	tiers := []conf.Tier{{Plugins: []conf.PluginOption{{Name: priority.PluginName}, {Name: gang.PluginName},
-		{Name: conformance.PluginName}, capacityEntry}}}
-	ssn := frameworktest.RunActions(t, cache, &conf.SchedulerConfiguration{Actions: "enqueue, reclaim", Tiers: tiers}, reg)
-	framework.CloseSession(ssn)
-	slices.Sort(evicted)
-	return evicted
+	return qt.ReclaimCycle(t, o, entry, framework.PluginSpec{Build: New, Hierarchy: true})
 }
 
 // cappedDepartment: dept caps its teams at 4 cpu on an 8-cpu node; t1 and t2 each deserve 2
@@ -111,18 +52,18 @@ func reclaimCycle(t *testing.T, o frameworktest.Objects, capacityEntry conf.Plug
 // t1's pods are four single-pod jobs (a Deployment's), else one job of minMember 1.
 func cappedDepartment(singles bool) frameworktest.Objects {
 	o := frameworktest.Objects{
-		Nodes: []*corev1.Node{gpuNode("n1", 8, 8)},
+		Nodes: []*corev1.Node{qt.GPUNode("n1", 8, 8)},
 		Queues: []*schedulingv1beta1.Queue{q("root", "", nil, nil, nil), q("dept", "", st.Resources("4", ""), nil, nil),
 			q("t1", "dept", nil, share(2), nil), q("t2", "dept", nil, share(2), nil)},
 	}
 	if singles {
 		for i := 0; i < 4; i++ {
-			vcjob(&o, fmt.Sprintf("web%d", i), "t1", 1, 1, "n1")
+			qt.VCJob(&o, fmt.Sprintf("web%d", i), "t1", 1, 1, "n1")
 		}
 	} else {
-		vcjob(&o, "burst", "t1", 4, 1, "n1")
+		qt.VCJob(&o, "burst", "t1", 4, 1, "n1")
 	}
-	vcjob(&o, "train", "t2", 2, 2, "")
+	qt.VCJob(&o, "train", "t2", 2, 2, "")
 	return o
 }
 
@@ -136,7 +77,7 @@ func TestTeamTakesBackItsShareUnderACappedDepartment(t *testing.T) {
 		t.Run(fmt.Sprintf("t1's pods single-pod jobs %v", singles), func(t *testing.T) {
 			o := cappedDepartment(singles)
 			o.Queues = append(o.Queues, q("dept2", "", nil, nil, nil), q("other", "dept2", nil, share(1), nil))
-			vcjob(&o, "elsewhere", "other", 2, 1, "n1")
+			qt.VCJob(&o, "elsewhere", "other", 2, 1, "n1")
 			ssn := frameworktest.OpenSession(t, &frameworktest.Cache{Snap: o.ClusterInfo()}, "enqueue, reclaim", builders, hierarchical(nil))
 			if !qt.Enqueue(ssn, qt.Job(ssn, "train")) {
 				t.Fatal("t2's job was not admitted while dept is at its capability")
@@ -171,12 +112,12 @@ func TestTeamTakesBackItsShareUnderACappedDepartment(t *testing.T) {
 // in another department, has a one-pod job waiting. Both teams deserve 2 pods.
 func fullCluster(burstMin int) frameworktest.Objects {
 	o := frameworktest.Objects{
-		Nodes: []*corev1.Node{gpuNode("n1", 4, 8)},
+		Nodes: []*corev1.Node{qt.GPUNode("n1", 4, 8)},
 		Queues: []*schedulingv1beta1.Queue{q("root", "", nil, nil, nil), q("dept-a", "", nil, nil, nil), q("dept-b", "", nil, nil, nil),
 			q("team-a", "dept-a", nil, share(2), nil), q("team-b", "dept-b", nil, share(2), nil)},
 	}
-	vcjob(&o, "burst", "team-a", 4, burstMin, "n1")
-	vcjob(&o, "wait", "team-b", 1, 1, "")
+	qt.VCJob(&o, "burst", "team-a", 4, burstMin, "n1")
+	qt.VCJob(&o, "wait", "team-b", 1, 1, "")
 	return o
 }
 
@@ -207,7 +148,7 @@ func TestFullClusterAdmitsAndReclaims(t *testing.T) {
 // reclaim.
 func TestCapabilityOnlyDepartmentsKeepTeamsShares(t *testing.T) {
 	o := cappedDepartment(false)
-	o.Nodes = []*corev1.Node{gpuNode("n1", 4, 8)}
+	o.Nodes = []*corev1.Node{qt.GPUNode("n1", 4, 8)}
 	ssn := frameworktest.OpenSession(t, &frameworktest.Cache{Snap: o.ClusterInfo()}, "enqueue, reclaim", builders, hierarchical(nil))
 	cp := &capacityPlugin{}
 	cp.openTree(ssn)
@@ -229,11 +170,11 @@ func TestCapabilityOnlyDepartmentsKeepTeamsShares(t *testing.T) {
 // of 4 vGPUs; a runs aPods pods of one job (minMember 1), b waits with one pod.
 func gpuOnlyQueues(aPods int) frameworktest.Objects {
 	o := frameworktest.Objects{
-		Nodes:  []*corev1.Node{gpuNode("n1", 8, 4)},
+		Nodes:  []*corev1.Node{qt.GPUNode("n1", 8, 4)},
 		Queues: []*schedulingv1beta1.Queue{q("root", "", nil, nil, nil), q("a", "", nil, gpuShare(2), nil), q("b", "", nil, gpuShare(2), nil)},
 	}
-	vcjob(&o, "held", "a", aPods, 1, "n1")
-	vcjob(&o, "wait", "b", 1, 1, "")
+	qt.VCJob(&o, "held", "a", aPods, 1, "n1")
+	qt.VCJob(&o, "wait", "b", 1, 1, "")
 	return o
 }
 
@@ -264,12 +205,12 @@ func TestGPUOnlyDeservedReclaims(t *testing.T) {
 // share, although it holds nothing itself.
 func TestBestEffortQueueGoesLast(t *testing.T) {
 	o := frameworktest.Objects{
-		Nodes:  []*corev1.Node{gpuNode("n1", 8, 8)},
+		Nodes:  []*corev1.Node{qt.GPUNode("n1", 8, 8)},
 		Queues: []*schedulingv1beta1.Queue{q("best-effort", "", nil, nil, nil), q("owed", "", nil, share(2), nil)},
 	}
-	vcjob(&o, "owed-run", "owed", 1, 1, "n1")
-	vcjob(&o, "owed-wait", "owed", 1, 1, "")
-	vcjob(&o, "be-wait", "best-effort", 1, 1, "")
+	qt.VCJob(&o, "owed-run", "owed", 1, 1, "n1")
+	qt.VCJob(&o, "owed-wait", "owed", 1, 1, "")
+	qt.VCJob(&o, "be-wait", "best-effort", 1, 1, "")
 	for _, entry := range []conf.PluginOption{hierarchical(nil), {Name: PluginName}} {
 		ssn := frameworktest.OpenSession(t, &frameworktest.Cache{Snap: o.ClusterInfo()}, qt.Actions, builders, entry)
 		if !ssn.QueueOrderFn(ssn.Queues["owed"], ssn.Queues["best-effort"]) || ssn.QueueOrderFn(ssn.Queues["best-effort"], ssn.Queues["owed"]) {
@@ -283,7 +224,7 @@ func TestBestEffortQueueGoesLast(t *testing.T) {
 // queue is.
 func TestVictimMustFreeWhatTheReclaimerAsks(t *testing.T) {
 	o := frameworktest.Objects{
-		Nodes:  []*corev1.Node{gpuNode("n1", 8, 4)},
+		Nodes:  []*corev1.Node{qt.GPUNode("n1", 8, 4)},
 		Queues: []*schedulingv1beta1.Queue{q("a", "", nil, st.Resources("1", "1Gi"), nil), q("b", "", nil, gpuShare(2), nil)},
 	}
 	running(&o, "cpu", "a", st.Resources("4", "1Gi"))
@@ -292,5 +233,23 @@ func TestVictimMustFreeWhatTheReclaimerAsks(t *testing.T) {
 	ssn := frameworktest.OpenSession(t, &frameworktest.Cache{Snap: o.ClusterInfo()}, "enqueue, reclaim", builders, conf.PluginOption{Name: PluginName})
 	if got := ssn.Reclaimable(qt.Task(ssn, "wait-0"), tasksOf(ssn, "cpu")); len(got) != 0 {
 		t.Errorf("a cpu-only pod was taken for a vGPU-only reclaimer")
+	}
+}
+
+// TestReclaimTakesFromTheNearestQueueFirst: t1 (under dept-a) reclaims on a full node where
+// its sibling t2 and zb of dept-b are both above their shares: t2's pod goes, although job
+// and queue order alone would take zb's (its job and queue sort last).
+func TestReclaimTakesFromTheNearestQueueFirst(t *testing.T) {
+	o := frameworktest.Objects{
+		Nodes: []*corev1.Node{qt.GPUNode("n1", 4, 8)},
+		Queues: []*schedulingv1beta1.Queue{q("root", "", nil, nil, nil), q("dept-a", "", nil, nil, nil), q("dept-b", "", nil, nil, nil),
+			q("t1", "dept-a", nil, share(2), nil), q("t2", "dept-a", nil, share(1), nil), q("zb", "dept-b", nil, share(1), nil)},
+	}
+	qt.VCJob(&o, "a-near", "t2", 2, 1, "n1")
+	qt.VCJob(&o, "z-far", "zb", 2, 1, "n1")
+	qt.VCJob(&o, "claim", "t1", 1, 1, "")
+	evicted := reclaimCycle(t, o, hierarchical(nil))
+	if len(evicted) != 1 || !strings.HasPrefix(evicted[0], "a-near") {
+		t.Errorf("evicted %q, want one of t2's pods", evicted)
 	}
 }

@@ -215,3 +215,20 @@ func TestAllocationsKeepAccountsCurrent(t *testing.T) {
 	stmt.Discard()
 	check("after discard", false, true)
 }
+
+// TestFullClusterReclaimsByWeight: in the shapes clusters have (pods asking cpu, memory and a
+// vGPU; PodGroups with minResources), queue a fills the node while b is idle; b's one-pod job
+// is admitted into the full cluster and reclaims exactly one pod: water-filling gives b its
+// request of 1 and a the other 3, as v1.15.1's proportion does.
+func TestFullClusterReclaimsByWeight(t *testing.T) {
+	o := frameworktest.Objects{
+		Nodes:  []*corev1.Node{qt.GPUNode("n1", 4, 8)},
+		Queues: []*schedulingv1beta1.Queue{qt.Queue("a", nil), qt.Queue("b", nil)},
+	}
+	qt.VCJob(&o, "burst", "a", 4, 1, "n1")
+	qt.VCJob(&o, "wait", "b", 1, 1, "")
+	evicted := qt.ReclaimCycle(t, o, conf.PluginOption{Name: PluginName}, framework.PluginSpec{Build: New})
+	if len(evicted) != 1 || !strings.HasPrefix(evicted[0], "burst-") {
+		t.Errorf("evicted %q, want one of a's pods", evicted)
+	}
+}

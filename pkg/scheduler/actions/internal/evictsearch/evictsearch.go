@@ -174,21 +174,35 @@ func search(ssn *framework.Session, stmt *framework.Statement, preemptor *api.Ta
 			continue
 		}
 		ssn.Metrics().CountPreemptionAttempt()
-		order(ssn, chosen)
+		order(ssn, preemptor, chosen)
+		first := chosen
 		if selected, ok := ssn.SelectVictims(preemptor, node, chosen); ok {
-			chosen = selected
+			first = selected
 		}
 		try := ssn.NewStatement()
 		room := fits(ssn, preemptor, node)
-		for _, v := range chosen {
-			if room {
-				break
+		evicted := map[api.TaskID]bool{}
+		evictUntilRoom := func(victims []*api.TaskInfo) {
+			for _, v := range victims {
+				if room {
+					return
+				}
+				if evicted[v.UID] {
+					continue
+				}
+				if err := try.Evict(v, reason); err != nil {
+					klog.V(3).InfoS("Victim cannot be evicted", "pod", klog.KRef(v.Namespace, v.Name), "err", err)
+					continue
+				}
+				evicted[v.UID] = true
+				room = fits(ssn, preemptor, node)
 			}
-			if err := try.Evict(v, reason); err != nil {
-				klog.V(3).InfoS("Victim cannot be evicted", "pod", klog.KRef(v.Namespace, v.Name), "err", err)
-				continue
-			}
-			room = fits(ssn, preemptor, node)
+		}
+		evictUntilRoom(first)
+		if !room && nodeFits(ssn, preemptor, node) {
+			// The node has room and its queue has not: the plugin's picks made room on the
+			// node (a GPU, say), and the others, in victim order, make it in the queue.
+			evictUntilRoom(chosen)
 		}
 		if !room {
 			if refusal := refusalOf(ssn, preemptor, node); refusal != nil {
@@ -282,8 +296,13 @@ func shortOf(task *api.TaskInfo, node *api.NodeInfo, victims []*api.TaskInfo) co
 // it binds the task: a queue or department at its capability on a node with room is made
 // room in by evicting from it, not by pipelining the task where allocate will refuse it).
 func fits(ssn *framework.Session, task *api.TaskInfo, node *api.NodeInfo) bool {
-	return task.InitResreq.LessEqual(node.FutureIdle(), api.MissingAsZero) && ssn.Predicate(task, node) == nil &&
-		queueRefusal(ssn, task) == nil
+	return nodeFits(ssn, task, node) && queueRefusal(ssn, task) == nil
+}
+
+// nodeFits: the node can take the task now, its resources released or free and every
+// predicate passing, whatever its queue says.
+func nodeFits(ssn *framework.Session, task *api.TaskInfo, node *api.NodeInfo) bool {
+	return task.InitResreq.LessEqual(node.FutureIdle(), api.MissingAsZero) && ssn.Predicate(task, node) == nil
 }
 
 // queueRefusal is why the task's queue cannot take it now (Session.Allocatable); nil when it can.
@@ -332,16 +351,29 @@ func afterEvictions(s *api.Status) *api.Status {
 	return out
 }
 
-// order sorts victims lowest first: of different jobs, the job that goes last in job order
-// first; of one job, the task that goes last in task order first.
-func order(ssn *framework.Session, victims []*api.TaskInfo) {
+// order sorts the victims of preemptor lowest first: of different queues, in the session's
+// victim queue order (capacity's with a hierarchy: the queues nearest the preemptor's in the
+// tree first; else the queue served last first); of different jobs of one queue, the job
+// that goes last in job order first; of one job, the task that goes last in task order first.
+func order(ssn *framework.Session, preemptor *api.TaskInfo, victims []*api.TaskInfo) {
 	byTask, byJob := compareBy(ssn.TaskOrderFn), compareBy(ssn.JobOrderFn)
+	var preemptorQueue *api.QueueInfo
+	if job := ssn.JobFor(preemptor); job != nil {
+		preemptorQueue = ssn.Queues[job.Queue]
+	}
+	byQueue := compareBy(func(l, r *api.QueueInfo) bool { return ssn.VictimQueueOrderFn(l, r, preemptorQueue) })
 	slices.SortStableFunc(victims, func(l, r *api.TaskInfo) int {
 		// Reversed: what is scheduled last is evicted first.
 		if l.Job == r.Job {
 			return byTask(r, l)
 		}
-		return byJob(ssn.Jobs[r.Job], ssn.Jobs[l.Job])
+		lj, rj := ssn.Jobs[l.Job], ssn.Jobs[r.Job]
+		if lq, rq := ssn.Queues[lj.Queue], ssn.Queues[rj.Queue]; lq != rq && lq != nil && rq != nil && preemptorQueue != nil {
+			if c := byQueue(lq, rq); c != 0 {
+				return c
+			}
+		}
+		return byJob(rj, lj)
 	})
 }
 

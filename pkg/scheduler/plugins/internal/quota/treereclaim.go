@@ -72,3 +72,27 @@ func (l *Ledger) ancestorAt(id api.QueueID, depth int) api.QueueID {
 	}
 	return up[depth-1]
 }
+
+// VictimQueueOrder is the victim queue order with a hierarchy, as upstream's capacity has
+// it: the pods of the queue that shares a lower ancestor with the preemptor's go first, so
+// a team takes back from its own department before another's; 0 when both share the same.
+func (l *Ledger) VictimQueueOrder(a, b, preemptor *api.QueueInfo) int {
+	da, db := l.sharedDepth(a.UID, preemptor.UID), l.sharedDepth(b.UID, preemptor.UID)
+	switch {
+	case da > db:
+		return -1
+	case da < db:
+		return 1
+	}
+	return 0
+}
+
+// sharedDepth is how many queues the paths from the root to a and to b share.
+func (l *Ledger) sharedDepth(a, b api.QueueID) int {
+	pa, pb := l.pathFromRoot(a), l.pathFromRoot(b)
+	n := 0
+	for n < len(pa) && n < len(pb) && pa[n] == pb[n] {
+		n++
+	}
+	return n
+}
