@@ -203,7 +203,8 @@ func run(ctx context.Context, o *options) (err error) {
 		return nil
 	}
 	return runAsLeader(ctx, o, kube, func(ctx context.Context) {
-		// A new leader schedules only once its cache has the previous leader's last binds.
+		// A new leader schedules only once its cache holds what the API server held when it
+		// took the Lease, the previous leader's last binds included.
 		if err := sc.CatchUp(ctx); err != nil {
 			klog.ErrorS(err, "Not scheduling")
 			return

@@ -9,12 +9,14 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	clientgofeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -49,6 +51,8 @@ type SchedulerCache struct {
 	vcInformers   vcinformers.SharedInformerFactory
 	// synced reports, per registered handler, that it has seen the informer's initial list.
 	synced []toolscache.InformerSynced
+	// podWatch tells how far the pod informer has brought the cache (CatchUp).
+	podWatch *watchProgress
 
 	recorder record.EventRecorder
 	// metrics records the binders' outcomes; nil records nothing.
@@ -135,6 +139,10 @@ func New(ctx context.Context, cfg Options, kube kubernetes.Interface, vc version
 
 // newCache is New without touching the API server.
 func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*SchedulerCache, error) {
+	if !clientgofeatures.FeatureGates().Enabled(clientgofeatures.InOrderInformers) {
+		return nil, errors.New("client-go's InOrderInformers feature is off: a new leader can tell that its cache " +
+			"holds the API server's pods only from informers that deliver events in order (CatchUp)")
+	}
 	cfg = cfg.withDefaults()
 	sel, err := parseNodeSelector(cfg.NodeSelector)
 	if err != nil {
@@ -173,6 +181,7 @@ func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*
 		dangling:         newDanglingReferences(),
 		queueProblems:    newDanglingReferences(),
 		arrivals:         make(chan struct{}, 1),
+		podWatch:         &watchProgress{},
 	}
 	if err := sc.addEventHandlers(cfg.PriorityClass); err != nil {
 		return nil, err
