@@ -39,12 +39,46 @@ func (ssn *Session) AddVictimFilterFn(plugin string, fn VictimFilterFn) {
 	register(ssn, ssn.fns.victimFilter, plugin, fn)
 }
 
+// VictimSetFn reports whether its plugin lets the victims all go together: a rule on the set
+// chosen among the candidates its EvictableFn allows one by one, such as a gang that keeps
+// its minimum whichever of its pods go. Asked, like a victim filter, whatever tier its plugin
+// is in; the pods already evicted this session are gone from what it counts.
+type VictimSetFn func(victims []*api.TaskInfo) bool
+
+// AddVictimSetFn registers the plugin's rule on victim sets, for preempt where its
+// enablePreemptable is on and for reclaim where its enableReclaimable is.
+func (ssn *Session) AddVictimSetFn(plugin string, fn VictimSetFn) {
+	register(ssn, ssn.fns.victimSet, plugin, fn)
+}
+
+// PreemptTogether reports whether every plugin whose enablePreemptable is on lets the
+// victims go together.
+func (ssn *Session) PreemptTogether(victims []*api.TaskInfo) bool {
+	return together(ssn.chains().preemptSet, victims)
+}
+
+// ReclaimTogether is PreemptTogether for reclaim, by the plugins whose enableReclaimable is on.
+func (ssn *Session) ReclaimTogether(victims []*api.TaskInfo) bool {
+	return together(ssn.chains().reclaimSet, victims)
+}
+
+func together(c chain[VictimSetFn], victims []*api.TaskInfo) bool {
+	for _, l := range c {
+		if !l.fn(victims) {
+			return false
+		}
+	}
+	return true
+}
+
 // VictimSelectFn picks, among candidates a preemptor may evict on node (lowest first, as
-// they are to go), the ones that make room for it, for a plugin that knows better than
-// "evict in order until it fits" (deviceshare: which GPUs the preemptor would use). abstain
-// true: the plugin has no say on this preemptor. A plugin with a say that finds no set that
-// makes room returns no victims.
-type VictimSelectFn func(preemptor *api.TaskInfo, node *api.NodeInfo, candidates []*api.TaskInfo) (victims []*api.TaskInfo, abstain bool)
+// they are to go), the ones that make room for it and that together allows to go together
+// (PreemptTogether, ReclaimTogether), for a plugin that knows better than "evict in order
+// until it fits" (deviceshare: which GPUs the preemptor would use). abstain true: the plugin
+// has no say on this preemptor. A plugin with a say that finds no set that makes room
+// returns no victims.
+type VictimSelectFn func(preemptor *api.TaskInfo, node *api.NodeInfo, candidates []*api.TaskInfo,
+	together func([]*api.TaskInfo) bool) (victims []*api.TaskInfo, abstain bool)
 
 // AddVictimSelectFn registers the plugin's choice of victims on a node.
 func (ssn *Session) AddVictimSelectFn(plugin string, fn VictimSelectFn) {
@@ -136,9 +170,10 @@ func evictable(c chain[EvictableFn], preemptor *api.TaskInfo, candidates []*api.
 // say picks to make room for preemptor on node, in the order they are to go; ok is false
 // when no plugin has a say, and the caller evicts candidates in order as before. It has no
 // enable flag: a plugin registers it only for what it schedules.
-func (ssn *Session) SelectVictims(preemptor *api.TaskInfo, node *api.NodeInfo, candidates []*api.TaskInfo) (victims []*api.TaskInfo, ok bool) {
+func (ssn *Session) SelectVictims(preemptor *api.TaskInfo, node *api.NodeInfo, candidates []*api.TaskInfo,
+	together func([]*api.TaskInfo) bool) (victims []*api.TaskInfo, ok bool) {
 	for _, l := range ssn.chains().victimSelect {
-		if chosen, abstain := l.fn(preemptor, node, candidates); !abstain {
+		if chosen, abstain := l.fn(preemptor, node, candidates, together); !abstain {
 			return chosen, true
 		}
 	}

@@ -207,7 +207,7 @@ type selector struct {
 
 func (s *selector) Name() string { return s.name }
 func (s *selector) OnSessionOpen(ssn *framework.Session) {
-	ssn.AddVictimSelectFn(s.name, func(_ *api.TaskInfo, _ *api.NodeInfo, candidates []*api.TaskInfo) ([]*api.TaskInfo, bool) {
+	ssn.AddVictimSelectFn(s.name, func(_ *api.TaskInfo, _ *api.NodeInfo, candidates []*api.TaskInfo, _ func([]*api.TaskInfo) bool) ([]*api.TaskInfo, bool) {
 		if s.pick == nil {
 			return nil, true
 		}
@@ -242,7 +242,7 @@ func TestSelectVictims(t *testing.T) {
 			for i := 1; i < 4; i++ {
 				candidates = append(candidates, job.Tasks[api.TaskID(fmt.Sprintf("uid-%d", i))])
 			}
-			got, ok := ssn.SelectVictims(job.Tasks["uid-0"], ssn.NodeList[0], candidates)
+			got, ok := ssn.SelectVictims(job.Tasks["uid-0"], ssn.NodeList[0], candidates, nil)
 			var names, want []string
 			for _, v := range got {
 				names = append(names, v.Name)

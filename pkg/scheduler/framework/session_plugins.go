@@ -74,6 +74,7 @@ type sessionFns struct {
 	queueUsage                   map[string]QueueUsageFn
 	preemptable, reclaimable     map[string]EvictableFn
 	victimFilter                 map[string]VictimFilterFn
+	victimSet                    map[string]VictimSetFn
 	preemptive                   map[string]AllocatableFn
 	jobStarving                  map[string]JobBoolFn
 	victimSelect                 map[string]VictimSelectFn
@@ -90,6 +91,7 @@ func newSessionFns() sessionFns {
 		jobEnqueued: map[string]JobFn{}, jobValid: map[string]JobValidFn{},
 		queueUsage:  map[string]QueueUsageFn{},
 		preemptable: map[string]EvictableFn{}, reclaimable: map[string]EvictableFn{}, victimFilter: map[string]VictimFilterFn{},
+		victimSet:  map[string]VictimSetFn{},
 		preemptive: map[string]AllocatableFn{}, jobStarving: map[string]JobBoolFn{},
 		victimSelect: map[string]VictimSelectFn{},
 	}
@@ -146,6 +148,7 @@ type sessionChains struct {
 	queueUsage                   chain[QueueUsageFn]
 	preemptable, reclaimable     chain[EvictableFn]
 	preemptFilter, reclaimFilter chain[VictimFilterFn]
+	preemptSet, reclaimSet       chain[VictimSetFn]
 	preemptive                   chain[AllocatableFn]
 	jobStarving                  chain[JobBoolFn]
 	victimSelect                 chain[VictimSelectFn]
@@ -179,6 +182,8 @@ func (ssn *Session) chains() *sessionChains {
 		reclaimable:      newChain(tiers, f.reclaimable, reclaimableFlag),
 		preemptFilter:    newChain(tiers, f.victimFilter, preemptableFlag),
 		reclaimFilter:    newChain(tiers, f.victimFilter, reclaimableFlag),
+		preemptSet:       newChain(tiers, f.victimSet, preemptableFlag),
+		reclaimSet:       newChain(tiers, f.victimSet, reclaimableFlag),
 		preemptive:       newChain(tiers, f.preemptive, preemptiveFlag),
 		jobStarving:      newChain(tiers, f.jobStarving, jobStarvingFlag),
 		victimSelect:     newChain(tiers, f.victimSelect, nil),

@@ -43,7 +43,7 @@ func betweenJobs(ssn *framework.Session, queue *api.QueueInfo) (evictsearch.Scop
 		j := ssn.Jobs[t.Job]
 		return j != nil && j.Queue == queue.UID
 	}
-	return evictsearch.Scope{Candidates: ofQueue, Choose: ssn.Preemptable}, true
+	return evictsearch.Scope{Candidates: ofQueue, Choose: ssn.Preemptable, Together: ssn.PreemptTogether}, true
 }
 
 // withinJob lets the job's pending tasks evict its own lower-priority running tasks, each
@@ -54,7 +54,7 @@ func withinJob(ssn *framework.Session, job *api.JobInfo, reason string) {
 		stmt := ssn.NewStatement()
 		// Why it found no room is the first turn's record to give (evictsearch's): reasons
 		// about the job's own pods alone would hide it.
-		placed, _ := evictsearch.Search(ssn, stmt, task, sameJob, ssn.Preemptable, reason)
+		placed, _ := evictsearch.Search(ssn, stmt, task, sameJob, ssn.Preemptable, ssn.PreemptTogether, reason)
 		stmt.Commit()
 		if !placed {
 			return

@@ -150,13 +150,13 @@ func TestPreempt(t *testing.T) {
 		{"a higher-priority gang evicts only what it needs", func(c *cluster) {
 			c.job("ns", "low", 1, 1, 4, 0, "1", nil)
 			c.job("ns", "high", 10, 2, 0, 2, "1", nil)
-		}, []string{"low-1: preempt", "low-2: preempt"},
+		}, []string{"low-2: preempt", "low-3: preempt"},
 			"2/2 tasks in gang unschedulable: pod group is not ready, 2 Pipelined, 2 minAvailable"},
 		{"the lowest-priority job goes first", func(c *cluster) {
 			c.job("ns", "mid", 5, 1, 2, 0, "1", nil)
 			c.job("ns", "low", 1, 1, 2, 0, "1", nil)
 			c.job("ns", "high", 10, 1, 0, 1, "1", nil)
-		}, []string{"low-0: preempt"},
+		}, []string{"low-1: preempt"},
 			"1/1 tasks in gang unschedulable: pod group is not ready, 1 Pipelined, 1 minAvailable"},
 		{"equal priority evicts nothing", func(c *cluster) {
 			c.job("ns", "low", 10, 1, 4, 0, "1", nil)
@@ -226,7 +226,7 @@ func TestGangPreemptRunsPreempt(t *testing.T) {
 		{"a higher-priority gang evicts what it needs", func(c *cluster) {
 			c.job("ns", "low", 1, 1, 4, 0, "1", nil)
 			c.job("ns", "high", 10, 2, 0, 2, "1", nil)
-		}, []string{"low-1: gangpreempt", "low-2: gangpreempt"}},
+		}, []string{"low-2: gangpreempt", "low-3: gangpreempt"}},
 		{"a gang that cannot fit whole evicts nothing", func(c *cluster) {
 			c.job("ns", "low", 1, 1, 4, 0, "1", nil)
 			c.job("ns", "high", 10, 3, 0, 3, "2", nil)

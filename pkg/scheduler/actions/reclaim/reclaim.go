@@ -50,7 +50,7 @@ func otherQueues(ssn *framework.Session, queue *api.QueueInfo) (evictsearch.Scop
 		return q != nil && reclaimable(q)
 	}
 	mayReclaim := func(t *api.TaskInfo) error { return ssn.Preemptive(queue, t) }
-	return evictsearch.Scope{MayEvict: mayReclaim, Candidates: ofReclaimableQueue, Choose: ssn.Reclaimable}, true
+	return evictsearch.Scope{MayEvict: mayReclaim, Candidates: ofReclaimableQueue, Choose: ssn.Reclaimable, Together: ssn.ReclaimTogether}, true
 }
 
 // reclaimable: the queue's spec.reclaimable, true when unset.

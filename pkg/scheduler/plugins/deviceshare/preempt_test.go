@@ -183,14 +183,14 @@ func TestPreemptVGPU(t *testing.T) {
 			gpuCluster(gpuNode("n1", 0, gpus(1, 10, 24576, h200)),
 				gpuJob{"low", 1, 1, holding("low", 4, 6000, gpu0)},
 				gpuJob{"high", 10, 2, pendingPods("high", 2, 1, 6000)}),
-			"high", []string{"low-1", "low-2"},
+			"high", []string{"low-2", "low-3"},
 			map[string][]string{"high-0": {uuid(0)}, "high-1": {uuid(0)}}},
 		{"two half-free GPUs are not one free GPU: the pods of one GPU go",
 			gpuCluster(gpuNode("n1", 0, gpus(2, 10, 24576, h200)),
 				gpuJob{"low", 1, 1, holding("low", 4, 10000, byPair)},
 				gpuJob{"high", 10, 1, pendingPods("high", 1, 1, 20000)}),
-			"high", []string{"low-0", "low-1"},
-			map[string][]string{"high-0": {uuid(0)}}},
+			"high", []string{"low-2", "low-3"},
+			map[string][]string{"high-0": {uuid(1)}}},
 		{"a whole GPU of a dense node: its eight pods",
 			gpuCluster(gpuNode("n1", 0, gpus(8, 10, 81920, h200)),
 				gpuJob{"low", 1, 1, holding("low", 64, 10000, func(i int) int { return i / 8 })},
@@ -252,6 +252,29 @@ func TestAnnotatedTaskPriorityOrdersItsOwnJobOnly(t *testing.T) {
 	evicted, _, _ := runPreempt(t, ci)
 	if want := []string{"low-0"}; !reflect.DeepEqual(evicted, want) {
 		t.Errorf("evicted %v, want %v: the annotation ranks a pod within its own job only", evicted, want)
+	}
+}
+
+// TestGangMinimumBoundsTheSetNotTheCandidates: gang g (minMember 2) runs g-0 and g-1 on GPU 0
+// and g-2 on GPU 1; job l (minMember 1) runs l-0 on GPU 1 and l-1 on GPU 2 beside a pod of a
+// higher-priority job. A pod needing 20000 MiB frees GPU 1 by evicting g-2 and l-0, which
+// leaves both jobs at their minimum; freeing GPU 0 would take g below its own. Cutting the
+// candidates to each job's surplus in name order (g-0 and l-0) would free no GPU.
+func TestGangMinimumBoundsTheSetNotTheCandidates(t *testing.T) {
+	on := func(name, job string, gpu, memory int) *corev1.Pod {
+		return runningWith(pod(name, job, vgpuCtr("main", 1, memory, 0)), "n1", dev(gpu, fmt.Sprint(memory), "0"))
+	}
+	ci := gpuCluster(gpuNode("n1", 0, gpus(3, 10, 24576, h200)),
+		gpuJob{"g", 1, 2, []*corev1.Pod{on("g-0", "g", 0, 10000), on("g-1", "g", 0, 10000), on("g-2", "g", 1, 10000)}},
+		gpuJob{"l", 1, 1, []*corev1.Pod{on("l-0", "l", 1, 10000), on("l-1", "l", 2, 10000)}},
+		gpuJob{"other", 20, 1, []*corev1.Pod{on("other-0", "other", 2, 12000)}},
+		gpuJob{"high", 10, 1, pendingPods("high", 1, 1, 20000)})
+	evicted, ssn, p := runPreempt(t, ci)
+	if want := []string{"g-2", "l-0"}; !reflect.DeepEqual(evicted, want) {
+		t.Errorf("evicted %v, want %v", evicted, want)
+	}
+	if got, want := promisedGPUs(ssn, p, "high"), map[string][]string{"high-0": {uuid(1)}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("pipelined %v, want %v", got, want)
 	}
 }
 
@@ -392,7 +415,7 @@ func TestSelectVictimsIsMinimal(t *testing.T) {
 		for _, pd := range pods {
 			candidates = append(candidates, node.Tasks[api.TaskID(pd.UID)])
 		}
-		got, abstain := p.selectVictims(preemptor, node, candidates)
+		got, abstain := p.selectVictims(preemptor, node, candidates, nil)
 		if abstain {
 			t.Fatalf("round %d: no say on a vGPU preemptor", round)
 		}

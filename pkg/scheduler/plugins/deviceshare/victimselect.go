@@ -26,10 +26,12 @@ const maxVictimSets = 1 << 15
 // first), and so on. Evicting in candidate order instead would evict pods on GPUs the
 // preemptor cannot use, and two half-free GPUs are not one free GPU. The fitter decides what
 // fits, so a victim on several GPUs frees its vGPU on each, and slots, memory and cores all
-// count. Candidates without vGPUs on the node follow, in order, for whatever else the
-// preemptor lacks (CPU, memory); pods on other GPUs are never picked. The plugin has no say
-// on a preemptor that wants no GPU.
-func (p *plugin) selectVictims(preemptor *api.TaskInfo, node *api.NodeInfo, candidates []*api.TaskInfo) ([]*api.TaskInfo, bool) {
+// count. Only sets that together allows are tried (a gang keeps its minimum: which of its
+// pods go is this search's to choose). Candidates without vGPUs on the node follow, in order,
+// for whatever else the preemptor lacks (CPU, memory); pods on other GPUs are never picked.
+// The plugin has no say on a preemptor that wants no GPU.
+func (p *plugin) selectVictims(preemptor *api.TaskInfo, node *api.NodeInfo, candidates []*api.TaskInfo,
+	together func([]*api.TaskInfo) bool) ([]*api.TaskInfo, bool) {
 	r := p.request(preemptor)
 	if r.err != nil || !r.wantsGPUs() {
 		return nil, true
@@ -43,7 +45,8 @@ func (p *plugin) selectVictims(preemptor *api.TaskInfo, node *api.NodeInfo, cand
 	if base == nil {
 		base = l
 	}
-	s := victimSearch{r: r, node: node, base: slices.Clone(base.gpus), work: *base, holders: holders, fitter: &p.fitter}
+	s := victimSearch{r: r, node: node, base: slices.Clone(base.gpus), work: *base, holders: holders, fitter: &p.fitter,
+		together: together}
 	s.work.gpus = slices.Clone(base.gpus)
 	chosen, ok := s.run(s.groups(l))
 	if !ok {
@@ -104,6 +107,8 @@ type victimSearch struct {
 	holders []holder
 	fitter  *fitter
 	tries   int
+	// together is the plugins' rule on which victims may go together; nil allows any set.
+	together func([]*api.TaskInfo) bool
 }
 
 // groups are the holders (indices, ascending) that could make room together: for each set
@@ -183,7 +188,7 @@ func (s *victimSearch) run(groups [][]int) ([]int, bool) {
 				for i, p := range pos {
 					set[i] = g[p]
 				}
-				if s.fits(set) && (best == nil || s.better(set, best)) {
+				if s.fits(set) && s.allowed(set) && (best == nil || s.better(set, best)) {
 					best = slices.Clone(set)
 				}
 				if !nextSet(pos, len(g)) {
@@ -199,19 +204,23 @@ func (s *victimSearch) run(groups [][]int) ([]int, bool) {
 }
 
 // greedy is the victim set when trying sets by size takes too long: in each group, the
-// holders in candidate order until the preemptor fits, less those that then prove not
-// needed, the last first; the best of the groups' sets.
+// holders in candidate order that may go with those before them, until the preemptor fits,
+// less those that then prove not needed, the last first; the best of the groups' sets.
 func (s *victimSearch) greedy(groups [][]int) ([]int, bool) {
 	var best []int
 	for _, g := range groups {
-		n := 0
-		for n < len(g) && !s.fits(g[:n]) {
-			n++
+		var set []int
+		for _, h := range g {
+			if s.fits(set) {
+				break
+			}
+			if s.allowed(append(slices.Clone(set), h)) {
+				set = append(set, h)
+			}
 		}
-		if !s.fits(g[:n]) {
+		if !s.fits(set) {
 			continue
 		}
-		set := slices.Clone(g[:n])
 		for i := len(set) - 1; i >= 0; i-- {
 			if without := slices.Delete(slices.Clone(set), i, i+1); s.fits(without) {
 				set = without
@@ -222,6 +231,18 @@ func (s *victimSearch) greedy(groups [][]int) ([]int, bool) {
 		}
 	}
 	return best, best != nil
+}
+
+// allowed: the set's holders may go together.
+func (s *victimSearch) allowed(set []int) bool {
+	if s.together == nil {
+		return true
+	}
+	victims := make([]*api.TaskInfo, len(set))
+	for i, h := range set {
+		victims[i] = s.holders[h].task
+	}
+	return s.together(victims)
 }
 
 // fits: the preemptor fits the future GPUs once the set's holders are gone.

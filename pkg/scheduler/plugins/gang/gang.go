@@ -65,30 +65,39 @@ func (gangPlugin) OnSessionOpen(ssn *framework.Session) {
 	ssn.AddReclaimableFn(PluginName, func(_ *api.TaskInfo, candidates []*api.TaskInfo) ([]*api.TaskInfo, bool) {
 		return aboveMinimum(ssn, candidates), false
 	})
+	ssn.AddVictimSetFn(PluginName, func(victims []*api.TaskInfo) bool { return keepMinimum(ssn, victims) })
 	ssn.AddJobStarvingFn(PluginName, func(job *api.JobInfo) bool { return job.IsStarving() })
 }
 
-// aboveMinimum are the candidates whose jobs keep minMember ready pods without them, taken in
-// candidate order: each victim lowers what its job has left.
+// aboveMinimum are the candidates whose jobs have more than minMember ready pods: each may
+// go, and keepMinimum says how many of a job's may go together. Cutting the candidates here
+// to as many per job as it can spare, in candidate order, would choose for the plugins that
+// pick victims by where they sit (deviceshare frees a GPU): a job's pods on the GPU that could
+// be freed would be dropped for others on GPUs that cannot.
 func aboveMinimum(ssn *framework.Session, candidates []*api.TaskInfo) []*api.TaskInfo {
-	left := map[api.JobID]int32{}
 	victims := make([]*api.TaskInfo, 0, len(candidates))
 	for _, c := range candidates {
-		job := ssn.JobFor(c)
+		if job := ssn.JobFor(c); job != nil && job.ReadyTaskNum() > job.MinAvailable {
+			victims = append(victims, c)
+		}
+	}
+	return victims
+}
+
+// keepMinimum: every job keeps minMember ready pods without the victims.
+func keepMinimum(ssn *framework.Session, victims []*api.TaskInfo) bool {
+	taken := map[api.JobID]int32{}
+	for _, v := range victims {
+		job := ssn.JobFor(v)
 		if job == nil {
 			continue
 		}
-		n, seen := left[job.UID]
-		if !seen {
-			n = job.ReadyTaskNum()
+		taken[job.UID]++
+		if job.ReadyTaskNum()-taken[job.UID] < job.MinAvailable {
+			return false
 		}
-		if n <= job.MinAvailable {
-			continue
-		}
-		left[job.UID] = n - 1
-		victims = append(victims, c)
 	}
-	return victims
+	return true
 }
 
 // validate rejects a job that cannot reach its gang minimum even if every task that may

@@ -27,8 +27,10 @@ type Scope struct {
 	// Candidates accepts the pods the job may take from, among those that may be victims at
 	// all (running or bound, asking for something, not volcano.sh/preemptable: "false").
 	Candidates func(*api.TaskInfo) bool
-	// Choose is the plugins' say among the candidates on a node.
-	Choose Chooser
+	// Choose is the plugins' say among the candidates on a node, and Together on which of
+	// those may go together.
+	Choose   Chooser
+	Together Together
 }
 
 // NewAction is the eviction action that rules describe, under name. The name is also what

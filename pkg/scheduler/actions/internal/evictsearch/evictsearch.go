@@ -49,6 +49,10 @@ const (
 // Session.Reclaimable.
 type Chooser func(preemptor *api.TaskInfo, candidates []*api.TaskInfo) []*api.TaskInfo
 
+// Together is the plugins' say on which victims may go together: Session.PreemptTogether
+// or Session.ReclaimTogether.
+type Together func(victims []*api.TaskInfo) bool
+
 // forJob lets the job's pending tasks, in task order and while the job is starving, each make
 // room by Search, evicting pods of other jobs that scope allows (reason as there).
 // scope.MayEvict, when set, is asked first for each task; its refusal ends the job's turn. The
@@ -71,7 +75,7 @@ func forJob(ssn *framework.Session, job *api.JobInfo, scope Scope, reason string
 				break
 			}
 		}
-		r := search(ssn, stmt, task, otherJob, scope.Choose, reason)
+		r := search(ssn, stmt, task, otherJob, scope.Choose, scope.Together, reason)
 		switch {
 		case r.placed:
 			placed = append(placed, task)
@@ -114,8 +118,8 @@ func forJob(ssn *framework.Session, job *api.JobInfo, scope Scope, reason string
 // evictions then stand in stmt) and, when it was not, why not on each node (nil when
 // evictions were not what it lacked: it may not preempt, or a node has room for it as it is).
 func Search(ssn *framework.Session, stmt *framework.Statement, preemptor *api.TaskInfo,
-	filter func(*api.TaskInfo) bool, choose Chooser, reason string) (placed bool, why *api.FitErrors) {
-	r := search(ssn, stmt, preemptor, filter, choose, reason)
+	filter func(*api.TaskInfo) bool, choose Chooser, together Together, reason string) (placed bool, why *api.FitErrors) {
+	r := search(ssn, stmt, preemptor, filter, choose, together, reason)
 	return r.placed, r.why
 }
 
@@ -129,7 +133,7 @@ type outcome struct {
 }
 
 func search(ssn *framework.Session, stmt *framework.Statement, preemptor *api.TaskInfo,
-	filter func(*api.TaskInfo) bool, choose Chooser, reason string) outcome {
+	filter func(*api.TaskInfo) bool, choose Chooser, together Together, reason string) outcome {
 	if p := preemptor.Pod.Spec.PreemptionPolicy; p != nil && *p == corev1.PreemptNever {
 		return outcome{}
 	}
@@ -176,7 +180,7 @@ func search(ssn *framework.Session, stmt *framework.Statement, preemptor *api.Ta
 		ssn.Metrics().CountPreemptionAttempt()
 		order(ssn, preemptor, chosen)
 		first := chosen
-		if selected, ok := ssn.SelectVictims(preemptor, node, chosen); ok {
+		if selected, ok := ssn.SelectVictims(preemptor, node, chosen, together); ok {
 			first = selected
 		}
 		try := ssn.NewStatement()
@@ -187,7 +191,8 @@ func search(ssn *framework.Session, stmt *framework.Statement, preemptor *api.Ta
 				if room {
 					return
 				}
-				if evicted[v.UID] {
+				// The victims evicted before it are gone from what together counts.
+				if evicted[v.UID] || !together([]*api.TaskInfo{v}) {
 					continue
 				}
 				if err := try.Evict(v, reason); err != nil {
