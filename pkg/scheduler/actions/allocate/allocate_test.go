@@ -534,6 +534,9 @@ func TestPredicateErrorCache(t *testing.T) {
 		name string
 		role string
 		args conf.Arguments
+		// claims: each pod has a claim of its own (a per-pod ephemeral volume's), which the
+		// node may refuse for one pod and serve for the next.
+		claims bool
 		// wantCalls: how often the predicate is asked about the node that always fails.
 		wantCalls int
 	}{
@@ -541,13 +544,18 @@ func TestPredicateErrorCache(t *testing.T) {
 		{name: "switched off: every task asks", role: "worker", args: conf.Arguments{nodesearch.PredicateErrorCacheArg: false}, wantCalls: 3},
 		{name: "tasks without a role are not cached", role: "", wantCalls: 3},
 		{name: "a malformed value leaves it on", role: "worker", args: conf.Arguments{nodesearch.PredicateErrorCacheArg: "maybe"}, wantCalls: 1},
+		{name: "pods with claims of their own are not cached", role: "worker", claims: true, wantCalls: 3},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			calls := 0
 			var pods []*corev1.Pod
 			for _, name := range []string{"pg1-w-0", "pg1-w-1", "pg1-w-2"} {
-				pods = append(pods, buildPod(name, "pg1", st.Resources("1", ""), withRole(c.role)))
+				changes := []func(*st.PodWrapper){withRole(c.role)}
+				if c.claims {
+					changes = append(changes, withClaim(name+"-data"))
+				}
+				pods = append(pods, buildPod(name, "pg1", st.Resources("1", ""), changes...))
 			}
 			tc := allocateCase{
 				queues:    []*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)},

@@ -36,6 +36,13 @@ func withRole(role string) func(*st.PodWrapper) {
 	return func(w *st.PodWrapper) { w.Annotation("volcano.sh/task-spec", role) }
 }
 
+func withClaim(claim string) func(*st.PodWrapper) {
+	return func(w *st.PodWrapper) {
+		w.Spec.Volumes = append(w.Spec.Volumes, corev1.Volume{Name: "data",
+			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}})
+	}
+}
+
 func withNodeSelector(sel map[string]string) func(*st.PodWrapper) {
 	return func(w *st.PodWrapper) { w.NodeSelector(sel) }
 }

@@ -70,7 +70,9 @@ type SessionSearch struct {
 	// depend on where other pods are (api.HasPodConstraints) neither reads nor fills it: a
 	// node its spread constraint refused one pod of the role takes the next once another has
 	// gone to the other zone, and one its affinity refused takes it once a pod it selects is
-	// placed there.
+	// placed there. Nor does a task with volumes the volume plugins read
+	// (api.HasSchedulingVolumes): each pod of a role may have a claim of its own (per-pod
+	// ephemeral volumes), whose only PV sits on another node than its sibling's.
 	errorCache map[roleKey]map[string]*api.Status
 	// uncached: the task being searched for is such a task.
 	uncached bool
@@ -154,7 +156,7 @@ func (s *SessionSearch) Find(task *api.TaskInfo) (*api.NodeInfo, *api.FitErrors)
 	}
 	s.feasible, s.failures = s.feasible[:0], s.failures[:0]
 	s.setDemands(task)
-	s.uncached = api.HasPodConstraints(task.Pod)
+	s.uncached = api.HasPodConstraints(task.Pod) || api.HasSchedulingVolumes(task.Pod)
 	n := len(s.nodes)
 	start := s.owner.offset
 	examined := 0
