@@ -9,14 +9,12 @@ package cache
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
-	clientgofeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -51,8 +49,6 @@ type SchedulerCache struct {
 	vcInformers   vcinformers.SharedInformerFactory
 	// synced reports, per registered handler, that it has seen the informer's initial list.
 	synced []toolscache.InformerSynced
-	// podWatch tells how far the pod informer has brought the cache (CatchUp).
-	podWatch *watchProgress
 
 	recorder record.EventRecorder
 	// metrics records the binders' outcomes; nil records nothing.
@@ -139,10 +135,6 @@ func New(ctx context.Context, cfg Options, kube kubernetes.Interface, vc version
 
 // newCache is New without touching the API server.
 func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*SchedulerCache, error) {
-	if !clientgofeatures.FeatureGates().Enabled(clientgofeatures.InOrderInformers) {
-		return nil, errors.New("client-go's InOrderInformers feature is off: a new leader can tell that its cache " +
-			"holds the API server's pods only from informers that deliver events in order (CatchUp)")
-	}
 	cfg = cfg.withDefaults()
 	sel, err := parseNodeSelector(cfg.NodeSelector)
 	if err != nil {
@@ -181,7 +173,6 @@ func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*
 		dangling:         newDanglingReferences(),
 		queueProblems:    newDanglingReferences(),
 		arrivals:         make(chan struct{}, 1),
-		podWatch:         &watchProgress{},
 	}
 	if err := sc.addEventHandlers(cfg.PriorityClass); err != nil {
 		return nil, err
@@ -230,11 +221,7 @@ func (sc *SchedulerCache) Run(ctx context.Context) {
 // inFlightGrace to finish before they are cancelled (a Binding cut off leaves its pod
 // pending, or bound with its assignment: one request carries both; which one is not known
 // here, so it is counted and logged as cut off, neither undone nor reported as failed).
-//
-// It reports whether every Binding sent was answered. When one was cut off, or a call is
-// still in flight when Stop gives up waiting, the API server may yet apply a Binding, and
-// the next leader must not read the cluster before it has (handOver in cmd/vc-scheduler).
-func (sc *SchedulerCache) Stop(ctx context.Context) (bindsAnswered bool) {
+func (sc *SchedulerCache) Stop(ctx context.Context) {
 	sc.resyncs.ShutDown()
 	drained := make(chan struct{})
 	go func() {
@@ -243,7 +230,6 @@ func (sc *SchedulerCache) Stop(ctx context.Context) (bindsAnswered bool) {
 		sc.writes.shutDownWithDrain()
 		close(drained)
 	}()
-	inFlight := false
 	select {
 	case <-drained:
 	case <-ctx.Done():
@@ -260,16 +246,14 @@ func (sc *SchedulerCache) Stop(ctx context.Context) (bindsAnswered bool) {
 			select {
 			case <-drained:
 			case <-time.After(inFlightGrace):
-				inFlight = true
 			}
 		}
 		klog.InfoS("Handed back what was not started at shutdown", "bindsAndEvictions", sc.handedBack.Load(),
-			"statusWrites", sc.writes.handedBack.Load(), "bindsCutOff", sc.bindsCutOff.Load(), "stillInFlight", inFlight)
+			"statusWrites", sc.writes.handedBack.Load(), "bindsCutOff", sc.bindsCutOff.Load())
 	}
 	if sc.stopWorkers != nil {
 		sc.stopWorkers()
 	}
-	return !inFlight && sc.bindsCutOff.Load() == 0
 }
 
 // inFlightGrace is how long Stop waits, once its time is up, for the API calls in flight.

@@ -17,9 +17,7 @@ import (
 
 // addEventHandlers registers the cache's handlers on the informers it needs.
 func (sc *SchedulerCache) addEventHandlers(priorityClasses bool) error {
-	// The pod informer is built first, so that every user of the factory shares the one
-	// whose progress podWatch records.
-	pods := sc.kubeInformers.InformerFor(&corev1.Pod{}, sc.podWatch.informer)
+	pods := sc.kubeInformers.Core().V1().Pods().Informer()
 	nodes := sc.kubeInformers.Core().V1().Nodes().Informer()
 	podGroups := sc.vcInformers.Scheduling().V1beta1().PodGroups().Informer()
 	queues := sc.vcInformers.Scheduling().V1beta1().Queues().Informer()
@@ -62,15 +60,9 @@ func (sc *SchedulerCache) addEventHandlers(priorityClasses bool) error {
 		} else {
 			handler = counted{handler, sc.changed}
 		}
-		if h.informer == pods {
-			handler = sc.podWatch.observed(handler)
-		}
 		reg, err := h.informer.AddEventHandler(handler)
 		if err != nil {
 			return fmt.Errorf("watch %s: %w", h.what, err)
-		}
-		if h.informer == pods {
-			sc.podWatch.initialSynced = reg.HasSynced
 		}
 		sc.synced = append(sc.synced, reg.HasSynced)
 	}
