@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // ContainerDevice is one vGPU assigned to a container.
@@ -196,6 +198,18 @@ type GPUUsage struct {
 	Memory int64
 	// Cores is the sum of UsedCores, in percent.
 	Cores int64
+}
+
+// HoldsDevices says whether pod's assignment books its GPUs: the pod is bound to a node and
+// has not finished. A pod that Succeeded or Failed never starts a container again, so its
+// slices are free for others while the pod object remains.
+func HoldsDevices(pod *corev1.Pod) bool {
+	return pod.Spec.NodeName != "" && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+}
+
+// Add is the usage of both u and other on the same GPU.
+func (u GPUUsage) Add(other GPUUsage) GPUUsage {
+	return GPUUsage{Devices: u.Devices + other.Devices, Memory: u.Memory + other.Memory, Cores: u.Cores + other.Cores}
 }
 
 // UsageByGPU sums the assignment per physical GPU UUID; MIG instances count against the GPU

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Assignments as upstream Volcano writes them.
@@ -178,6 +180,33 @@ func TestUsageByGPU(t *testing.T) {
 	}
 	if got := pd.UsageByGPU(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("UsageByGPU:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestGPUUsageAdd(t *testing.T) {
+	got := GPUUsage{Devices: 1, Memory: 2000, Cores: 30}.Add(GPUUsage{Devices: 2, Memory: 500, Cores: 0})
+	if want := (GPUUsage{Devices: 3, Memory: 2500, Cores: 30}); got != want {
+		t.Fatalf("Add = %+v, want %+v", got, want)
+	}
+}
+
+func TestHoldsDevices(t *testing.T) {
+	for _, tc := range []struct {
+		node  string
+		phase corev1.PodPhase
+		want  bool
+	}{
+		{"", corev1.PodPending, false},
+		{"n1", corev1.PodPending, true},
+		{"n1", corev1.PodRunning, true},
+		{"n1", corev1.PodUnknown, true},
+		{"n1", corev1.PodSucceeded, false},
+		{"n1", corev1.PodFailed, false},
+	} {
+		pod := &corev1.Pod{Spec: corev1.PodSpec{NodeName: tc.node}, Status: corev1.PodStatus{Phase: tc.phase}}
+		if got := HoldsDevices(pod); got != tc.want {
+			t.Errorf("node %q phase %s: HoldsDevices = %v, want %v", tc.node, tc.phase, got, tc.want)
+		}
 	}
 }
 

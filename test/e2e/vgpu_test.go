@@ -100,7 +100,7 @@ func (e *schedulerEnv) checkLedger(ctx context.Context, nodes map[string][]vgpu.
 func ledgerProblems(pods []corev1.Pod, nodes map[string][]vgpu.NodeDevice) (bound int, problems []string) {
 	booked := map[string]*gpuBooking{}
 	for _, p := range pods {
-		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if !vgpu.HoldsDevices(&p) {
 			continue
 		}
 		bound++
