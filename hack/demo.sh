@@ -128,4 +128,8 @@ row "step 7: 2 x 1000 MiB in a 4000 MiB queue" "$STEP7_FIT"
 row "step 7: 2 x 3000 MiB in a 4000 MiB queue" "$STEP7_EXCEEDS"
 row "vc-scheduler /metrics (HTTP status, pods bound)" "$metrics, $bound"
 echo
+# The GPU as an operator sees it: the kubectl plugin `make build` put in bin/.
+echo "== kubectl vgpu nodes"
+PATH="$ROOT/bin:$PATH" "$K" vgpu nodes
+echo
 echo "The cluster stays up (KUBECONFIG=$KUBECONFIG); scheduler log: kubectl logs -n volcano-system -l $(sel scheduler); make cluster-down stops it all."
