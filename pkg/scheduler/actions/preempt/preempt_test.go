@@ -105,7 +105,7 @@ func run(t *testing.T, c *cluster, actions string, tier []conf.PluginOption) ([]
 }
 
 // The Unschedulable conditions of a 1-pod and a 2-pod preemptor whose pods are all pending, up
-// to the origin reason (gang's message, spec section 2.4).
+// to the origin reason (gang's message, as the gang plugin's tests pin it).
 const (
 	pending1 = "1/1 tasks in gang unschedulable: pod group is not ready, 1 Pending, 1 minAvailable; Pending: 1 Unschedulable"
 	pending2 = "2/2 tasks in gang unschedulable: pod group is not ready, 2 Pending, 2 minAvailable; Pending: 2 Unschedulable"
