@@ -3,7 +3,6 @@ package quota
 import (
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
@@ -204,41 +203,4 @@ func (l *Ledger) ancestorsAboveShare(q *Queue, c *api.TaskInfo, level int, recla
 		}
 	}
 	return true
-}
-
-// NamedBy is the part of req (amounts > 0, "pods" aside) in the dimensions share names with
-// a positive amount; nil when share names none of them.
-func NamedBy(req, share *api.Resource) *api.Resource {
-	var out *api.Resource
-	keep := func() *api.Resource {
-		if out == nil {
-			out = api.EmptyResource()
-		}
-		return out
-	}
-	if req.MilliCPU > 0 && share.MilliCPU >= api.Tolerance {
-		keep().MilliCPU = req.MilliCPU
-	}
-	if req.Memory > 0 && share.Memory >= api.Tolerance {
-		keep().Memory = req.Memory
-	}
-	for name, amount := range req.ScalarResources {
-		if amount > 0 && name != corev1.ResourcePods && share.ScalarResources[name] >= api.Tolerance {
-			keep().SetScalar(name, amount)
-		}
-	}
-	return out
-}
-
-// sharesDimension: a and b both ask for some resource ("pods" aside).
-func sharesDimension(a, b *api.Resource) bool {
-	if (a.MilliCPU >= api.Tolerance && b.MilliCPU >= api.Tolerance) || (a.Memory >= api.Tolerance && b.Memory >= api.Tolerance) {
-		return true
-	}
-	for name, amount := range a.ScalarResources {
-		if name != corev1.ResourcePods && amount >= api.Tolerance && b.ScalarResources[name] >= api.Tolerance {
-			return true
-		}
-	}
-	return false
 }
