@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/devicewatch"
@@ -101,22 +100,12 @@ tiers:
 // ConfigMap's names.
 func (e *schedulerEnv) slicePod(name, queue string) {
 	e.t.Helper()
-	ctx := context.Background()
-	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
-		Spec: schedulingv1beta1.PodGroupSpec{MinMember: 1, Queue: queue}}
-	if _, err := e.vc.SchedulingV1beta1().PodGroups(e.ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
-		e.t.Fatalf("create podgroup %s: %v", name, err)
-	}
-	pod := tinyPod(e.ns, name, "")
-	pod.Spec.SchedulerName = e.name
-	pod.Annotations = map[string]string{schedulingv1beta1.KubeGroupNameAnnotationKey: name}
-	pod.Spec.Tolerations = []corev1.Toleration{{Key: kwokAnnotation, Operator: corev1.TolerationOpExists}}
-	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{
-		sliceCount: resource.MustParse("1"), sliceMemory: resource.MustParse("1000"),
-	}
-	if _, err := e.cs.CoreV1().Pods(e.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		e.t.Fatalf("create pod %s: %v", name, err)
-	}
+	e.gangWith(name, queue, "", 1, 1, "", nil, nil, func(_ int, pod *corev1.Pod) {
+		pod.Name = name
+		pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{
+			sliceCount: resource.MustParse("1"), sliceMemory: resource.MustParse("1000"),
+		}
+	})
 }
 
 // checkSliceAssignment checks that the pod carries an assignment of 1000 MiB on the GPU.

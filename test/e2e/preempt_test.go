@@ -17,6 +17,14 @@ import (
 // preemptConf is upstream's default configuration with preempt after allocate.
 var preemptConf = strings.Replace(defaultConf, `"enqueue, allocate, backfill"`, `"enqueue, allocate, preempt, backfill"`, 1)
 
+// withoutEnqueue drops the enqueue action, as upstream's own preemption specs do ("it
+// conflicts with preempt"): in a full cluster overcommit admits no job whose minResources
+// exceed its spare fifth, and preempt and reclaim skip a job that was never admitted;
+// without enqueue, allocate admits every job.
+func withoutEnqueue(conf string) string {
+	return strings.Replace(conf, `"enqueue, `, `"`, 1)
+}
+
 // priorityClass creates a PriorityClass of the value for this test, and returns its name.
 func (e *schedulerEnv) priorityClass(suffix string, value int32) string {
 	e.t.Helper()
@@ -31,12 +39,12 @@ func (e *schedulerEnv) priorityClass(suffix string, value int32) string {
 }
 
 // fullOfLowPriority is a 4-CPU node that four 1-CPU pods of a low priority class (gang "low",
-// minMember 1) fill, under a scheduler with preempt; it returns the env and a high class.
-func fullOfLowPriority(t *testing.T) (*schedulerEnv, string) {
+// minMember 1) fill, under a scheduler running conf; it returns the env and a high class.
+func fullOfLowPriority(t *testing.T, conf string) (*schedulerEnv, string) {
 	e := newSchedulerEnv(t)
 	e.node("a", "4")
 	low, high := e.priorityClass("low", 10), e.priorityClass("high", 1000)
-	e.scheduler(preemptConf)
+	e.scheduler(conf)
 	e.gangOfClass("low", "", low, 1, 4, "1", nil)
 	e.waitBound("low-", 4, 30*time.Second)
 	return e, high
@@ -45,7 +53,7 @@ func fullOfLowPriority(t *testing.T) (*schedulerEnv, string) {
 // A high-priority 2-pod gang on a full node evicts exactly two low-priority pods, each told
 // why in upstream's Warning Evict event, and then runs whole; the other low pods keep running.
 func TestPreemptEvictsOnlyWhatTheGangNeeds(t *testing.T) {
-	e, high := fullOfLowPriority(t)
+	e, high := fullOfLowPriority(t, withoutEnqueue(preemptConf))
 
 	e.gangOfClass("high", "", high, 2, 2, "1", nil)
 	e.waitBound("high-", 2, 60*time.Second)
@@ -75,13 +83,36 @@ func TestPreemptEvictsOnlyWhatTheGangNeeds(t *testing.T) {
 
 // A preemptor that would not fit even with every lower-priority pod gone evicts nothing.
 func TestPreemptorThatCannotFitEvictsNothing(t *testing.T) {
-	e, high := fullOfLowPriority(t)
+	e, high := fullOfLowPriority(t, withoutEnqueue(preemptConf))
 
 	e.gangOfClass("high", "", high, 1, 1, "5", nil)
 	e.podGroup("high", 30*time.Second, "Unschedulable", func(pg *schedulingv1beta1.PodGroup) bool {
 		c := condition(pg, schedulingv1beta1.PodGroupUnschedulableType)
 		return c != nil && c.Status == corev1.ConditionTrue
 	})
+	events, err := e.cs.CoreV1().Events(e.ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=Evict"})
+	if err != nil || len(events.Items) != 0 {
+		t.Errorf("Evict events %d (%v), want none", len(events.Items), err)
+	}
+	if b, _, err := e.boundPods(context.Background(), "low-"); err != nil || b != 4 {
+		t.Errorf("low pods bound %d (%v), want all 4", b, err)
+	}
+}
+
+// With enqueue in the conf, the same preemptor's job is never admitted (its minResources, 2
+// cpu, exceed what overcommit leaves on the full node: 4.8 - 4), so it evicts nothing, as
+// upstream's "preemption doesn't work when podgroup is pending due to insufficient resource".
+func TestPendingJobPreemptsNothing(t *testing.T) {
+	e, high := fullOfLowPriority(t, preemptConf)
+
+	e.gangOfClass("high", "", high, 2, 2, "1", nil)
+	pg := e.podGroup("high", 30*time.Second, "Unschedulable", func(pg *schedulingv1beta1.PodGroup) bool {
+		c := condition(pg, schedulingv1beta1.PodGroupUnschedulableType)
+		return c != nil && c.Status == corev1.ConditionTrue
+	})
+	if pg.Status.Phase != schedulingv1beta1.PodGroupPending {
+		t.Errorf("preemptor's PodGroup phase %s, want Pending", pg.Status.Phase)
+	}
 	events, err := e.cs.CoreV1().Events(e.ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=Evict"})
 	if err != nil || len(events.Items) != 0 {
 		t.Errorf("Evict events %d (%v), want none", len(events.Items), err)
@@ -101,7 +132,7 @@ func TestReclaimGivesBackTheDeservedShare(t *testing.T) {
 	e := newSchedulerEnv(t)
 	e.node("a", "4")
 	qa, qb := e.queue("a", nil), e.queue("b", nil)
-	e.scheduler(reclaimConf)
+	e.scheduler(withoutEnqueue(reclaimConf))
 	e.gang("ajob", qa, 1, 4, "1", nil)
 	e.waitBound("ajob-", 4, 30*time.Second)
 

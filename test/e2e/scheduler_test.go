@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+
+	"github.com/volcano-vgpu/volcano-vgpu/test/minresources"
 )
 
 // schedulerEnv is one test's private world on the shared cluster: its own scheduler name,
@@ -153,22 +155,13 @@ func (e *schedulerEnv) gangOfClass(name, queue, class string, min, pods int, cpu
 }
 
 // gangWith is gangOfClass with editPG changing the PodGroup and editPod the i-th pod before
-// they are created (nil for no change); cpu "" asks for no cpu.
+// they are created (nil for no change); cpu "" asks for no cpu. minResources nil gives the
+// PodGroup what Volcano's job controller would: the first min pods' usage, as they are written.
 func (e *schedulerEnv) gangWith(name, queue, class string, min, pods int, cpu string, minResources corev1.ResourceList,
 	editPG func(*schedulingv1beta1.PodGroup), editPod func(i int, pod *corev1.Pod)) {
 	e.t.Helper()
 	ctx := context.Background()
-	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
-		Spec: schedulingv1beta1.PodGroupSpec{MinMember: int32(min), Queue: queue, PriorityClassName: class}}
-	if minResources != nil {
-		pg.Spec.MinResources = &minResources
-	}
-	if editPG != nil {
-		editPG(pg)
-	}
-	if _, err := e.vc.SchedulingV1beta1().PodGroups(e.ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
-		e.t.Fatalf("create podgroup %s: %v", name, err)
-	}
+	var created []*corev1.Pod
 	for i := 0; i < pods; i++ {
 		pod := tinyPod(e.ns, fmt.Sprintf("%s-%d", name, i), "")
 		pod.Spec.SchedulerName = e.name
@@ -181,6 +174,21 @@ func (e *schedulerEnv) gangWith(name, queue, class string, min, pods int, cpu st
 		if editPod != nil {
 			editPod(i, pod)
 		}
+		created = append(created, pod)
+	}
+	if minResources == nil {
+		minResources = minresources.Of(created, min)
+	}
+	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+		Spec: schedulingv1beta1.PodGroupSpec{MinMember: int32(min), Queue: queue, PriorityClassName: class,
+			MinResources: &minResources}}
+	if editPG != nil {
+		editPG(pg)
+	}
+	if _, err := e.vc.SchedulingV1beta1().PodGroups(e.ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+		e.t.Fatalf("create podgroup %s: %v", name, err)
+	}
+	for _, pod := range created {
 		if _, err := e.cs.CoreV1().Pods(e.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			e.t.Fatalf("create pod %s: %v", pod.Name, err)
 		}
@@ -264,24 +272,39 @@ tiers:
   - name: nodeorder
 `
 
-// A 3-pod gang on a cluster with room for 2 stays entirely Pending with the exact condition,
-// and runs as a whole once room appears.
+// A 3-pod gang on a cluster with room for 2, its PodGroup made as Volcano's job controller
+// makes it (minResources 3 cpu): proportion keeps it Pending (its minResources exceed the
+// queue's capability, the whole 2-cpu cluster), with upstream's condition, no pod is bound, and
+// it runs as a whole once room appears.
 func TestGangWaitsForRoom(t *testing.T) {
+	gangWaitsForRoom(t, nil, schedulingv1beta1.PodGroupPending,
+		"3/3 tasks in gang unschedulable: pod group is not ready, 3 Pending, 3 minAvailable; Pending: 3 Unschedulable")
+}
+
+// The same gang with a PodGroup written by hand, without minResources: enqueue admits it and
+// proportion's deserved share (the whole 2-cpu cluster) refuses the third pod before any node
+// is tried, so, as upstream, there is no "Origin reason" suffix.
+func TestHandWrittenGangWaitsForRoom(t *testing.T) {
+	gangWaitsForRoom(t, func(pg *schedulingv1beta1.PodGroup) { pg.Spec.MinResources = nil }, schedulingv1beta1.PodGroupInqueue,
+		"1/3 tasks in gang unschedulable: pod group is not ready, 3 Pending, 3 minAvailable; Pending: 1 Unschedulable, 2 Schedulable")
+}
+
+// gangWaitsForRoom creates a gang of three 1-cpu pods (its PodGroup changed by editPG) on a
+// 2-cpu node, waits for the Unschedulable condition want in phase, checks that no pod is
+// bound, then adds a second node and waits for the whole gang to run.
+func gangWaitsForRoom(t *testing.T, editPG func(*schedulingv1beta1.PodGroup), phase schedulingv1beta1.PodGroupPhase, want string) {
 	e := newSchedulerEnv(t)
 	e.node("a", "2")
 	e.scheduler(defaultConf)
-	e.gang("gang", "", 3, 3, "1", nil)
+	e.gangWith("gang", "", "", 3, 3, "1", nil, editPG, nil)
 
-	// proportion's deserved share (the whole 2-cpu cluster) refuses the third pod before any
-	// node is tried, so, as upstream, there is no "Origin reason" suffix.
-	want := "1/3 tasks in gang unschedulable: pod group is not ready, 3 Pending, 3 minAvailable; Pending: 1 Unschedulable, 2 Schedulable"
 	pg := e.podGroup("gang", 30*time.Second, "Unschedulable", func(pg *schedulingv1beta1.PodGroup) bool {
 		c := condition(pg, schedulingv1beta1.PodGroupUnschedulableType)
 		return c != nil && c.Message == want
 	})
 	c := condition(pg, schedulingv1beta1.PodGroupUnschedulableType)
-	if c.Status != corev1.ConditionTrue || c.Reason != string(schedulingv1beta1.NotEnoughResourcesReason) || pg.Status.Phase != schedulingv1beta1.PodGroupInqueue {
-		t.Errorf("condition %+v, phase %s; want True/NotEnoughResources, Inqueue", c, pg.Status.Phase)
+	if c.Status != corev1.ConditionTrue || c.Reason != string(schedulingv1beta1.NotEnoughResourcesReason) || pg.Status.Phase != phase {
+		t.Errorf("condition %+v, phase %s; want True/NotEnoughResources, %s", c, pg.Status.Phase, phase)
 	}
 	if b, _, err := e.boundPods(context.Background(), "gang-"); err != nil || b != 0 {
 		t.Fatalf("a partial gang was bound: %d pods (%v)", b, err)

@@ -22,6 +22,8 @@ import (
 	"volcano.sh/apis/pkg/client/clientset/versioned"
 	batchlisters "volcano.sh/apis/pkg/client/listers/batch/v1alpha1"
 	schedulinglisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/test/minresources"
 )
 
 // defaultMaxRetry is the retry budget upstream's admission webhook gives a job and each task.
@@ -242,7 +244,7 @@ func jobPodGroup(job *batch.Job) *scheduling.PodGroup {
 	return pg
 }
 
-// jobMinResources is the quota usage (quotaUsage) of the job's first minAvailable pods: each
+// jobMinResources is the quota usage (minresources.PerPod) of the job's first minAvailable pods: each
 // task's minAvailable pods first, then the tasks' remaining replicas, in task order. It is
 // computed from the pod templates, so extended resources that a template sets only under
 // limits are missing from it.
@@ -255,7 +257,7 @@ func jobMinResources(job *batch.Job) *corev1.ResourceList {
 			return
 		}
 		template := &corev1.Pod{ObjectMeta: task.Template.ObjectMeta, Spec: task.Template.Spec}
-		addScaled(total, quotaUsage(template), n)
+		minresources.AddScaled(total, minresources.PerPod(template), n)
 		left -= n
 	}
 	for _, task := range job.Spec.Tasks {

@@ -19,6 +19,8 @@ import (
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	"volcano.sh/apis/pkg/client/clientset/versioned"
 	schedulinglisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/test/minresources"
 )
 
 // copiedPodAnnotations are the pod annotations a standalone pod's PodGroup carries over.
@@ -125,7 +127,7 @@ func podGroupName(pod *corev1.Pod) string {
 // garbage collector removes it together with them.
 func standalonePodGroup(pod *corev1.Pod, name string, minMember int32) *scheduling.PodGroup {
 	minResources := corev1.ResourceList{}
-	addScaled(minResources, quotaUsage(pod), minMember)
+	minresources.AddScaled(minResources, minresources.PerPod(pod), minMember)
 	owner := metav1.GetControllerOf(pod)
 	if owner == nil {
 		owner = metav1.NewControllerRef(pod, corev1.SchemeGroupVersion.WithKind("Pod"))

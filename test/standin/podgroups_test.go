@@ -13,6 +13,7 @@ import (
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
+	"github.com/volcano-vgpu/volcano-vgpu/test/minresources"
 )
 
 // vgpuPod is a live standalone pod asking for one vGPU slice; its requests are what the API
@@ -44,7 +45,7 @@ func TestStandalonePodGroup(t *testing.T) {
 		"volcano.sh/vgpu-number", "1", "requests.volcano.sh/vgpu-number", "1",
 		"volcano.sh/vgpu-memory", "2000", "requests.volcano.sh/vgpu-memory", "2000")
 	timesThree := corev1.ResourceList{}
-	addScaled(timesThree, perPod, 3)
+	minresources.AddScaled(timesThree, perPod, 3)
 
 	tests := []struct {
 		name          string

@@ -10,6 +10,7 @@ import (
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
+	"github.com/volcano-vgpu/volcano-vgpu/test/minresources"
 )
 
 // NodeObject is a node of a run: the three vGPU resources in its status and the device plugin's
@@ -82,12 +83,17 @@ func (w *Workload) Jobs(ns, schedulerName string, pods int) []Job {
 	}
 }
 
-// Job is one job of kind p named name: its PodGroup (minMember p.Gang, the default queue) and
-// pods name-0 to name-<Gang-1>.
+// Job is one job of kind p named name: its PodGroup (minMember p.Gang, the default queue,
+// minResources as Volcano's job controller computes them from the pod template) and pods
+// name-0 to name-<Gang-1>.
 func (w *Workload) Job(ns, schedulerName, name string, p PodShape) Job {
+	template := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: asWritten(p)}}}}
+	minResources := corev1.ResourceList{}
+	minresources.AddScaled(minResources, minresources.PerPod(template), int32(p.Gang))
 	job := Job{PodGroup: &schedulingv1beta1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       schedulingv1beta1.PodGroupSpec{MinMember: int32(p.Gang), Queue: "default", PriorityClassName: p.PriorityClass},
+		Spec: schedulingv1beta1.PodGroupSpec{MinMember: int32(p.Gang), Queue: "default",
+			PriorityClassName: p.PriorityClass, MinResources: &minResources},
 	}}
 	for i := 0; i < p.Gang; i++ {
 		job.Pods = append(job.Pods, w.pod(ns, schedulerName, fmt.Sprintf("%s-%d", name, i), name, p))
@@ -95,7 +101,9 @@ func (w *Workload) Job(ns, schedulerName, name string, p PodShape) Job {
 	return job
 }
 
-func (w *Workload) pod(ns, schedulerName, name, group string, p PodShape) *corev1.Pod {
+// asWritten is a container's resources as a user writes them: cpu and memory requests, the
+// vGPU resources under limits only.
+func asWritten(p PodShape) corev1.ResourceRequirements {
 	limits := corev1.ResourceList{
 		vgpu.DefaultCountResource:  *resource.NewQuantity(int64(p.VGPUs), resource.DecimalSI),
 		vgpu.DefaultMemoryResource: *resource.NewQuantity(p.MemoryMiB, resource.DecimalSI),
@@ -103,16 +111,21 @@ func (w *Workload) pod(ns, schedulerName, name, group string, p PodShape) *corev
 	if p.Cores > 0 {
 		limits[vgpu.DefaultCoresResource] = *resource.NewQuantity(p.Cores, resource.DecimalSI)
 	}
+	requests := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(p.CPU), corev1.ResourceMemory: resource.MustParse(p.Memory)}
+	return corev1.ResourceRequirements{Requests: requests, Limits: limits}
+}
+
+func (w *Workload) pod(ns, schedulerName, name, group string, p PodShape) *corev1.Pod {
 	// The API server defaults a container's missing requests to its limits; the in-process
 	// benchmark has no API server, so the requests are written out.
-	requests := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(p.CPU), corev1.ResourceMemory: resource.MustParse(p.Memory)}
-	for r, q := range limits {
-		requests[r] = q
+	resources := asWritten(p)
+	for r, q := range resources.Limits {
+		resources.Requests[r] = q
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
 			Annotations: map[string]string{schedulingv1beta1.KubeGroupNameAnnotationKey: group}},
 		Spec: corev1.PodSpec{SchedulerName: schedulerName, PriorityClassName: p.PriorityClass, Containers: []corev1.Container{{Name: "main", Image: "localhost/tiny:v1",
-			Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits}}}},
+			Resources: resources}}},
 	}
 }

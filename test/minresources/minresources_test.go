@@ -1,4 +1,4 @@
-package main
+package minresources
 
 import (
 	"testing"
@@ -73,8 +73,8 @@ func TestQuotaUsage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, quotaUsage(tt.pod), semanticList); diff != "" {
-				t.Errorf("quotaUsage (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tt.want, PerPod(tt.pod), semanticList); diff != "" {
+				t.Errorf("PerPod (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -82,9 +82,9 @@ func TestQuotaUsage(t *testing.T) {
 
 func TestAddScaled(t *testing.T) {
 	total := list("cpu", "100m", "pods", "1")
-	addScaled(total, list("cpu", "250m", "volcano.sh/vgpu-memory", "2000"), 3)
+	AddScaled(total, list("cpu", "250m", "volcano.sh/vgpu-memory", "2000"), 3)
 	want := list("cpu", "850m", "pods", "1", "volcano.sh/vgpu-memory", "6000")
 	if diff := cmp.Diff(want, total, semanticList); diff != "" {
-		t.Errorf("addScaled (-want +got):\n%s", diff)
+		t.Errorf("AddScaled (-want +got):\n%s", diff)
 	}
 }

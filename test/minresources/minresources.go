@@ -1,4 +1,7 @@
-package main
+// Package minresources computes a PodGroup's minResources the way Volcano's controllers do, so
+// that the stand-in controllers, the end-to-end tests and the benchmark workloads build the
+// PodGroups a real cluster has.
+package minresources
 
 import (
 	"strings"
@@ -19,14 +22,14 @@ var computeResources = []struct{ name, requests, limits corev1.ResourceName }{
 	{corev1.ResourceEphemeralStorage, corev1.ResourceRequestsEphemeralStorage, corev1.ResourceLimitsEphemeralStorage},
 }
 
-// quotaUsage is what upstream's controllers put in a PodGroup's minResources for one pod:
+// PerPod is what upstream's controllers put in a PodGroup's minResources for one pod:
 // what a ResourceQuota would charge for it (count/pods, pods, cpu, memory and
 // ephemeral-storage under their plain, requests. and limits. names, hugepages), plus each
 // extended resource under both requests.<name> and <name>. Extended resources are read from
 // requests only: the API server copies limits into requests on a live pod, but nothing does
 // so on a VolcanoJob's pod template. The scheduler therefore sees these exact keys
 // in minResources, as it would behind the real vc-controller-manager.
-func quotaUsage(pod *corev1.Pod) corev1.ResourceList {
+func PerPod(pod *corev1.Pod) corev1.ResourceList {
 	usage := corev1.ResourceList{countPods: *resource.NewQuantity(1, resource.DecimalSI)}
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return usage // a finished pod holds nothing but its object count
@@ -67,8 +70,8 @@ func isExtendedResource(name corev1.ResourceName) bool {
 	return len(validation.IsQualifiedName(corev1.DefaultResourceRequestsPrefix+s)) == 0
 }
 
-// addScaled adds n times src to dst.
-func addScaled(dst, src corev1.ResourceList, n int32) {
+// AddScaled adds n times src to dst.
+func AddScaled(dst, src corev1.ResourceList, n int32) {
 	for name, q := range src {
 		scaled := q.DeepCopy()
 		scaled.Mul(int64(n))
@@ -77,4 +80,14 @@ func addScaled(dst, src corev1.ResourceList, n int32) {
 		}
 		dst[name] = scaled
 	}
+}
+
+// Of is the minResources of a gang whose first minMember pods are pods[:minMember], as the
+// pods are written (before the API server copies extended-resource limits into requests).
+func Of(pods []*corev1.Pod, minMember int) corev1.ResourceList {
+	total := corev1.ResourceList{}
+	for _, pod := range pods[:min(minMember, len(pods))] {
+		AddScaled(total, PerPod(pod), 1)
+	}
+	return total
 }
