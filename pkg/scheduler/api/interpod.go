@@ -39,9 +39,18 @@ type InterPodPlugins interface {
 	PreFilter(ctx context.Context, pod *corev1.Pod, nodes []*NodeInfo) (InterPodState, *Status)
 	// Filter says whether node takes the pod by those counts.
 	Filter(ctx context.Context, s InterPodState, node *NodeInfo) *Status
-	// NodeChanged says the session put a task on node or took one off it (a placement, its
-	// undo, an eviction): what the plugins keep of the node's pods is read again.
+	// NodeChanged says the session put a task on node or took one off it (a placement or its
+	// undo): what the plugins keep of the node's pods is read again.
 	NodeChanged(node *NodeInfo)
+	// Evicted says the session evicts pod from node. Its task stays there, releasing, until
+	// the pod is gone, but what the session places meanwhile goes where the pod will no longer
+	// be: no later count includes it, and s (the counts of the attempt under way, nil for
+	// none) loses it at once, by the plugins' own RemovePod, as kube-scheduler's preemption
+	// takes a victim off its node and out of the pod's PreFilter state before it filters the
+	// node again. A status only when a plugin fails.
+	Evicted(ctx context.Context, s InterPodState, pod *corev1.Pod, node *NodeInfo) *Status
+	// Unevicted undoes Evicted: the pod counts again, in s at once (AddPod).
+	Unevicted(ctx context.Context, s InterPodState, pod *corev1.Pod, node *NodeInfo) *Status
 }
 
 // InterPodState is an InterPodPlugins' counts for one placement attempt of a pod, its own to

@@ -358,6 +358,50 @@ func TestDiscardRestoresEvictionExactly(t *testing.T) {
 	}
 }
 
+// Unevict gives back one eviction out of turn: the session is as if only the others had been
+// made (Discard then restores it exactly), and Commit sends only those.
+func TestUnevictGivesBackOneVictim(t *testing.T) {
+	for _, commit := range []bool{false, true} {
+		var evicted []string
+		cache := &frameworktest.Cache{Snap: running(2, 3), OnEvict: func(t *api.TaskInfo, _ string) error {
+			evicted = append(evicted, t.Name)
+			return nil
+		}}
+		cnt := &counter{placed: 3}
+		ssn := frameworktest.OpenTiers(cache, allocateOnly, []framework.Plugin{cnt})
+		job := ssn.Jobs["ns/pg"]
+		stmt := ssn.NewStatement()
+		for _, uid := range []api.TaskID{"uid-0", "uid-2"} {
+			if err := stmt.Evict(job.Tasks[uid], "preempted"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !stmt.Unevict(job.Tasks["uid-0"]) || stmt.Unevict(job.Tasks["uid-0"]) || stmt.Unevict(job.Tasks["uid-1"]) {
+			t.Fatal("Unevict must report exactly the statement's own evictions, once")
+		}
+		n0 := ssn.Nodes["n0"]
+		if job.Tasks["uid-0"].Status != api.Running || job.TaskCount(api.Releasing) != 1 || n0.Releasing.MilliCPU != 1000 || cnt.placed != 2 {
+			t.Fatalf("after giving back uid-0: %v, releasing tasks %d, n0 releasing %v, handlers count %d",
+				job.Tasks["uid-0"].Status, job.TaskCount(api.Releasing), n0.Releasing.MilliCPU, cnt.placed)
+		}
+		if commit {
+			stmt.Commit()
+			if !reflect.DeepEqual(evicted, []string{"pg-w-2"}) {
+				t.Errorf("evicted %v, want [pg-w-2]", evicted)
+			}
+			continue
+		}
+		stmt.Discard()
+		after := &api.ClusterInfo{Jobs: ssn.Jobs, Nodes: ssn.Nodes, Queues: ssn.Queues, NodeList: ssn.NodeList}
+		if before := running(2, 3); !reflect.DeepEqual(after, before) {
+			t.Errorf("Discard did not restore the session: %s", cmp.Diff(before, after))
+		}
+		if cnt.placed != 3 {
+			t.Errorf("event handlers not undone: %d", cnt.placed)
+		}
+	}
+}
+
 // Commit sends evictions with their reasons; one the cache refuses is undone in the session.
 func TestCommitEvicts(t *testing.T) {
 	for _, refuse := range []bool{false, true} {

@@ -3,6 +3,7 @@ package framework
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"k8s.io/klog/v2"
 
@@ -90,6 +91,23 @@ func (s *Statement) Evict(victim *api.TaskInfo, reason string) error {
 func (s *Statement) Merge(other *Statement) {
 	s.ops = append(s.ops, other.ops...)
 	other.ops = nil
+}
+
+// Unevict gives back a victim the statement evicted, whatever operations came after, and
+// reports whether it had: a search that evicted more than its preemptor turned out to need
+// keeps only the victims it cannot do without. Evictions of different pods change the session
+// independently (each its task's status, its node's releasing sum, the handlers' records of
+// it), so one undone out of turn leaves the session as if it had not been made; a placement
+// onto the victim's room made after it is the caller's to undo first.
+func (s *Statement) Unevict(victim *api.TaskInfo) bool {
+	for i, op := range s.ops {
+		if op.kind == opEvict && op.task == victim {
+			s.ops = slices.Delete(s.ops, i, i+1)
+			s.ssn.unevict(op)
+			return true
+		}
+	}
+	return false
 }
 
 // unevict undoes Evict: the victim has its old status on its node again, and the event

@@ -14,7 +14,10 @@
 // The plugins read the cluster as kube-scheduler's snapshot of nodes and their pods; here that
 // is the session's nodes with the tasks the session has on them, tentative placements
 // included, read when the task's nodes are about to be tried: a gang's earlier pods count for
-// its later ones, and a placement the session undoes is gone from the next count. A node's
+// its later ones, and a placement the session undoes is gone from the next count. A pod the
+// session evicts is gone from the counts at once, those of the attempt under way included
+// (the plugins' RemovePod, as kube-scheduler's preemption uses it), so a preemptor that a
+// victim's presence kept off a node passes there once the victim is evicted. A node's
 // pods, once listed, are kept for the session's later pods until the session tells of a change
 // there (NodeChanged), as kube-scheduler's snapshot is updated node by node.
 package interpod
@@ -80,7 +83,7 @@ func (s *Source) InterPod(checks api.InterPodChecks) api.InterPodPlugins {
 	if checks.Affinity {
 		s.watchNamespaces()
 	}
-	p := &Plugins{source: s, checks: checks, pods: podInfos{}, views: views{}}
+	p := &Plugins{source: s, checks: checks, pods: podInfos{}, views: views{}, evicted: evictedPods{}}
 	if checks.Spread {
 		p.kinds = append(p.kinds, spread)
 	}

@@ -190,6 +190,71 @@ func TestExistingAntiAffinityRepels(t *testing.T) {
 	}
 }
 
+// An eviction lifts what the victim's presence refused, in both directions (the pod's
+// anti-affinity selects the victim; the victim's selects the pod): at once in the counts of
+// the attempt under way (RemovePod), and in every count made after it; its undo (AddPod)
+// refuses the node again, in both. Only the victim's zone is freed.
+func TestEvictionLiftsAntiAffinity(t *testing.T) {
+	web := map[string]string{"app": "web"}
+	for _, tc := range []struct {
+		name        string
+		victim, pod *corev1.Pod
+		reason      string
+	}{
+		{"the pod's", st.Pod("victim", "1", "").Label("app", "web").Obj(),
+			st.Pod("pod", "1", "").RequiredPodAntiAffinity(st.PodAffinityTerm(zone, web)).Obj(), antiAffinity},
+		{"the victim's", st.Pod("victim", "1", "").RequiredPodAntiAffinity(st.PodAffinityTerm(zone, web)).Obj(),
+			st.Pod("pod", "1", "").Label("app", "web").Obj(), existingAntiAffinity},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			p := pluginsOn(t, allChecks)
+			nodes := session(node("a", zone, "z1"), node("b", zone, "z2"))
+			nodes[0].AddTask(api.NewTaskInfo(tc.victim))
+			// A second such pod in z2, which no eviction touches.
+			other := tc.victim.DeepCopy()
+			other.Name, other.UID = "other", "uid-other"
+			nodes[1].AddTask(api.NewTaskInfo(other))
+			s, status := p.PreFilter(ctx, tc.pod, nodes)
+			if status != nil || s == nil {
+				t.Fatalf("PreFilter: %v, %+v", s, status)
+			}
+			filter := func() []string {
+				out := make([]string, len(nodes))
+				for i, n := range nodes {
+					if status := p.Filter(ctx, s, n); status != nil {
+						out[i] = status.Reasons[0]
+					}
+				}
+				return out
+			}
+			refused := []string{tc.reason, tc.reason}
+			if got := filter(); fmt.Sprint(got) != fmt.Sprint(refused) {
+				t.Fatalf("before the eviction: %q, want %q", got, refused)
+			}
+			if status := p.Evicted(ctx, s, tc.victim, nodes[0]); status != nil {
+				t.Fatal(status)
+			}
+			freed := []string{"", tc.reason}
+			if got := filter(); fmt.Sprint(got) != fmt.Sprint(freed) {
+				t.Errorf("evicted, the attempt under way: %q, want %q", got, freed)
+			}
+			if got := verdicts(t, p, tc.pod, nodes); fmt.Sprint(got) != fmt.Sprint(freed) {
+				t.Errorf("evicted, a later count: %q, want %q", got, freed)
+			}
+			if status := p.Unevicted(ctx, s, tc.victim, nodes[0]); status != nil {
+				t.Fatal(status)
+			}
+			if got := filter(); fmt.Sprint(got) != fmt.Sprint(refused) {
+				t.Errorf("eviction undone, the attempt under way: %q, want %q", got, refused)
+			}
+			if got := verdicts(t, p, tc.pod, nodes); fmt.Sprint(got) != fmt.Sprint(refused) {
+				t.Errorf("eviction undone, a later count: %q, want %q", got, refused)
+			}
+		})
+	}
+}
+
 // A pod whose required affinity selects a pod in one zone fits only there; the first of a
 // group that selects itself fits anywhere.
 func TestRequiredAffinity(t *testing.T) {

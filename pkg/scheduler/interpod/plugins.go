@@ -27,9 +27,11 @@ type Plugins struct {
 	// (PodTopologySpread, then InterPodAffinity).
 	kinds []kind
 	// pods holds the pods' parsed terms for the session, built the first time a count reads
-	// a pod, and views the nodes as the counts last read them.
-	pods  podInfos
-	views views
+	// a pod, and views the nodes as the counts last read them; evicted are the pods the
+	// session evicts, which no count reads.
+	pods    podInfos
+	views   views
+	evicted evictedPods
 	// verdicts holds one status per plugin, code and reason, shared by every node refused
 	// alike (callers only read them).
 	verdicts sync.Map
@@ -78,7 +80,7 @@ func (p *Plugins) PreFilter(ctx context.Context, pod *corev1.Pod, nodes []*api.N
 	if p.checks.Affinity && !p.source.synced() {
 		return nil, &api.Status{Code: api.Unschedulable, Reasons: []string{ErrNotSynced}, Plugin: interpodaffinity.Name}
 	}
-	snap := p.views.snapshot(nodes, p.pods)
+	snap := p.views.snapshot(nodes, p.pods, p.evicted)
 	h := handle{factory: p.source.factory, lister: snap}
 	s := &state{cycle: framework.NewCycleState(), pod: pod}
 	for _, k := range p.kinds {
@@ -117,6 +119,40 @@ func (p *Plugins) Filter(ctx context.Context, is api.InterPodState, node *api.No
 
 // NodeChanged forgets the node's view: the next PreFilter lists its pods again.
 func (p *Plugins) NodeChanged(node *api.NodeInfo) { delete(p.views, node) }
+
+// Evicted leaves the pod out of the node's view from now on, and out of the state's counts
+// (each filter's RemovePod).
+func (p *Plugins) Evicted(ctx context.Context, is api.InterPodState, pod *corev1.Pod, node *api.NodeInfo) *api.Status {
+	p.evicted[pod] = struct{}{}
+	delete(p.views, node)
+	return p.recount(ctx, is, pod, node, fwk.PreFilterExtensions.RemovePod)
+}
+
+// Unevicted counts the pod in the node's view again, and in the state's counts (AddPod).
+func (p *Plugins) Unevicted(ctx context.Context, is api.InterPodState, pod *corev1.Pod, node *api.NodeInfo) *api.Status {
+	delete(p.evicted, pod)
+	delete(p.views, node)
+	return p.recount(ctx, is, pod, node, fwk.PreFilterExtensions.AddPod)
+}
+
+// change is a PreFilterExtensions method: AddPod or RemovePod.
+type change func(fwk.PreFilterExtensions, context.Context, fwk.CycleState, *corev1.Pod, fwk.PodInfo, fwk.NodeInfo) *fwk.Status
+
+// recount has every filter of the state (nil: none) apply the change of pod on node to its
+// counts, which it finds by the node's labels.
+func (p *Plugins) recount(ctx context.Context, is api.InterPodState, pod *corev1.Pod, node *api.NodeInfo, apply change) *api.Status {
+	s, _ := is.(*state)
+	if s == nil {
+		return nil
+	}
+	changed, view := p.pods.of(pod), &nodeView{node: node}
+	for _, f := range s.filters {
+		if status := apply(f.PreFilterExtensions(), ctx, s.cycle, s.pod, changed, view); !status.IsSuccess() {
+			return p.convert(status, f.Name())
+		}
+	}
+	return nil
+}
 
 // verdictKey names a status the plugins give.
 type verdictKey struct {

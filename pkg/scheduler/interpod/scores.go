@@ -86,13 +86,13 @@ func (s *Scores) Score(ctx context.Context, pod *corev1.Pod, nodes, candidates [
 // reading nodes. A plugin whose PreScore skips the pod adds nothing, as in kube-scheduler.
 func (s *Scores) run(ctx context.Context, cycle *framework.CycleState, k kind, weight float64, pod *corev1.Pod,
 	nodes, candidates []*api.NodeInfo, scores []float64) *api.Status {
-	h := handle{factory: s.source.factory, lister: s.views.snapshot(nodes, s.pods)}
+	h := handle{factory: s.source.factory, lister: s.views.snapshot(nodes, s.pods, nil)}
 	built, err := k.build(ctx, k.args, h, s.source.features)
 	if err != nil {
 		return &api.Status{Code: api.Error, Reasons: []string{err.Error()}, Plugin: k.name}
 	}
 	pl := built.(scorer)
-	views := s.views.snapshot(candidates, s.pods).nodes
+	views := s.views.snapshot(candidates, s.pods, nil).nodes
 	status := pl.PreScore(ctx, cycle, pod, views)
 	switch {
 	case status.IsSkip():

@@ -26,14 +26,20 @@ func (c podInfos) of(pod *corev1.Pod) fwk.PodInfo {
 	return pi
 }
 
+// evictedPods are the pods a session evicts: their tasks stay on their nodes, releasing, but
+// the filters' counts leave them out, as upstream's scheduler takes them off its snapshot.
+// Scores count them still: they only rank the nodes.
+type evictedPods map[*corev1.Pod]struct{}
+
 // nodeView is a session's node as the plugins read it: the node object, and the tasks the
-// session has there (its tentative placements included), listed on first use and kept for
-// later attempts until the session changes them (NodeChanged). The filters read nothing else;
-// the embedded interface is left nil.
+// session has there (its tentative placements included, those it evicts left out), listed on
+// first use and kept for later attempts until the session changes them (NodeChanged). The
+// filters read nothing else; the embedded interface is left nil.
 type nodeView struct {
 	fwk.NodeInfo
-	node *api.NodeInfo
-	pods podInfos
+	node    *api.NodeInfo
+	pods    podInfos
+	evicted evictedPods
 
 	all, antiAffinity, scoring listedPods
 }
@@ -53,6 +59,9 @@ func (l *listedPods) of(n *nodeView, keep func(*corev1.Pod) bool) []fwk.PodInfo 
 			l.pods = make([]fwk.PodInfo, 0, len(n.node.Tasks))
 		}
 		for _, t := range n.node.Tasks {
+			if _, gone := n.evicted[t.Pod]; gone {
+				continue
+			}
 			if keep == nil || keep(t.Pod) {
 				l.pods = append(l.pods, n.pods.of(t.Pod))
 			}
@@ -83,14 +92,15 @@ func (n *nodeView) GetPodsWithAffinity() []fwk.PodInfo { return n.scoring.of(n, 
 // it, one at a time (the actions place pods one by one), so it takes no lock.
 type views map[*api.NodeInfo]*nodeView
 
-// snapshot views the nodes as they are now: a node whose tasks the session has not changed
-// since it was last viewed keeps its view, and the pods it listed.
-func (v views) snapshot(nodes []*api.NodeInfo, pods podInfos) *snapshot {
+// snapshot views the nodes as they are now, without the evicted pods (nil: none): a node
+// whose tasks the session has not changed since it was last viewed keeps its view, and the
+// pods it listed.
+func (v views) snapshot(nodes []*api.NodeInfo, pods podInfos, evicted evictedPods) *snapshot {
 	s := &snapshot{nodes: make([]fwk.NodeInfo, len(nodes))}
 	for i, n := range nodes {
 		view := v[n]
 		if view == nil {
-			view = &nodeView{node: n, pods: pods}
+			view = &nodeView{node: n, pods: pods, evicted: evicted}
 			v[n] = view
 		}
 		s.nodes[i] = view

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
@@ -23,10 +24,13 @@ type fakeInterPod struct {
 	// asked are the checks each session asked for.
 	asked []api.InterPodChecks
 	// preFilters are "<pod>: <nodes given>" for each PreFilter; filters counts Filters;
-	// changed names the node of each NodeChanged.
+	// changed names the node of each NodeChanged; evictions are "<pod> off <node>: <state>"
+	// for each Evicted and "<pod> back on <node>: <state>" for each Unevicted, where state is
+	// the pod whose counts were passed ("-" for none).
 	preFilters []string
 	filters    int
 	changed    []string
+	evictions  []string
 	// refuse, when set, is PreFilter's status for every pod.
 	refuse *api.Status
 }
@@ -55,6 +59,24 @@ func (f *fakeInterPod) PreFilter(_ context.Context, pod *corev1.Pod, nodes []*ap
 }
 
 func (f *fakeInterPod) NodeChanged(n *api.NodeInfo) { f.changed = append(f.changed, n.Name) }
+
+func (f *fakeInterPod) Evicted(_ context.Context, s api.InterPodState, pod *corev1.Pod, n *api.NodeInfo) *api.Status {
+	f.evictions = append(f.evictions, pod.Name+" off "+n.Name+": "+stateOf(s))
+	return nil
+}
+
+func (f *fakeInterPod) Unevicted(_ context.Context, s api.InterPodState, pod *corev1.Pod, n *api.NodeInfo) *api.Status {
+	f.evictions = append(f.evictions, pod.Name+" back on "+n.Name+": "+stateOf(s))
+	return nil
+}
+
+// stateOf names the pod whose counts the fake's state is ("-" for none).
+func stateOf(s api.InterPodState) string {
+	if pod, ok := s.(*corev1.Pod); ok {
+		return pod.Name
+	}
+	return "-"
+}
 
 func (f *fakeInterPod) Filter(_ context.Context, _ api.InterPodState, node *api.NodeInfo) *api.Status {
 	f.filters++
@@ -128,6 +150,39 @@ func TestPodWithoutConstraintsReachesThePluginsOnlyNearAntiAffinity(t *testing.T
 	fake.preFilters, fake.filters = nil, 0
 	if got := reasons(t, ssn, web); fmt.Sprint(got) != fmt.Sprint([]string{"", ""}) || len(fake.preFilters) != 0 || fake.filters != 0 {
 		t.Errorf("guard undone: reasons %q, PreFilters %q, %d Filters; want none", got, fake.preFilters, fake.filters)
+	}
+}
+
+// An eviction, and its undo, reach the filters with the counts of the attempt under way (the
+// pod whose pre-predicate ran last), which they change at once: the preemptor that the victim
+// kept away may take its node. Placements only change the node.
+func TestEvictionsReachTheAttemptUnderWay(t *testing.T) {
+	fake := &fakeInterPod{}
+	a := st.Node("a", st.Resources("64", "")).Obj()
+	victim := guard("victim")
+	victim.Spec.NodeName, victim.Status.Phase = "a", corev1.PodRunning
+	pods := []*corev1.Pod{victim, guard("first"), guard("preemptor")}
+	cache := &frameworktest.Cache{Snap: frameworktest.Objects{Nodes: []*corev1.Node{a},
+		PodGroups: []*schedulingv1beta1.PodGroup{st.MakePodGroup().Namespace("ns").Name("pg").Obj()}, Pods: pods}.ClusterInfo()}
+	ssn := frameworktest.OpenSession(t, cache, "allocate", map[string]framework.PluginBuilder{PluginName: NewBuilder(nil, fake)},
+		conf.PluginOption{Name: PluginName})
+	job := ssn.Jobs["ns/pg"]
+	stmt := ssn.NewStatement()
+	if err := stmt.Evict(job.Tasks["uid-victim"], "preempt"); err != nil {
+		t.Fatal(err)
+	}
+	reasons(t, ssn, job.Tasks["uid-first"])
+	reasons(t, ssn, job.Tasks["uid-preemptor"])
+	stmt.Discard()
+	if err := stmt.Allocate(job.Tasks["uid-first"], ssn.Nodes["a"]); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"victim off a: -", "victim back on a: preemptor"}
+	if !slices.Equal(fake.evictions, want) {
+		t.Errorf("evictions %q, want %q", fake.evictions, want)
+	}
+	if want := []string{"a"}; !slices.Equal(fake.changed, want) {
+		t.Errorf("nodes changed %q, want %q (the placement)", fake.changed, want)
 	}
 }
 

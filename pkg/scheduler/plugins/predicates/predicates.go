@@ -32,7 +32,8 @@
 // switch: a pod's required affinity and anti-affinity, the required anti-affinity of the pods
 // already placed, and its DoNotSchedule spread constraints, counted over the session's nodes
 // when the task's nodes are about to be tried, so that a gang's earlier placements count for
-// its later pods and an undone one no longer does. A pod without constraints of its own
+// its later pods and an undone one no longer does. A pod the session evicts no longer counts,
+// for the task being tried at once: a preemptor kept away by a victim passes once it is gone. A pod without constraints of its own
 // reaches them only where a pod with required anti-affinity is placed (repelling), and
 // then only with those pods' nodes. Preferred terms and ScheduleAnyway constraints only score:
 // the nodeorder plugin reads them.
@@ -175,6 +176,9 @@ type predicatesPlugin struct {
 	interPod   api.InterPodPlugins
 	interPodOf interPodByTask
 	repelling  *api.NodesHolding
+	// attempt is the task being tried (its pre-predicate ran last): the session's evictions
+	// meanwhile, and their undo, change its counts at once.
+	attempt api.TaskID
 }
 
 // New is NewBuilder without kube-scheduler's plugins: pods' volumes, inter-pod affinity and
@@ -260,7 +264,7 @@ func (p *predicatesPlugin) OnSessionOpen(ssn *framework.Session) {
 	if p.interPod != nil {
 		p.interPodOf = interPodByTask{m: map[api.TaskID]api.InterPodState{}}
 		p.repelling = api.NewNodesHolding(api.HasRequiredAntiAffinity)
-		ssn.AddEventHandler(&framework.EventHandler{AllocateFunc: p.nodeChanged, DeallocateFunc: p.nodeChanged})
+		ssn.AddEventHandler(&framework.EventHandler{AllocateFunc: p.placed, DeallocateFunc: p.taken})
 	}
 }
 

@@ -5,9 +5,13 @@
 // in the job's statement only when the whole job is then pipelined. Which pods the plugins let
 // go is theirs to say (framework's Preemptable, Reclaimable and SelectVictims).
 //
-// Unlike upstream, evictions are tried in a statement of their own per node and kept only
-// when the task then fits there (resources and every predicate): a task that would still not
-// fit evicts nothing.
+// Unlike upstream's default, evictions are tried in a statement of their own per node and
+// kept only when the task then fits there (resources and every predicate): a task that would
+// still not fit evicts nothing. An evicted pod no longer counts for the inter-pod filters
+// (the predicates plugin follows evictions), so a node whose only objections are its room and
+// required anti-affinity between the task and pods that may go is made room on, as with
+// upstream's enableTopologyAwarePreemption and in kube-scheduler; as there, the victims the
+// task turns out not to need are then given back (reprieve).
 //
 // A task that finds no such node says why, node by node, in the words of the Reason
 // constants and of the predicates (the node search's own style, "0/1 nodes are unavailable:
@@ -113,8 +117,8 @@ func forJob(ssn *framework.Session, job *api.JobInfo, scope Scope, reason string
 
 // Search makes room for preemptor on one node, by evicting candidates that filter accepts
 // and choose allows, in victim order until it fits, or those a plugin's SelectVictims picks
-// among them (deviceshare for a vGPU pod: the GPUs it will use decide), in its order; reason
-// is what the victims' Evict events say. It returns whether the task was pipelined (its
+// among them (deviceshare for a vGPU pod: the GPUs it will use decide), in its order, then
+// giving back those it does not need after all; reason is what the victims' Evict events say. It returns whether the task was pipelined (its
 // evictions then stand in stmt) and, when it was not, why not on each node (nil when
 // evictions were not what it lacked: it may not preempt, or a node has room for it as it is).
 func Search(ssn *framework.Session, stmt *framework.Statement, preemptor *api.TaskInfo,
@@ -185,21 +189,21 @@ func search(ssn *framework.Session, stmt *framework.Statement, preemptor *api.Ta
 		}
 		try := ssn.NewStatement()
 		room := fits(ssn, preemptor, node)
-		evicted := map[api.TaskID]bool{}
+		var evicted []*api.TaskInfo
 		evictUntilRoom := func(victims []*api.TaskInfo) {
 			for _, v := range victims {
 				if room {
 					return
 				}
 				// The victims evicted before it are gone from what together counts.
-				if evicted[v.UID] || !together([]*api.TaskInfo{v}) {
+				if slices.Contains(evicted, v) || !together([]*api.TaskInfo{v}) {
 					continue
 				}
 				if err := try.Evict(v, reason); err != nil {
 					klog.V(3).InfoS("Victim cannot be evicted", "pod", klog.KRef(v.Namespace, v.Name), "err", err)
 					continue
 				}
-				evicted[v.UID] = true
+				evicted = append(evicted, v)
 				room = fits(ssn, preemptor, node)
 			}
 		}
@@ -213,6 +217,12 @@ func search(ssn *framework.Session, stmt *framework.Statement, preemptor *api.Ta
 			if refusal := refusalOf(ssn, preemptor, node); refusal != nil {
 				why.SetNodeError(node.Name, afterEvictions(refusal))
 			}
+			try.Discard()
+			continue
+		}
+		if err := reprieve(ssn, try, preemptor, node, evicted, reason); err != nil {
+			// Not expected: the victim was evictable a moment before.
+			klog.ErrorS(err, "A victim given back cannot be evicted again", "pod", klog.KRef(preemptor.Namespace, preemptor.Name), "node", node.Name)
 			try.Discard()
 			continue
 		}
@@ -234,6 +244,28 @@ func search(ssn *framework.Session, stmt *framework.Statement, preemptor *api.Ta
 		return outcome{}
 	}
 	return out
+}
+
+// reprieve gives back, the last evicted first (the highest ranked), each of the victims
+// without which the preemptor still fits the node, as kube-scheduler reprieves its victims:
+// evicting in victim order until the preemptor fits can take a pod that a later victim made
+// needless, as a low-priority pod whose room the preemptor no longer needs once the
+// higher-ranked pod whose anti-affinity (or its own) kept it away is evicted too, and frees
+// its room. The last victim is never given back: without it the preemptor did not fit. An
+// error, when a victim given back cannot be evicted again, leaves the preemptor without room.
+func reprieve(ssn *framework.Session, try *framework.Statement, preemptor *api.TaskInfo, node *api.NodeInfo,
+	evicted []*api.TaskInfo, reason string) error {
+	for i := len(evicted) - 2; i >= 0; i-- {
+		v := evicted[i]
+		try.Unevict(v)
+		if fits(ssn, preemptor, node) {
+			continue
+		}
+		if err := try.Evict(v, reason); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // candidateNodes are the nodes the task could use once pods leave them: those whose only
