@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/pprof"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
@@ -20,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
+	componentbaseconfig "k8s.io/component-base/config"
 	// Registers client-go's request, rate-limiter and workqueue metrics (rest_client_requests_total
 	// by code, method and host, ...) with the legacy registry that /metrics serves too, so API
 	// traffic can be watched.
@@ -165,13 +168,13 @@ func run(ctx context.Context, o *options) (err error) {
 	// for are sent (before a leader's Lease is released, so that the next leader's cache sees
 	// them), and their Events recorded, before the Event pipe drains (deferred earlier, so it
 	// runs later). A replica that lost the Lease sends nothing more: another one schedules.
-	stopCache := sync.OnceFunc(func() {
+	stopCache := sync.OnceValue(func() bool {
 		ctx, cancel := stopping.after(ctx, bindsGrace)
 		defer cancel()
 		if errors.Is(err, errLeadershipLost) {
 			cancel()
 		}
-		sc.Stop(ctx)
+		return sc.Stop(ctx)
 	})
 	defer stopCache()
 	syncCtx, cancel := context.WithTimeout(ctx, o.compat.resourceSyncTimeout)
@@ -234,9 +237,10 @@ func loadConfig(o *options, registry conf.KnownNames, report *configReport) (*co
 
 // runAsLeader schedules only while holding the Lease; losing it ends the process (as
 // upstream), so a restarted replica starts from a fresh cache. When ctx ends (SIGTERM) the
-// scheduling loop is stopped first, then stop sends what it asked for, and only then is the
-// Lease released, so that a standby takes over at once without racing this one's binds.
-func runAsLeader(ctx context.Context, o *options, kube kubernetes.Interface, lead func(context.Context), stop func()) error {
+// scheduling loop is stopped first, then stop sends what it asked for and reports whether
+// every Binding was answered, and only then is the Lease handed over (handOver), so that a
+// standby takes over at once without racing this one's binds.
+func runAsLeader(ctx context.Context, o *options, kube kubernetes.Interface, lead func(context.Context), stop func() (bindsAnswered bool)) error {
 	host, err := os.Hostname()
 	if err != nil {
 		return err
@@ -247,20 +251,21 @@ func runAsLeader(ctx context.Context, o *options, kube kubernetes.Interface, lea
 	if err != nil {
 		return fmt.Errorf("leader election lock %s/%s: %w", le.ResourceNamespace, le.ResourceName, err)
 	}
-	// The election outlives ctx until the Lease is released; led closes when the scheduling
+	// The election outlives ctx until the scheduling loop has stopped; led closes when the
 	// loop has returned (at once if this replica never led).
-	electionCtx, release := context.WithCancel(context.WithoutCancel(ctx))
-	defer release()
+	electionCtx, stopElection := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElection()
 	lost, led, leading := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	elected := make(chan struct{})
 	go func() {
 		defer close(elected)
 		leaderelection.RunOrDie(electionCtx, leaderelection.LeaderElectionConfig{
-			Lock:            lock,
-			LeaseDuration:   le.LeaseDuration.Duration,
-			RenewDeadline:   le.RenewDeadline.Duration,
-			RetryPeriod:     le.RetryPeriod.Duration,
-			ReleaseOnCancel: true,
+			Lock:          lock,
+			LeaseDuration: le.LeaseDuration.Duration,
+			RenewDeadline: le.RenewDeadline.Duration,
+			RetryPeriod:   le.RetryPeriod.Duration,
+			// handOver releases the Lease, or holds it on as the Bindings cut off require.
+			ReleaseOnCancel: false,
 			Name:            le.ResourceName,
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: func(leaderCtx context.Context) {
@@ -284,20 +289,67 @@ func runAsLeader(ctx context.Context, o *options, kube kubernetes.Interface, lea
 	}()
 	select {
 	case <-ctx.Done():
+		// A replica that came to lead only as ctx ended has scheduled nothing: its loop
+		// ended at once (lead's CatchUp returns on its context).
+		bindsAnswered := true
 		select {
 		case <-leading:
 			<-led
-			stop()
+			bindsAnswered = stop()
 		default:
 		}
-		release()
+		stopElection()
 		<-elected
+		select {
+		case <-leading:
+			handOver(lock, le, bindsAnswered)
+		default:
+		}
 		return nil
 	case <-lost:
 		if ctx.Err() != nil {
 			return nil
 		}
 		return errLeadershipLost
+	}
+}
+
+// handOver ends this replica's term on the Lease, once it has stopped scheduling, in one
+// write. When every Binding it sent was answered it empties the holder, as client-go's
+// ReleaseOnCancel does, and a standby leads at its next try. When some were cut off in
+// flight the API server may still apply them, and the next leader must read the cluster only
+// after (cache.CatchUp): the Lease stays held, renewed now for lease duration - renew
+// deadline, and a standby takes a held Lease only once it has seen it unrenewed for as long
+// (client-go's rule). That is the time leader election already leaves a leader that cannot
+// renew to cut its requests off before another may lead: it stops leading a renew deadline
+// after its last renewal, and another takes the Lease a lease duration after it.
+func handOver(lock resourcelock.Interface, le componentbaseconfig.LeaderElectionConfiguration, bindsAnswered bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), le.RenewDeadline.Duration)
+	defer cancel()
+	record, _, err := lock.Get(ctx)
+	if err != nil {
+		klog.ErrorS(err, "Reading the Lease to hand it over; a standby takes it once it lapses", "lease", lock.Describe())
+		return
+	}
+	if record.HolderIdentity != lock.Identity() {
+		return
+	}
+	now := metav1.NewTime(time.Now())
+	next := resourcelock.LeaderElectionRecord{LeaderTransitions: record.LeaderTransitions, LeaseDurationSeconds: 1,
+		RenewTime: now, AcquireTime: now}
+	if !bindsAnswered {
+		held := le.LeaseDuration.Duration - le.RenewDeadline.Duration
+		next = *record
+		next.RenewTime = now
+		next.LeaseDurationSeconds = max(1, int(math.Ceil(held.Seconds())))
+	}
+	if err := lock.Update(ctx, next); err != nil {
+		klog.ErrorS(err, "Handing the Lease over; a standby takes it once it lapses", "lease", lock.Describe())
+		return
+	}
+	if !bindsAnswered {
+		klog.InfoS("Holding the Lease past exit: Bindings cut off in flight may still be applied by the API server, and the next leader starts after",
+			"lease", lock.Describe(), "for", time.Duration(next.LeaseDurationSeconds)*time.Second)
 	}
 }
 

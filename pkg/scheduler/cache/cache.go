@@ -221,7 +221,11 @@ func (sc *SchedulerCache) Run(ctx context.Context) {
 // inFlightGrace to finish before they are cancelled (a Binding cut off leaves its pod
 // pending, or bound with its assignment: one request carries both; which one is not known
 // here, so it is counted and logged as cut off, neither undone nor reported as failed).
-func (sc *SchedulerCache) Stop(ctx context.Context) {
+//
+// It reports whether every Binding sent was answered. When one was cut off, or a call is
+// still in flight when Stop gives up waiting, the API server may yet apply a Binding, and
+// the next leader must not read the cluster before it has (handOver in cmd/vc-scheduler).
+func (sc *SchedulerCache) Stop(ctx context.Context) (bindsAnswered bool) {
 	sc.resyncs.ShutDown()
 	drained := make(chan struct{})
 	go func() {
@@ -230,6 +234,7 @@ func (sc *SchedulerCache) Stop(ctx context.Context) {
 		sc.writes.shutDownWithDrain()
 		close(drained)
 	}()
+	inFlight := false
 	select {
 	case <-drained:
 	case <-ctx.Done():
@@ -246,14 +251,16 @@ func (sc *SchedulerCache) Stop(ctx context.Context) {
 			select {
 			case <-drained:
 			case <-time.After(inFlightGrace):
+				inFlight = true
 			}
 		}
 		klog.InfoS("Handed back what was not started at shutdown", "bindsAndEvictions", sc.handedBack.Load(),
-			"statusWrites", sc.writes.handedBack.Load(), "bindsCutOff", sc.bindsCutOff.Load())
+			"statusWrites", sc.writes.handedBack.Load(), "bindsCutOff", sc.bindsCutOff.Load(), "stillInFlight", inFlight)
 	}
 	if sc.stopWorkers != nil {
 		sc.stopWorkers()
 	}
+	return !inFlight && sc.bindsCutOff.Load() == 0
 }
 
 // inFlightGrace is how long Stop waits, once its time is up, for the API calls in flight.

@@ -129,7 +129,9 @@ func TestWaitingStepLeavesTheWorkerFree(t *testing.T) {
 	capture.mu.Unlock()
 
 	close(step.release)
-	env.sc.Stop(ctx)
+	if !env.sc.Stop(ctx) {
+		t.Error("Stop reports a Binding unanswered; want every one answered")
+	}
 	if len(capture.bindings) != 2 || capture.bindings[1].Name != "p1" {
 		t.Errorf("Bindings once the step is done and the cache stopped: %v, want p2's then p1's", capture.bindings)
 	}
@@ -162,7 +164,8 @@ func TestStopHandsBackBindsNotStarted(t *testing.T) {
 }
 
 // A Binding that Stop cancels in flight may have been bound by the API server or not: it is
-// counted as cut off, and neither undone in the cache nor reported on the pod as failed.
+// counted as cut off, neither undone in the cache nor reported on the pod as failed, and
+// Stop reports it unanswered.
 func TestStopCountsBindsCutOff(t *testing.T) {
 	env := bindEnv(t, st.Pod("p1", "1", "").Group("pg1").Obj())
 	cut, cancel := context.WithCancel(context.Background())
@@ -181,5 +184,8 @@ func TestStopCountsBindsCutOff(t *testing.T) {
 	}
 	if evs := env.events.Take(); len(evs) != 0 || env.sc.resyncs.Len() != 0 {
 		t.Errorf("events %v, %d re-reads queued; want none of either", evs, env.sc.resyncs.Len())
+	}
+	if env.sc.Stop(context.Background()) {
+		t.Error("Stop reports every Binding answered after one was cut off")
 	}
 }
