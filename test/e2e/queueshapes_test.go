@@ -102,6 +102,7 @@ func TestCappedDepartmentTeamTakesBackItsShare(t *testing.T) {
 	t1 := e.queueWith("t1", queueUnder(dept, nil, teamShare(2, 4000)))
 	t2 := e.queueWith("t2", queueUnder(dept, nil, teamShare(2, 4000)))
 	e.scheduler(capacityReclaimConf(true))
+	e.neverOverbooked(nodes)
 
 	e.vcJob("burst", t1, 1, 4, 4000)
 	e.waitBound("burst-", 4, 60*time.Second)
@@ -130,6 +131,7 @@ func TestFullClusterEnqueuesAndReclaims(t *testing.T) {
 	teamA := e.queueWith("team-a", queueUnder(deptA, nil, teamShare(2, 4000)))
 	teamB := e.queueWith("team-b", queueUnder(deptB, nil, teamShare(2, 4000)))
 	e.scheduler(capacityReclaimConf(true))
+	e.neverOverbooked(nodes)
 
 	e.vcJob("burst", teamA, 1, 4, 4000)
 	e.waitBound("burst-", 4, 60*time.Second)
@@ -153,6 +155,7 @@ func TestGPUOnlyDeservedReclaims(t *testing.T) {
 	a := e.queueWith("a", queueUnder("", nil, gpuShare))
 	b := e.queueWith("b", queueUnder("", nil, gpuShare))
 	e.scheduler(capacityReclaimConf(false))
+	e.neverOverbooked(nodes)
 
 	e.vcJob("burst", a, 1, 4, 4000)
 	e.waitBound("burst-", 4, 60*time.Second)

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -86,6 +87,20 @@ func (e *schedulerEnv) noOverbooking(ctx context.Context, nodes map[string][]vgp
 	}
 }
 
+// neverOverbooked follows the GPUs' ledger through the rest of the test (watchHandOver: after
+// every pod event), and fails the test at its end once for each distinct problem seen.
+func (e *schedulerEnv) neverOverbooked(nodes map[string][]vgpu.NodeDevice) {
+	e.t.Helper()
+	watched := e.watchHandOver(nodes)
+	e.t.Cleanup(func() {
+		problems, _, _ := watched.report()
+		slices.Sort(problems)
+		for _, p := range slices.Compact(problems) {
+			e.t.Errorf("GPU ledger: %s", p)
+		}
+	})
+}
+
 // gpusFullOfLowPriority is a node of gpus 24 GiB GPUs (split 10), that this env's scheduler
 // with preempt sees, holding four low-priority pods of lowMiB each (gang "low", minMember 1);
 // it returns the env, the node's GPUs by node name and a high priority class.
@@ -94,6 +109,7 @@ func gpusFullOfLowPriority(t *testing.T, gpus int, lowMiB int64) (*schedulerEnv,
 	nodes := map[string][]vgpu.NodeDevice{e.name + "-gpu": e.gpuNode("gpu", gpus, 10, 24576, 0)}
 	low, high := e.priorityClass("low", 10), e.priorityClass("high", 1000)
 	e.scheduler(chartConfWithPreempt(t))
+	e.neverOverbooked(nodes)
 	e.vgpuGangOfClass("low", "", low, 1, 4, lowMiB, 0)
 	e.waitBound("low-", 4, 30*time.Second)
 	return e, nodes, high

@@ -94,13 +94,20 @@ func (e *schedulerEnv) checkLedger(ctx context.Context, nodes map[string][]vgpu.
 	return bound, problems, nil
 }
 
+// asksVGPU: the pod asks for vGPUs under the shipped resource names, or carries an assignment
+// anyway (which the ledger then counts).
+func asksVGPU(pod *corev1.Pod) bool {
+	requests, err := vgpu.PodRequests(pod, vgpu.DefaultResourceNames())
+	return err != nil || len(requests) > 0 || pod.Annotations[vgpu.AssignedDevicesAnnotation] != ""
+}
+
 // ledgerProblems is checkLedger's judgement of the pods given: a pod bound and not yet gone
 // from the API server holds its slices, terminating or not, until its phase says all its
 // containers have stopped (Succeeded or Failed), when the kubelet frees its devices too.
 func ledgerProblems(pods []corev1.Pod, nodes map[string][]vgpu.NodeDevice) (bound int, problems []string) {
 	booked := map[string]*gpuBooking{}
 	for _, p := range pods {
-		if !vgpu.HoldsDevices(&p) {
+		if !vgpu.HoldsDevices(&p) || !asksVGPU(&p) {
 			continue
 		}
 		bound++
