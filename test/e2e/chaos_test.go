@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,21 +54,32 @@ func (e *schedulerEnv) gangsWhole(ctx context.Context, prefix string) ([]string,
 	return partial, nil
 }
 
-// Two replicas with leader election; the leader is SIGKILLed again and again while gangs
-// arrive, and comes back as the standby. Each time the other replica takes over within the
-// lease, nothing is booked twice, and in the end every gang is bound whole.
+// Two replicas with leader election, each with a pod watch 2 s behind the API server
+// (delayedPodWatch); gangs arrive while the leader works, and at a random point of its binding
+// the leader is stopped, by SIGTERM or SIGKILL in turn, and comes back as the standby. A new
+// leader's watch has then not brought the old leader's last binds. Every other pair of rounds
+// the standby is also frozen (SIGSTOP) from before the round's gangs
+// are created until the leader is gone, so its pod watch has not brought the pods the leader
+// created and bound meanwhile: the window a new leader's catch-up must close. Each time the
+// other replica takes over within the lease; a watch judges every GPU's ledger after every pod
+// event of the whole test, so nothing is ever booked twice, not even for an instant; in the
+// end every gang is bound whole.
 func TestChaosLeaderKills(t *testing.T) {
 	e := newSchedulerEnv(t)
 	ctx := context.Background()
 	nodes := map[string][]vgpu.NodeDevice{}
-	// Room for every gang of the long run: 2 nodes x 2 GPUs x 8 slots of 1024 MiB.
-	for _, name := range []string{"le-a", "le-b"} {
-		nodes[e.name+"-"+name] = e.gpuNode(name, 2, 8, 8192, 0)
+	// Room for every gang of the long run: 3 nodes x 4 GPUs x 8 slots of 1024 MiB.
+	for _, name := range []string{"le-a", "le-b", "le-c"} {
+		nodes[e.name+"-"+name] = e.gpuNode(name, 4, 8, 8192, 0)
 	}
+	e.neverOverbooked(nodes)
 	queue := e.queue("leader", nil)
 	const lease = 4 * time.Second
+	// Every replica's pod watch is lag behind the API server, its Lease and lists are not.
+	const lag = 2 * time.Second
+	lagging := delayedPodWatch(t, programKubeconfig(t, schedulerAccount), lag)
 	replica := func() *process {
-		p, _ := e.scheduler(seedConf(t), "-v", "3", "--leader-elect=true", "--leader-elect-resource-name", e.name,
+		p, _ := e.scheduler(seedConf(t), "--kubeconfig", lagging, "-v", "3", "--leader-elect=true", "--leader-elect-resource-name", e.name,
 			"--leader-elect-lease-duration", lease.String(), "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms",
 			"--listen-address", freeAddress(t), "--healthz-address", freeAddress(t))
 		return p
@@ -89,28 +101,47 @@ func TestChaosLeaderKills(t *testing.T) {
 		})
 		return leader, standby
 	}
-	kills := chaosRounds(3, 10)
+	const gangsPerRound = 2
+	rounds := chaosRounds(4, 20)
 	var worst time.Duration
-	for kill := 1; kill <= kills; kill++ {
-		e.vgpuGang(fmt.Sprintf("lead-%02d", kill), queue, 2, 1000, 10)
+	for round := 1; round <= rounds; round++ {
 		leader, standby := leaderOf()
+		frozen := round%4 == 1 || round%4 == 2 // with SIGTERM and with SIGKILL
+		if frozen {
+			_ = standby.cmd.Process.Signal(syscall.SIGSTOP)
+		}
+		for g := range gangsPerRound {
+			e.vgpuGang(fmt.Sprintf("lead-%02d-%d", round, g), queue, 2, 1000, 10)
+		}
 		time.Sleep(time.Duration(rand.IntN(1500)) * time.Millisecond) // a random point of its work
-		leader.kill()
-		killed := time.Now()
+		signal := syscall.SIGTERM
+		if round%2 == 0 {
+			signal = syscall.SIGKILL
+		}
+		_ = leader.cmd.Process.Signal(signal)
+		stopped := time.Now()
+		select {
+		case <-leader.done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: the leader did not exit within 10 s of %v", round, signal)
+		}
+		if frozen {
+			_ = standby.cmd.Process.Signal(syscall.SIGCONT)
+		}
 		standby.logContains(t, 3*lease, leading)
-		if took := time.Since(killed); took > worst {
+		if took := time.Since(stopped); took > worst {
 			worst = took
 		}
-		if _, problems, err := e.checkLedger(ctx, nodes); err != nil || len(problems) > 0 {
-			t.Fatalf("after kill %d: %v %v", kill, problems, err)
-		}
+		t.Logf("round %d: %v, standby frozen %v: it led %v later", round, signal, frozen, time.Since(stopped).Round(time.Millisecond))
 		replicas = []*process{standby, replica()}
 	}
-	t.Logf("%d leader kills; the standby led at most %v after a kill (lease %v)", kills, worst.Round(time.Millisecond), lease)
-	if worst > lease+2*time.Second {
-		t.Errorf("takeover took %v, more than the lease (%v) and two retry periods' slack", worst, lease)
+	t.Logf("%d hand-overs; the standby led at most %v after the leader was stopped (lease %v)", rounds, worst.Round(time.Millisecond), lease)
+	// A standby started in the round before may still be reading its first lists through the
+	// lagging watch when the leader stops: the lag counts once.
+	if worst > lease+lag+2*time.Second {
+		t.Errorf("takeover took %v, more than the lease (%v), the watch's lag (%v) and two seconds' slack", worst, lease, lag)
 	}
-	e.waitBound("lead-", 2*kills, 60*time.Second)
+	e.waitBound("lead-", 2*gangsPerRound*rounds, 60*time.Second)
 	if partial, err := e.gangsWhole(ctx, "lead-"); err != nil || len(partial) > 0 {
 		t.Errorf("gangs partly bound: %v %v", partial, err)
 	}
