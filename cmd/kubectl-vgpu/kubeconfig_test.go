@@ -47,13 +47,13 @@ func TestKubeconfigClient(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("KUBECONFIG", tc.env)
 			t.Setenv("HOME", t.TempDir()) // no ~/.kube/config to fall back on
-			client, namespace, err := kubeconfigClient(tc.o)
+			c, err := kubeconfigClient(tc.o)
 			if err != nil {
 				t.Fatal(err)
 			}
-			host := client.(*kubernetes.Clientset).CoreV1().RESTClient().Get().URL().Host
-			if host != tc.wantHost || namespace != tc.wantSpace {
-				t.Errorf("server %s namespace %s, want %s and %s", host, namespace, tc.wantHost, tc.wantSpace)
+			host := c.kube.(*kubernetes.Clientset).CoreV1().RESTClient().Get().URL().Host
+			if host != tc.wantHost || c.namespace != tc.wantSpace {
+				t.Errorf("server %s namespace %s, want %s and %s", host, c.namespace, tc.wantHost, tc.wantSpace)
 			}
 		})
 	}
@@ -61,7 +61,7 @@ func TestKubeconfigClient(t *testing.T) {
 		t.Setenv("KUBECONFIG", "")
 		t.Setenv("HOME", t.TempDir())
 		t.Setenv("KUBERNETES_SERVICE_HOST", "")
-		if _, _, err := kubeconfigClient(options{}); err == nil || err.Error() != "no kubeconfig found: set --kubeconfig or KUBECONFIG, or write ~/.kube/config" {
+		if _, err := kubeconfigClient(options{}); err == nil || err.Error() != "no kubeconfig found: set --kubeconfig or KUBECONFIG, or write ~/.kube/config" {
 			t.Errorf("err = %v", err)
 		}
 	})

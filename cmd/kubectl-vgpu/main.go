@@ -1,8 +1,10 @@
 // Command kubectl-vgpu is a kubectl plugin that shows how the cluster's GPUs are shared:
-// "kubectl vgpu nodes" lists every GPU with what the pods on it book, and "kubectl vgpu pods"
-// lists the vGPUs each pod holds or asks for. It reads only what the API server holds (node
-// register annotations, pod assignments and requests), through the user's kubeconfig, so it
-// shows what the scheduler decides from, not what NVML measures.
+// "kubectl vgpu nodes" lists every GPU with what the pods on it book, "kubectl vgpu pods"
+// the vGPUs each pod holds or asks for, "kubectl vgpu queues" each queue's vGPU share, and
+// "kubectl vgpu why" why a pod or PodGroup waits. It reads only what the API server holds
+// (node register annotations, pod assignments and requests, Queues, PodGroups, Events),
+// through the user's kubeconfig, so it shows what the scheduler decides from, not what NVML
+// measures.
 package main
 
 import (
@@ -10,23 +12,30 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"volcano.sh/apis/pkg/client/clientset/versioned"
 )
 
 const usage = `Usage:
   kubectl vgpu nodes [-o wide|json|yaml]
   kubectl vgpu pods [-n NAMESPACE | -A] [-o wide|json|yaml]
+  kubectl vgpu queues [-o wide|json|yaml]
+  kubectl vgpu why POD | podgroup/NAME [-n NAMESPACE]
 
 Flags:
 `
 
 // The subcommands.
 const (
-	commandNodes = "nodes"
-	commandPods  = "pods"
+	commandNodes  = "nodes"
+	commandPods   = "pods"
+	commandQueues = "queues"
+	commandWhy    = "why"
 )
 
 // options are the parsed command line.
@@ -37,45 +46,63 @@ type options struct {
 	namespace     string
 	allNamespaces bool
 	output        string
+	// target is why's object: a pod, or the PodGroup of a podgroup/NAME argument.
+	target whyTarget
 }
 
-// clientFor builds the clientset and the namespace the kubeconfig's context names; tests
-// replace it with a fake clientset.
-type clientFor func(o options) (kubernetes.Interface, string, error)
+// clients are what the commands read the cluster through, and the namespace the kubeconfig's
+// context names.
+type clients struct {
+	kube      kubernetes.Interface
+	volcano   versioned.Interface
+	namespace string
+}
+
+// clientFor builds the clients; tests replace it with fake clientsets.
+type clientFor func(o options) (clients, error)
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, kubeconfigClient); err != nil {
+	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, kubeconfigClient, time.Now()); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
 }
 
 // run parses args and runs the subcommand they name, writing the result to stdout and
-// warnings about objects it skips to stderr.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer, newClient clientFor) error {
+// warnings about objects it skips to stderr; now is the time Events' ages count from.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, newClient clientFor, now time.Time) error {
 	o, err := parse(args, stderr)
 	if err != nil || o.command == "" {
 		return err
 	}
-	client, namespace, err := newClient(o)
+	c, err := newClient(o)
 	if err != nil {
 		return err
 	}
 	if o.namespace == "" {
-		o.namespace = namespace
+		o.namespace = c.namespace
 	}
-	if o.command == commandNodes {
-		gpus, warnings, err := listGPUs(ctx, client)
+	switch o.command {
+	case commandNodes:
+		gpus, warnings, err := listGPUs(ctx, c.kube)
 		if err != nil {
 			return err
 		}
 		warn(stderr, warnings)
 		return printGPUs(stdout, o.output, gpus)
+	case commandQueues:
+		shares, err := listQueueShares(ctx, c.volcano)
+		if err != nil {
+			return err
+		}
+		return printQueueShares(stdout, o.output, shares)
+	case commandWhy:
+		return explainWait(ctx, c, o.namespace, o.target, now, stdout, stderr)
 	}
 	if o.allNamespaces {
 		o.namespace = ""
 	}
-	vgpus, warnings, err := listPodVGPUs(ctx, client, o.namespace)
+	vgpus, warnings, err := listPodVGPUs(ctx, c.kube, o.namespace)
 	if err != nil {
 		return err
 	}
@@ -91,7 +118,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, else ~/.kube/config)")
 	fs.StringVar(&o.context, "context", "", "kubeconfig context to use (default its current context)")
-	fs.StringVarP(&o.namespace, "namespace", "n", "", "pods: the namespace to list (default the context's)")
+	fs.StringVarP(&o.namespace, "namespace", "n", "", "pods, why: the namespace (default the context's)")
 	fs.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "pods: list every namespace")
 	fs.StringVarP(&o.output, "output", "o", "", "wide, json or yaml (default a table)")
 	fs.Usage = func() {
@@ -104,17 +131,34 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		}
 		return options{}, err
 	}
-	switch fs.NArg() {
-	case 0:
+	if fs.NArg() == 0 {
 		fs.Usage()
-		return options{}, fmt.Errorf("name a command: nodes or pods")
-	case 1:
-	default:
-		return options{}, fmt.Errorf("unexpected arguments %q after %s", fs.Args()[1:], fs.Arg(0))
+		return options{}, fmt.Errorf("name a command: nodes, pods, queues or why")
 	}
 	o.command = fs.Arg(0)
-	if o.command != commandNodes && o.command != commandPods {
-		return options{}, fmt.Errorf("unknown command %q: want nodes or pods", o.command)
+	operands := 0
+	switch o.command {
+	case commandNodes, commandPods, commandQueues:
+	case commandWhy:
+		operands = 1
+	default:
+		return options{}, fmt.Errorf("unknown command %q: want nodes, pods, queues or why", o.command)
+	}
+	if fs.NArg() > 1+operands {
+		return options{}, fmt.Errorf("unexpected arguments %q after %s", fs.Args()[1+operands:], strings.Join(fs.Args()[:1+operands], " "))
+	}
+	if o.command == commandWhy {
+		if fs.NArg() == 1 {
+			return options{}, fmt.Errorf("why: name a pod, or podgroup/NAME")
+		}
+		var err error
+		if o.target, err = parseWhyTarget(fs.Arg(1)); err != nil {
+			return options{}, err
+		}
+		// A diagnosis is prose for a person; scripts read the objects themselves.
+		if o.output != "" || o.allNamespaces {
+			return options{}, fmt.Errorf("why takes neither --output nor --all-namespaces")
+		}
 	}
 	switch o.output {
 	case "", outputWide, outputJSON, outputYAML:
@@ -129,27 +173,29 @@ func parse(args []string, stderr io.Writer) (options, error) {
 
 // kubeconfigClient loads the kubeconfig as kubectl does: --kubeconfig, else the files
 // $KUBECONFIG lists, else ~/.kube/config, with --context in place of the current context.
-func kubeconfigClient(o options) (kubernetes.Interface, string, error) {
+func kubeconfigClient(o options) (clients, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = o.kubeconfig
 	config := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
 		&clientcmd.ConfigOverrides{CurrentContext: o.context})
 	rest, err := config.ClientConfig()
 	if clientcmd.IsEmptyConfig(err) {
-		return nil, "", fmt.Errorf("no kubeconfig found: set --kubeconfig or KUBECONFIG, or write ~/.kube/config")
+		return clients{}, fmt.Errorf("no kubeconfig found: set --kubeconfig or KUBECONFIG, or write ~/.kube/config")
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("kubeconfig: %w", err)
+		return clients{}, fmt.Errorf("kubeconfig: %w", err)
 	}
-	namespace, _, err := config.Namespace()
-	if err != nil {
-		return nil, "", fmt.Errorf("kubeconfig: %w", err)
+	var c clients
+	if c.namespace, _, err = config.Namespace(); err != nil {
+		return clients{}, fmt.Errorf("kubeconfig: %w", err)
 	}
-	client, err := kubernetes.NewForConfig(rest)
-	if err != nil {
-		return nil, "", fmt.Errorf("client for %s: %w", rest.Host, err)
+	if c.kube, err = kubernetes.NewForConfig(rest); err != nil {
+		return clients{}, fmt.Errorf("client for %s: %w", rest.Host, err)
 	}
-	return client, namespace, nil
+	if c.volcano, err = versioned.NewForConfig(rest); err != nil {
+		return clients{}, fmt.Errorf("Volcano client for %s: %w", rest.Host, err)
+	}
+	return c, nil
 }
 
 func warn(w io.Writer, warnings []string) {

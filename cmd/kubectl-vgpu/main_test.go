@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -17,9 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	vcfake "volcano.sh/apis/pkg/client/clientset/versioned/fake"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
@@ -55,25 +56,76 @@ func cluster(t *testing.T) []runtime.Object {
 	}
 }
 
-func TestGolden(t *testing.T) {
-	forbid := func(verb, resource, namespace string) func(*fake.Clientset) {
-		return func(c *fake.Clientset) {
-			c.PrependReactor(verb, resource, func(k8stesting.Action) (bool, runtime.Object, error) {
-				where := "at the cluster scope"
-				if namespace != "" {
-					where = fmt.Sprintf("in the namespace %q", namespace)
-				}
-				return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: resource}, "",
-					fmt.Errorf(`User "alice" cannot %s resource %q in API group "" %s`, verb, resource, where))
-			})
-		}
+// goldenCase runs "kubectl vgpu ARGS" against fake clientsets holding objects (core) and
+// volcano (Queues, PodGroups), after react, and compares what it prints with
+// testdata/NAME.golden.
+type goldenCase struct {
+	name    string
+	args    string
+	objects []runtime.Object
+	volcano []runtime.Object
+	react   func(kube, volcano *k8stesting.Fake)
+}
+
+// goldenNow is the time the cases run at, which Events' ages count from.
+var goldenNow = time.Date(2025, 6, 2, 12, 0, 0, 0, time.UTC)
+
+func runGolden(t *testing.T, tt goldenCase) {
+	t.Helper()
+	kube, volcano := fake.NewClientset(tt.objects...), vcfake.NewClientset(tt.volcano...)
+	if tt.react != nil {
+		tt.react(&kube.Fake, &volcano.Fake)
 	}
-	tests := []struct {
-		name    string
-		args    string
-		objects []runtime.Object // nil: cluster()
-		react   func(*fake.Clientset)
-	}{
+	newClient := func(options) (clients, error) {
+		return clients{kube: kube, volcano: volcano, namespace: "team-a"}, nil
+	}
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), strings.Fields(tt.args), &stdout, &stderr, newClient, goldenNow)
+	got := fmt.Sprintf("$ kubectl vgpu %s\n%s", tt.args, stdout.String())
+	if stderr.Len() > 0 {
+		got += "--- stderr\n" + stderr.String()
+	}
+	if err != nil {
+		got += "--- error\n" + err.Error() + "\n"
+	}
+	path := filepath.Join("testdata", tt.name+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -run %s -update writes it)", err, t.Name())
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("output differs from %s (-want +got):\n%s", path, diff)
+	}
+}
+
+// forbid makes the API server refuse verb on resource to the user, as RBAC words it.
+func forbid(verb, resource, namespace string) func(kube, volcano *k8stesting.Fake) {
+	group := ""
+	if resource == "queues" || resource == "podgroups" {
+		group = "scheduling.volcano.sh"
+	}
+	where := "at the cluster scope"
+	if namespace != "" {
+		where = fmt.Sprintf("in the namespace %q", namespace)
+	}
+	refuse := func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: group, Resource: resource}, "",
+			fmt.Errorf(`User "alice" cannot %s resource %q in API group %q %s`, verb, resource, group, where))
+	}
+	return func(kube, volcano *k8stesting.Fake) {
+		kube.PrependReactor(verb, resource, refuse)
+		volcano.PrependReactor(verb, resource, refuse)
+	}
+}
+
+func TestGolden(t *testing.T) {
+	tests := []goldenCase{
 		{name: "nodes", args: "nodes"},
 		{name: "nodes-wide", args: "nodes -o wide"},
 		{name: "nodes-json", args: "nodes -o json"},
@@ -92,38 +144,10 @@ func TestGolden(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			objects := tt.objects
-			if objects == nil {
-				objects = cluster(t)
+			if tt.objects == nil {
+				tt.objects = cluster(t)
 			}
-			client := fake.NewClientset(objects...)
-			if tt.react != nil {
-				tt.react(client)
-			}
-			newClient := func(options) (kubernetes.Interface, string, error) { return client, "team-a", nil }
-			var stdout, stderr bytes.Buffer
-			err := run(context.Background(), strings.Fields(tt.args), &stdout, &stderr, newClient)
-			got := fmt.Sprintf("$ kubectl vgpu %s\n%s", tt.args, stdout.String())
-			if stderr.Len() > 0 {
-				got += "--- stderr\n" + stderr.String()
-			}
-			if err != nil {
-				got += "--- error\n" + err.Error() + "\n"
-			}
-			path := filepath.Join("testdata", tt.name+".golden")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (go test -run TestGolden -update writes it)", err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("output differs from %s (-want +got):\n%s", path, diff)
-			}
+			runGolden(t, tt)
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
@@ -30,14 +31,15 @@ type gpuBooking struct {
 	SlicesSplit int32 `json:"slicesSplit"`
 	// Pods are the namespace/name of the pods that book the GPU, sorted.
 	Pods []string `json:"pods"`
+	// mibPerUnit is the node's (vgpuNode.mibPerUnit), which turns a request into MiB.
+	mibPerUnit int64
 }
 
 // wholeGPUCores is a GPU's compute in vgpu-cores.
 const wholeGPUCores = 100
 
-// listGPUs lists every advertised GPU with the sum of the assignments of the pods that hold
-// their devices (vgpu.HoldsDevices: bound and not finished). A pod whose assignment does not
-// decode, or names a GPU its node does not list, is reported and left out of the sums.
+// listGPUs lists every advertised GPU with what the pods of every namespace book on it
+// (bookGPUs).
 func listGPUs(ctx context.Context, client kubernetes.Interface) ([]gpuBooking, []string, error) {
 	nodes, warnings, err := listVGPUNodes(ctx, client)
 	if err != nil {
@@ -50,6 +52,18 @@ func listGPUs(ctx context.Context, client kubernetes.Interface) ([]gpuBooking, [
 	if err != nil {
 		return nil, nil, err
 	}
+	gpus, podWarnings := bookGPUs(nodes, pods)
+	warnings = append(warnings, podWarnings...)
+	sort.Strings(warnings)
+	return gpus, warnings, nil
+}
+
+// bookGPUs is the ledger: every GPU of nodes with the sum of the assignments of the pods
+// that hold their devices (vgpu.HoldsDevices: bound and not finished). A pod whose
+// assignment does not decode, or names a GPU its node does not list, is reported and left
+// out of the sums.
+func bookGPUs(nodes []*vgpuNode, pods []corev1.Pod) ([]gpuBooking, []string) {
+	var warnings []string
 	type gpuKey struct{ node, uuid string }
 	used := map[gpuKey]vgpu.GPUUsage{}
 	users := map[gpuKey][]string{}
@@ -91,10 +105,9 @@ func listGPUs(ctx context.Context, client kubernetes.Interface) ([]gpuBooking, [
 				MemoryBookedMiB: u.Memory * n.mibPerUnit, MemoryTotalMiB: int64(g.Memory) * n.mibPerUnit,
 				CoresBooked: u.Cores, CoresTotal: wholeGPUCores,
 				SlicesUsed: u.Devices, SlicesSplit: g.Count,
-				Pods: names,
+				Pods: names, mibPerUnit: n.mibPerUnit,
 			})
 		}
 	}
-	sort.Strings(warnings)
-	return gpus, warnings, nil
+	return gpus, warnings
 }

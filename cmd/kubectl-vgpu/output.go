@@ -97,15 +97,11 @@ func printPodVGPUs(w io.Writer, output string, vgpus []podVGPU, allNamespaces bo
 	}
 	rows := [][]string{header}
 	for _, v := range vgpus {
-		index := "-"
-		if v.Index >= 0 {
-			index = strconv.Itoa(v.Index)
-		}
 		memory := strconv.FormatInt(v.MemoryMiB, 10)
 		if v.MemoryPercent > 0 {
 			memory = strconv.Itoa(int(v.MemoryPercent)) + "%"
 		}
-		row := []string{v.Pod, orNone(v.Node), v.Phase, v.GPU, index, memory, strconv.Itoa(int(v.Cores))}
+		row := []string{v.Pod, orNone(v.Node), v.Phase, v.GPU, indexText(v.Index), memory, strconv.Itoa(int(v.Cores))}
 		if allNamespaces {
 			row = append([]string{v.Namespace}, row...)
 		}
@@ -115,6 +111,52 @@ func printPodVGPUs(w io.Writer, output string, vgpus []podVGPU, allNamespaces bo
 		rows = append(rows, row)
 	}
 	return printTable(w, rows)
+}
+
+// printQueueShares writes the queue tree as a table, each queue indented under its parent,
+// followed by a legend and the queues' notes, or as a json or yaml list of queueShare.
+func printQueueShares(w io.Writer, output string, shares []queueShare) error {
+	if output == outputJSON || output == outputYAML {
+		return printList(w, output, shares)
+	}
+	wide := output == outputWide
+	cores := namesCores(shares)
+	header := []string{"QUEUE", "STATE", "DESERVED", "ALLOCATED", "CAPABILITY", "GUARANTEE", "OVER SHARE"}
+	if wide {
+		header = append(header, "WEIGHT", "RECLAIMABLE", "RUNNING", "INQUEUE", "PENDING")
+	}
+	rows := [][]string{header}
+	var notes []string
+	for _, s := range shares {
+		over := "-"
+		if len(s.OverShare) > 0 {
+			over = strings.Join(s.OverShare, ",")
+		}
+		row := []string{strings.Repeat("  ", s.Depth) + s.Name, orNone(s.State),
+			formatAmounts(s.Deserved, cores), formatAmounts(s.Allocated, cores),
+			formatAmounts(s.Capability, cores), formatAmounts(s.Guarantee, cores), over}
+		if wide {
+			row = append(row, strconv.Itoa(int(s.Weight)), strconv.FormatBool(s.Reclaimable),
+				strconv.Itoa(int(s.PodGroups.Running)), strconv.Itoa(int(s.PodGroups.Inqueue)), strconv.Itoa(int(s.PodGroups.Pending)))
+		}
+		rows = append(rows, row)
+		if s.Note != "" {
+			notes = append(notes, s.Name+": "+s.Note)
+		}
+	}
+	if err := printTable(w, rows); err != nil {
+		return err
+	}
+	legend := "vGPU amounts are number/memory (vgpu-memory units); - where the queue names none."
+	if cores {
+		legend = "vGPU amounts are number/memory/cores (vgpu-memory units, percent of a GPU); - where the queue names none."
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, legend)
+	for _, n := range notes {
+		fmt.Fprintln(w, n)
+	}
+	return nil
 }
 
 // printList writes items as a json array or a yaml sequence; an empty list is [] either way.
@@ -159,6 +201,14 @@ func health(healthy bool) string {
 		return "Healthy"
 	}
 	return "Unhealthy"
+}
+
+// indexText is a GPU's index on its node, "-" where unknown.
+func indexText(index int) string {
+	if index < 0 {
+		return "-"
+	}
+	return strconv.Itoa(index)
 }
 
 // orNone is kubectl's spelling of an empty field.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
@@ -37,8 +38,7 @@ type podVGPU struct {
 
 // listPodVGPUs lists the vGPUs of the pods of namespace (every namespace when empty) that
 // carry an assignment or ask for vGPU resources (under the default resource names), sorted
-// by namespace and name. Assignment entry i belongs to the pod's i-th vGPU container
-// (vgpu.PodRequests), which names the container.
+// by namespace and name.
 func listPodVGPUs(ctx context.Context, client kubernetes.Interface, namespace string) ([]podVGPU, []string, error) {
 	pods, err := listPods(ctx, client, namespace)
 	if err != nil {
@@ -61,25 +61,33 @@ func listPodVGPUs(ctx context.Context, client kubernetes.Interface, namespace st
 	})
 	var vgpus []podVGPU
 	for i := range pods {
-		pod := &pods[i]
-		requests, err := vgpu.PodRequests(pod, vgpu.DefaultResourceNames())
+		rows, _, err := vgpusOf(&pods[i], byName)
 		if err != nil {
 			warnings = append(warnings, err.Error())
 			continue
 		}
-		assigned, err := vgpu.DecodePodDevices(pod.Annotations[vgpu.AssignedDevicesAnnotation])
-		if err != nil {
-			warnings = append(warnings, fmt.Sprintf("pod %s/%s: %s: %v", pod.Namespace, pod.Name, vgpu.AssignedDevicesAnnotation, err))
-			continue
-		}
-		base := podVGPU{Namespace: pod.Namespace, Pod: pod.Name, Node: pod.Spec.NodeName, Phase: string(pod.Status.Phase), Index: -1}
-		if len(assigned) > 0 {
-			vgpus = append(vgpus, assignedVGPUs(base, assigned, requests, byName[pod.Spec.NodeName])...)
-			continue
-		}
-		vgpus = append(vgpus, pendingVGPUs(base, requests)...)
+		vgpus = append(vgpus, rows...)
 	}
 	return vgpus, warnings, nil
+}
+
+// vgpusOf is a pod's rows, its assignment's or what it asks for while it has none, and its
+// requests; byName holds the nodes that advertise vGPUs. Assignment entry i belongs to the
+// pod's i-th vGPU container (vgpu.PodRequests), which names the container.
+func vgpusOf(pod *corev1.Pod, byName map[string]*vgpuNode) ([]podVGPU, []vgpu.ContainerRequest, error) {
+	requests, err := vgpu.PodRequests(pod, vgpu.DefaultResourceNames())
+	if err != nil {
+		return nil, nil, err
+	}
+	assigned, err := vgpu.DecodePodDevices(pod.Annotations[vgpu.AssignedDevicesAnnotation])
+	if err != nil {
+		return nil, nil, fmt.Errorf("pod %s/%s: %s: %v", pod.Namespace, pod.Name, vgpu.AssignedDevicesAnnotation, err)
+	}
+	base := podVGPU{Namespace: pod.Namespace, Pod: pod.Name, Node: pod.Spec.NodeName, Phase: string(pod.Status.Phase), Index: -1}
+	if len(assigned) > 0 {
+		return assignedVGPUs(base, assigned, requests, byName[pod.Spec.NodeName]), requests, nil
+	}
+	return pendingVGPUs(base, requests), requests, nil
 }
 
 // assignedVGPUs are the rows of a pod's assignment; node is nil when its node is unknown.
