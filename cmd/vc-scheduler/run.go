@@ -314,6 +314,11 @@ func runAsLeader(ctx context.Context, o *options, kube kubernetes.Interface, lea
 	}
 }
 
+// handOverDeadline bounds the Lease's hand-over, so that SIGTERM is answered within 2 s on a
+// slow API server too: a hand-over that does not make it leaves the Lease to lapse, which is
+// safe, only slower for the standby.
+const handOverDeadline = time.Second
+
 // handOver ends this replica's term on the Lease, once it has stopped scheduling, in one
 // write. When every Binding it sent was answered it empties the holder, as client-go's
 // ReleaseOnCancel does, and a standby leads at its next try. When some were cut off in
@@ -324,7 +329,7 @@ func runAsLeader(ctx context.Context, o *options, kube kubernetes.Interface, lea
 // renew to cut its requests off before another may lead: it stops leading a renew deadline
 // after its last renewal, and another takes the Lease a lease duration after it.
 func handOver(lock resourcelock.Interface, le componentbaseconfig.LeaderElectionConfiguration, bindsAnswered bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), le.RenewDeadline.Duration)
+	ctx, cancel := context.WithTimeout(context.Background(), min(le.RenewDeadline.Duration, handOverDeadline))
 	defer cancel()
 	record, _, err := lock.Get(ctx)
 	if err != nil {

@@ -64,7 +64,7 @@ func (s *Scheduler) WakeOn(arrivals <-chan struct{}) { s.arrivals = arrivals }
 func (s *Scheduler) Run(ctx context.Context) {
 	for first := true; ctx.Err() == nil; first = false {
 		start := time.Now()
-		s.RunOnce()
+		s.runOnce(ctx.Done())
 		if first {
 			// After a restart, an operator (and the restart benchmark) reads here when
 			// scheduling resumed and what its first look at the whole cluster cost.
@@ -113,7 +113,12 @@ const minGapDivisor = 5
 // has seen no change since a quiet cycle, under the same configuration, with the queues'
 // allocation written since; at 50,000 bound pods a full cycle's snapshot alone takes a
 // few hundred milliseconds.
-func (s *Scheduler) RunOnce() {
+func (s *Scheduler) RunOnce() { s.runOnce(nil) }
+
+// runOnce is RunOnce, cut short once stop is closed: no further action runs, the action under
+// way returns between jobs, and the session is abandoned (what was committed stays, nothing
+// else is written).
+func (s *Scheduler) runOnce(stop <-chan struct{}) {
 	start := time.Now()
 	cfg := s.config()
 	counter, counts := s.cache.(framework.ChangeCounter)
@@ -134,7 +139,11 @@ func (s *Scheduler) RunOnce() {
 	if !ssn.SkipQueueStatus {
 		s.queueStatusAt = start
 	}
+	ssn.StopWhen(stop)
 	for _, name := range cfg.ActionNames() {
+		if ssn.Stopping() {
+			break
+		}
 		action, ok := s.registry.Action(name)
 		if !ok {
 			continue // validation keeps unknown names out of a loaded configuration
@@ -142,6 +151,11 @@ func (s *Scheduler) RunOnce() {
 		t := time.Now()
 		action.Execute(ssn)
 		s.metrics.ObserveAction(name, t)
+	}
+	if ssn.Stopping() {
+		framework.AbandonSession(ssn)
+		klog.InfoS("Scheduling cycle cut short: stopping", "session", ssn.UID, "duration", time.Since(start))
+		return
 	}
 	framework.CloseSession(ssn)
 	// A cycle runs because something changed, which may change the queues' allocation.

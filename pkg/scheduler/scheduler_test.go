@@ -123,3 +123,46 @@ func TestCycleMetrics(t *testing.T) {
 		}
 	}
 }
+
+// stopper is an action that stops the scheduler while it runs, as SIGTERM in the middle of a
+// cycle does.
+type stopper struct{ stop context.CancelFunc }
+
+func (stopper) Name() string                 { return "stopper" }
+func (a stopper) Execute(*framework.Session) { a.stop() }
+
+// counted is an action that counts its runs.
+type counted struct{ runs *int }
+
+func (counted) Name() string                 { return "counted" }
+func (a counted) Execute(*framework.Session) { *a.runs++ }
+
+// A stop in the middle of a cycle cuts it short: no further action runs, the session is
+// handed back to the cache without its status writes (the queues' allocation, due in this
+// first cycle, is not written), and Run returns.
+func TestStopCutsTheCycleShort(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runs := 0
+	registry := framework.NewRegistry()
+	registry.RegisterAction(stopper{cancel})
+	registry.RegisterAction(counted{&runs})
+	cfg := &conf.SchedulerConfiguration{Actions: "stopper, counted"}
+	c := &frameworktest.Cache{Snap: frameworktest.Objects{Queues: []*schedulingv1beta1.Queue{{ObjectMeta: metav1.ObjectMeta{Name: "q"}}}}.ClusterInfo()}
+	done := make(chan struct{})
+	go func() { New(c, func() *conf.SchedulerConfiguration { return cfg }, registry, nil, time.Hour).Run(ctx); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after the stop")
+	}
+	if runs != 0 {
+		t.Errorf("the action after the stop ran %d times", runs)
+	}
+	if c.Released == nil {
+		t.Error("the cut-short session was not handed back to the cache")
+	}
+	if len(c.Allocated) != 0 {
+		t.Errorf("the cut-short session wrote queue status: %v", c.Allocated)
+	}
+}

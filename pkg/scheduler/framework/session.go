@@ -97,6 +97,23 @@ type Session struct {
 
 	// metrics outlives the session: the scheduler's, handed to every session it opens.
 	metrics *metrics.Set
+	// stop closes when the scheduler must stop (SIGTERM, leadership lost); nil never does.
+	stop <-chan struct{}
+}
+
+// StopWhen makes the session's actions stop early, between jobs, once done is closed.
+func (ssn *Session) StopWhen(done <-chan struct{}) { ssn.stop = done }
+
+// Stopping reports whether the scheduler is stopping: an action checks it between jobs and
+// returns, leaving what it has committed and nothing else, so that SIGTERM is answered
+// within seconds in a cycle of any size.
+func (ssn *Session) Stopping() bool {
+	select {
+	case <-ssn.stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // OpenSession snapshots the cache and opens every configured plugin, in tier order. The
@@ -171,6 +188,12 @@ func CloseSession(ssn *Session) {
 	if !ssn.SkipQueueStatus {
 		ssn.updateQueueStatus()
 	}
+	ssn.cache.Release(&api.Released{Generation: ssn.generation, Jobs: ssn.Jobs, Nodes: ssn.Nodes, Touched: ssn.touched})
+}
+
+// AbandonSession hands the jobs and nodes back to the cache without a plugin's report or a
+// status write: for a session cut short by a stop, whose picture of the jobs is half drawn.
+func AbandonSession(ssn *Session) {
 	ssn.cache.Release(&api.Released{Generation: ssn.generation, Jobs: ssn.Jobs, Nodes: ssn.Nodes, Touched: ssn.touched})
 }
 

@@ -85,7 +85,7 @@ func (l *taskList) pop() *api.TaskInfo {
 
 func (c *cycle) run() {
 	queues, jobsByQueue := c.pickJobs()
-	for queues.Len() > 0 {
+	for queues.Len() > 0 && !c.ssn.Stopping() {
 		queue := queues.Pop()
 		// An overused queue is out for the rest of the action: what it gives back only
 		// returns in a later session.

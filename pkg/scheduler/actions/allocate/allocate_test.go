@@ -582,3 +582,39 @@ func TestPredicateErrorCache(t *testing.T) {
 		})
 	}
 }
+
+// A stop (SIGTERM) that comes while allocate works ends it between jobs: the job whose bind
+// was under way is committed, the next is not tried.
+func TestStopEndsAllocateBetweenJobs(t *testing.T) {
+	tc := allocateCase{
+		queues: []*schedulingv1beta1.Queue{buildQueue("q1", 0, 0)},
+		podGroups: []*schedulingv1beta1.PodGroup{
+			buildPodGroup("pg1", "q1", 1, inqueue, 0), buildPodGroup("pg2", "q1", 1, inqueue, 0),
+		},
+		pods: []*corev1.Pod{
+			buildPod("pg1-w-0", "pg1", st.Resources("1", "1Gi")), buildPod("pg2-w-0", "pg2", st.Resources("1", "1Gi")),
+		},
+		nodes: []*corev1.Node{st.Node("n1", st.Resources("4", "8Gi", "pods", "10")).Obj()},
+	}
+	cache := &frameworktest.Cache{Snap: frameworktest.Objects{Nodes: tc.nodes, Queues: tc.queues, PodGroups: tc.podGroups, Pods: tc.pods}.ClusterInfo()}
+	ssn := frameworktest.OpenTiersRecording(nil, cache, conf.SchedulerConfiguration{Actions: "allocate"}, standardTiers(nil)...)
+	stop := make(chan struct{})
+	ssn.StopWhen(stop)
+	var bound []string
+	cache.OnBind = func(task *api.TaskInfo) error {
+		bound = append(bound, task.Name)
+		close(stop) // SIGTERM arrives with the first bind
+		return nil
+	}
+	New().Execute(ssn)
+	if len(bound) != 1 {
+		t.Fatalf("bound %v after the stop, want the first job's pod only", bound)
+	}
+	other := "pg2-w-0"
+	if bound[0] == other {
+		other = "pg1-w-0"
+	}
+	if _, task := taskByName(ssn, other); task.LastTransaction != nil || task.Status != api.Pending {
+		t.Errorf("%s was tried after the stop: %+v, status %v", other, task.LastTransaction, task.Status)
+	}
+}

@@ -42,6 +42,9 @@ func (a *action) Name() string { return Name }
 func (a *action) Execute(ssn *framework.Session) {
 	search := a.search.Open(ssn, nodesearch.PredicateErrorCacheEnabled(ssn, Name))
 	for _, task := range candidates(ssn) {
+		if ssn.Stopping() {
+			return
+		}
 		job := ssn.JobFor(task)
 		if err := ssn.PrePredicate(task); err != nil {
 			klog.V(3).InfoS("Pre-predicate failed", "pod", klog.KRef(task.Namespace, task.Name), "err", err)

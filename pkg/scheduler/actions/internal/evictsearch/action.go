@@ -58,6 +58,9 @@ func (a action) Execute(ssn *framework.Session) {
 			continue
 		}
 		for _, job := range starving[queue.UID] {
+			if ssn.Stopping() {
+				return
+			}
 			forJob(ssn, job, scope, a.name)
 		}
 	}
@@ -66,6 +69,9 @@ func (a action) Execute(ssn *framework.Session) {
 	}
 	for _, queue := range queues {
 		for _, job := range starving[queue.UID] {
+			if ssn.Stopping() {
+				return
+			}
 			if ssn.JobStarving(job) {
 				a.rules.Then(ssn, job, a.name)
 			}
