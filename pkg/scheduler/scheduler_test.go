@@ -150,7 +150,10 @@ func TestStopCutsTheCycleShort(t *testing.T) {
 	cfg := &conf.SchedulerConfiguration{Actions: "stopper, counted"}
 	c := &frameworktest.Cache{Snap: frameworktest.Objects{Queues: []*schedulingv1beta1.Queue{{ObjectMeta: metav1.ObjectMeta{Name: "q"}}}}.ClusterInfo()}
 	done := make(chan struct{})
-	go func() { New(c, func() *conf.SchedulerConfiguration { return cfg }, registry, nil, time.Hour).Run(ctx); close(done) }()
+	go func() {
+		New(c, func() *conf.SchedulerConfiguration { return cfg }, registry, nil, time.Hour).Run(ctx)
+		close(done)
+	}()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):

@@ -100,4 +100,3 @@ func lateBody(body io.ReadCloser, delay time.Duration) io.ReadCloser {
 	}()
 	return r
 }
-
