@@ -3,6 +3,7 @@ package vgpu
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"text/template"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/cel-go/common/types"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
@@ -34,6 +36,16 @@ func chartPolicyNamed(t *testing.T, suffix string) *admissionregistrationv1.Vali
 			return "vv"
 		},
 		"nindent": func(n int, s string) string { return "\n" + strings.Repeat(" ", n) + s },
+		"list":    func(v ...any) []any { return v },
+		"concat":  func(a, b []any) []any { return append(append([]any{}, a...), b...) },
+		"uniq":    func(v []any) []any { return slices.CompactFunc(v, func(a, b any) bool { return a == b }) },
+		"toYaml": func(v any) string {
+			out, err := yaml.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return strings.TrimSuffix(string(out), "\n")
+		},
 	}
 	tmpl, err := template.New(chartPolicy).Funcs(funcs).Parse(readChartPolicy(t))
 	if err != nil {
@@ -42,8 +54,9 @@ func chartPolicyNamed(t *testing.T, suffix string) *admissionregistrationv1.Vali
 	values := map[string]any{
 		"Release": map[string]any{"Name": "vv", "Namespace": "volcano-system"},
 		"Values": map[string]any{
-			"admissionPolicy": map[string]any{"enabled": true, "envFrom": string(EnvFromPrefixed)},
-			"devicePlugin":    map[string]any{"enabled": true, "allowDisableControl": false},
+			"admissionPolicy": map[string]any{"enabled": true, "envFrom": string(EnvFromPrefixed),
+				"deviceEnvWithoutGPU": map[string]any{"refuse": true, "exemptNamespaces": []any{"kube-system"}}},
+			"devicePlugin": map[string]any{"enabled": true, "allowDisableControl": false},
 		},
 	}
 	var out bytes.Buffer
@@ -161,4 +174,49 @@ func (a admitter) create(t *testing.T, pod *corev1.Pod) []string {
 		refusals = append(refusals, messages[i].EvalResult.Value().(string))
 	}
 	return refusals
+}
+
+// A pod that asks for no GPU may not name GPUs for the NVIDIA container toolkit in its env,
+// in any kind of container, but "void" and "none" (no GPU); a pod asking for vGPU or for
+// nvidia.com/gpu is the other policies' and the device plugins' to judge.
+func TestChartPolicyRefusesDeviceEnvWithoutGPU(t *testing.T) {
+	admit := newAdmitter(t, chartPolicyNamed(t, "-device-env-without-gpu"))
+	refusal := func(container, variable string) []string {
+		return []string{"pod ns/p " + container + " sets " + variable + " but asks for no GPU: it would reach GPUs the scheduler shares out, " +
+			`with no booking and no limits; ask for volcano.sh/vgpu-number, or set it to "void" (admissionPolicy.deviceEnvWithoutGPU)`}
+	}
+	podWith := func(env []corev1.EnvVar, resources corev1.ResourceList) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "main", Env: env,
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}, Limits: resources}}}}}
+	}
+	fromField := &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		want []string
+	}{
+		{"all, no GPU asked", podWith([]corev1.EnvVar{{Name: "HOME", Value: "/"}, {Name: "NVIDIA_VISIBLE_DEVICES", Value: "all"}}, nil),
+			refusal(`container "main"`, "NVIDIA_VISIBLE_DEVICES")},
+		{"a GPU by index", podWith([]corev1.EnvVar{{Name: "NVIDIA_VISIBLE_DEVICES", Value: "0"}}, nil), refusal(`container "main"`, "NVIDIA_VISIBLE_DEVICES")},
+		{"MIG devices", podWith([]corev1.EnvVar{{Name: "NVIDIA_MIG_CONFIG_DEVICES", Value: "all"}}, nil), refusal(`container "main"`, "NVIDIA_MIG_CONFIG_DEVICES")},
+		{"from a field", podWith([]corev1.EnvVar{{Name: "NVIDIA_VISIBLE_DEVICES", ValueFrom: fromField}}, nil), refusal(`container "main"`, "NVIDIA_VISIBLE_DEVICES")},
+		{"void", podWith([]corev1.EnvVar{{Name: "NVIDIA_VISIBLE_DEVICES", Value: "void"}}, nil), nil},
+		{"none", podWith([]corev1.EnvVar{{Name: "NVIDIA_VISIBLE_DEVICES", Value: "none"}}, nil), nil},
+		{"other NVIDIA settings", podWith([]corev1.EnvVar{{Name: "NVIDIA_DRIVER_CAPABILITIES", Value: "all"}, {Name: "CUDA_VISIBLE_DEVICES", Value: "0"}}, nil), nil},
+		{"a vGPU pod", podWith([]corev1.EnvVar{{Name: "NVIDIA_VISIBLE_DEVICES", Value: "all"}},
+			corev1.ResourceList{DefaultCountResource: resource.MustParse("1")}), nil},
+		{"a whole-GPU pod", podWith([]corev1.EnvVar{{Name: "NVIDIA_VISIBLE_DEVICES", Value: "all"}},
+			corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}), nil},
+	}
+	for _, tc := range cases {
+		if got := admit.create(t, tc.pod); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: the policy says %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	init := podWith(nil, nil)
+	init.Spec.InitContainers = []corev1.Container{{Name: "setup", Env: []corev1.EnvVar{{Name: "NVIDIA_IMEX_CHANNELS", Value: "0"}}}}
+	if got, want := admit.create(t, init), refusal(`init container "setup"`, "NVIDIA_IMEX_CHANNELS"); !slices.Equal(got, want) {
+		t.Errorf("init container: the policy says %q, want %q", got, want)
+	}
 }

@@ -198,10 +198,16 @@ func attackControlEnv(t *testing.T, e *schedulerEnv) {
 		t.Errorf("a vGPU pod with ordinary env and envFrom prefixed APP_ was refused: %v", err)
 	}
 	noVGPU := tinyPod(e.ns, "no-vgpu-preload", "")
-	noVGPU.Spec.Containers[0].Env = []corev1.EnvVar{{Name: vgpu.EnvPreload, Value: "/lib/libfoo.so"}}
+	noVGPU.Spec.Containers[0].Env = []corev1.EnvVar{{Name: vgpu.EnvPreload, Value: "/lib/libfoo.so"},
+		{Name: "NVIDIA_VISIBLE_DEVICES", Value: "void"}}
 	if err := create(noVGPU); err != nil {
-		t.Errorf("a pod without vGPU that sets LD_PRELOAD was refused: %v", err)
+		t.Errorf("a pod without vGPU that sets LD_PRELOAD and NVIDIA_VISIBLE_DEVICES=void was refused: %v", err)
 	}
+	// A pod without vGPU that names every GPU for the NVIDIA container toolkit is refused.
+	allGPUs := tinyPod(e.ns, "no-vgpu-all-gpus", "")
+	allGPUs.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "NVIDIA_VISIBLE_DEVICES", Value: "all"}}
+	forbidden(t, "NVIDIA_VISIBLE_DEVICES=all without a GPU", create(allGPUs),
+		`pod `+e.ns+`/no-vgpu-all-gpus container "main" sets NVIDIA_VISIBLE_DEVICES but asks for no GPU`)
 	for i, prefix := range []string{"", "CUDA_DEVICE_MEMORY_LIMIT_1"} {
 		pod := vgpuPod(fmt.Sprintf("envfrom-%d", i))
 		pod.Spec.Containers[0].EnvFrom = fromConfigMap(prefix)
