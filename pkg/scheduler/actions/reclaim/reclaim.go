@@ -37,11 +37,23 @@ var rules = evictsearch.Rules{Scope: otherQueues}
 // reclaimable queues that the plugins' Reclaimable allows, for the tasks the plugins'
 // Preemptive lets the queue take resources back for.
 func otherQueues(ssn *framework.Session, queue *api.QueueInfo) (evictsearch.Scope, bool) {
-	if ssn.Overused(queue) {
-		klog.V(3).InfoS("Queue is overused; it reclaims nothing", "queue", queue.Name)
+	mayReclaim, ofReclaimableQueue, ok := QueueRules(ssn, queue)
+	if !ok {
 		return evictsearch.Scope{}, false
 	}
-	ofReclaimableQueue := func(t *api.TaskInfo) bool {
+	return evictsearch.Scope{MayEvict: mayReclaim, Candidates: ofReclaimableQueue, Choose: ssn.Reclaimable, Together: ssn.ReclaimTogether}, true
+}
+
+// QueueRules are reclaim's rules on queues, which gangreclaim shares: a queue that is
+// overused reclaims nothing (ok false); it may take back for the tasks the plugins'
+// Preemptive allows (mayReclaim: nil, or why not), from pods of other queues that are
+// reclaimable (fromQueue).
+func QueueRules(ssn *framework.Session, queue *api.QueueInfo) (mayReclaim func(*api.TaskInfo) error, fromQueue func(*api.TaskInfo) bool, ok bool) {
+	if ssn.Overused(queue) {
+		klog.V(3).InfoS("Queue is overused; it reclaims nothing", "queue", queue.Name)
+		return nil, nil, false
+	}
+	fromQueue = func(t *api.TaskInfo) bool {
 		j := ssn.Jobs[t.Job]
 		if j == nil || j.Queue == queue.UID {
 			return false
@@ -49,8 +61,8 @@ func otherQueues(ssn *framework.Session, queue *api.QueueInfo) (evictsearch.Scop
 		q := ssn.Queues[j.Queue]
 		return q != nil && reclaimable(q)
 	}
-	mayReclaim := func(t *api.TaskInfo) error { return ssn.Preemptive(queue, t) }
-	return evictsearch.Scope{MayEvict: mayReclaim, Candidates: ofReclaimableQueue, Choose: ssn.Reclaimable, Together: ssn.ReclaimTogether}, true
+	mayReclaim = func(t *api.TaskInfo) error { return ssn.Preemptive(queue, t) }
+	return mayReclaim, fromQueue, true
 }
 
 // reclaimable: the queue's spec.reclaimable, true when unset.
