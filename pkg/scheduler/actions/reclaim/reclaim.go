@@ -8,10 +8,8 @@
 // The turn each starving job gets, victim choice per node, and the rule that a task that
 // would not fit evicts nothing, are in actions/internal/evictsearch; this package says what a
 // job may evict. The reclaimer is bound by a later cycle once its victims are gone.
-//
-// Volcano v1.15's gangreclaim runs this action under that name, as gangpreempt runs preempt
-// and with the same differences (see package preempt); here it is gang's Reclaimable that
-// keeps victim gangs at their minimum.
+// gangreclaim (Volcano v1.15's) shares its queue rules (QueueRules) and chooses its victims a
+// victim job at a time instead.
 package reclaim
 
 import (
@@ -22,13 +20,11 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 )
 
-// Name is the action's name in volcano-scheduler.conf; GangName, Volcano v1.15's name for its
-// gang-aware reclaim, which runs this action.
-const Name, GangName = "reclaim", "gangreclaim"
+// Name is the action's name in volcano-scheduler.conf.
+const Name = "reclaim"
 
-// New is the action under Name, NewGang under GangName.
-func New() framework.Action     { return evictsearch.NewAction(Name, rules) }
-func NewGang() framework.Action { return evictsearch.NewAction(GangName, rules) }
+// New is the action.
+func New() framework.Action { return evictsearch.NewAction(Name, rules) }
 
 // rules: a starving job takes from other queues only, in a single turn.
 var rules = evictsearch.Rules{Scope: otherQueues}

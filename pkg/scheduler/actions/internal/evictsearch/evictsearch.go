@@ -1,4 +1,5 @@
-// Package evictsearch is what preempt and reclaim share: the action itself, which gives each
+// Package evictsearch is what preempt and reclaim share, and what the gang actions
+// (gangpreempt, gangreclaim) search with inside the victim jobs they choose: the action itself, which gives each
 // starving job in turn the pods it may evict (an action's own Rules say which), and the search
 // that follows: for each pending task of the job, a node where evicting some of those pods
 // makes room, those evictions and the task pipelined onto the node's releasing resources kept
