@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/preempt"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/reclaim"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/gangpreempt"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/gangreclaim"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/deviceshare"
 )
@@ -169,36 +169,24 @@ func TestUpstreamConfsLoad(t *testing.T) {
 	}
 }
 
-// Volcano v1.15's gangpreempt and gangreclaim run this scheduler's preempt and reclaim under
-// the names the file gives; a file that names one action under both its names runs it once,
-// while a name written twice runs twice, as upstream runs it.
-func TestGangActionsRunOnce(t *testing.T) {
+// Volcano v1.15's gangpreempt and gangreclaim are actions of their own, as there: a file that
+// names them beside preempt and reclaim runs every one, in its order.
+func TestGangActionsAreActionsOfTheirOwn(t *testing.T) {
 	registry := newRegistry(allocate.Options{})
-	cfg, skipped, err := conf.Parse([]byte(`actions: "enqueue, allocate, gangpreempt, preempt, reclaim, gangreclaim, backfill, backfill"
+	cfg, skipped, err := conf.Parse([]byte(`actions: "enqueue, allocate, gangpreempt, preempt, reclaim, gangreclaim, backfill"
 tiers:
 - plugins:
   - name: gang
 `), registry)
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || len(skipped) > 0 {
+		t.Fatalf("skipped %v, err %v", skipped, err)
 	}
-	want := []string{
-		`actions: action "preempt" is skipped: in Volcano an action of its own; this scheduler runs it as its preempt action, which "gangpreempt" already runs in this cycle`,
-		`actions: action "gangreclaim" is skipped: in Volcano an action of its own; this scheduler runs it as its reclaim action, which "reclaim" already runs in this cycle`,
-	}
-	var got []string
-	for _, s := range skipped {
-		got = append(got, s.Error())
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("skipped\n got %q\nwant %q", got, want)
-	}
-	if got, want := cfg.ActionNames(), []string{"enqueue", "allocate", "gangpreempt", "reclaim", "backfill", "backfill"}; !slices.Equal(got, want) {
+	if got, want := cfg.ActionNames(), []string{"enqueue", "allocate", "gangpreempt", "preempt", "reclaim", "gangreclaim", "backfill"}; !slices.Equal(got, want) {
 		t.Errorf("actions %q, want %q", got, want)
 	}
-	for name, of := range map[string]string{preempt.GangName: preempt.Name, reclaim.GangName: reclaim.Name} {
-		if a, ok := registry.Action(name); !ok || a.Name() != name || registry.ActionOf(name) != of {
-			t.Errorf("action %s: want it registered under its own name, as the action %s", name, of)
+	for _, name := range []string{gangpreempt.Name, gangreclaim.Name} {
+		if a, ok := registry.Action(name); !ok || a.Name() != name {
+			t.Errorf("action %s: want it registered under its own name", name)
 		}
 	}
 }

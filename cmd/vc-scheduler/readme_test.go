@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"maps"
 	"os"
 	"slices"
@@ -65,8 +64,6 @@ func TestReadmeNamesEveryVolcanoName(t *testing.T) {
 			_, lacking := registry.Upstream(kind.skip)[name]
 			here := "skipped with a warning"
 			switch {
-			case kind.is(name) && kind.skip == conf.SkippedAction && registry.ActionOf(name) != name:
-				here = fmt.Sprintf("runs as `%s`", registry.ActionOf(name))
 			case kind.is(name):
 				here = "implemented"
 			case !lacking:

@@ -12,6 +12,8 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/backfill"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/enqueue"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/gangpreempt"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/gangreclaim"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/preempt"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/reclaim"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
@@ -75,8 +77,8 @@ func newRegistryWith(allocateOpts allocate.Options, src sources) *framework.Regi
 	r.RegisterAction(backfill.NewWithOptions(allocateOpts))
 	r.RegisterAction(preempt.New())
 	r.RegisterAction(reclaim.New())
-	r.RegisterAlias(preempt.NewGang(), preempt.Name)
-	r.RegisterAlias(reclaim.NewGang(), reclaim.Name)
+	r.RegisterAction(gangpreempt.New())
+	r.RegisterAction(gangreclaim.New())
 	for name, spec := range map[string]framework.PluginSpec{
 		priority.PluginName:      {Build: priority.New, Arguments: priority.ArgumentKeys},
 		gang.PluginName:          {Build: gang.New, Arguments: gang.ArgumentKeys},

@@ -96,10 +96,10 @@ func TestUpstreamNamesAreVolcanos(t *testing.T) {
 }
 
 // Golden: what each kind of skipped name is told, word for word. A Volcano name this
-// scheduler lacks says what it does there; one this scheduler runs under another of its
-// names says so; a name Volcano lacks too says so, pointing to the nearest name either has.
+// scheduler lacks says what it does there; a name Volcano lacks too says so, pointing to the
+// nearest name either has.
 func TestSkipReasonsSayWhatTheNameIsInVolcano(t *testing.T) {
-	_, skipped, err := conf.Parse([]byte(`actions: "enqueue, allocate, shuffle, gangreclaim, reclaim, alocate, elect"
+	_, skipped, err := conf.Parse([]byte(`actions: "enqueue, allocate, shuffle, alocate, elect"
 tiers:
 - plugins:
   - name: gang
@@ -114,7 +114,6 @@ tiers:
 	}
 	want := []string{
 		`actions: action "shuffle" is skipped: not implemented by this scheduler; in Volcano it evicts running pods that the rescheduling plugin picks, so that they are placed again`,
-		`actions: action "reclaim" is skipped: in Volcano an action of its own; this scheduler runs it as its reclaim action, which "gangreclaim" already runs in this cycle`,
 		`actions: action "alocate" is skipped: no action of this name in this scheduler or in Volcano; did you mean "allocate"?`,
 		`actions: action "elect" is skipped: no action of this name in this scheduler or in Volcano`,
 		`tiers[0].plugins[1]: plugin "tdm" is skipped: not implemented by this scheduler; in Volcano it runs pods on time-shared nodes only within their windows and evicts them when one ends`,

@@ -24,14 +24,6 @@ type ArgumentChecker interface {
 	CheckPluginArguments(plugin string, args Arguments) error
 }
 
-// ActionAliases is optionally implemented by a KnownNames that runs one action under more
-// than one of Volcano's names (actions of their own there): ActionOf is the name of the action that name runs (name itself unless it is
-// an alias). An action named a second time under another of its names is skipped, so that it
-// runs once per cycle.
-type ActionAliases interface {
-	ActionOf(name string) string
-}
-
 // NameSet is a KnownNames backed by two fixed sets, for callers (and tests) that have plain
 // lists.
 type NameSet struct {
@@ -69,7 +61,7 @@ var ErrNoActions = errors.New("actions: no action configured")
 // an action or plugin the scheduler does not have, a plugin entry without a name, an
 // argument its plugin does not read or does not act on, a value its plugin refuses (the
 // plugin then runs with its default there), an enableHierarchy the plugin does not
-// implement, an action the list already names under another of its names (ActionAliases).
+// implement.
 // The only error is ErrNoActions: no action left to run. cfg is not changed.
 func Resolve(cfg *SchedulerConfiguration, names KnownNames) (*SchedulerConfiguration, []*Skipped, error) {
 	out := *cfg
@@ -77,29 +69,12 @@ func Resolve(cfg *SchedulerConfiguration, names KnownNames) (*SchedulerConfigura
 	skippedActions := map[string]bool{}
 
 	var actions []string
-	aliases, _ := names.(ActionAliases)
-	// runBy is the name under which each action runs, the first the list gives it.
-	runBy := map[string]string{}
 	for _, action := range cfg.ActionNames() {
 		if !names.IsAction(action) {
 			skippedActions[action] = true
 			skipped = append(skipped, &Skipped{Kind: SkippedAction, Where: "actions", Name: action,
 				Reason: unknownNameReason(SkippedAction, action, names)})
 			continue
-		}
-		if aliases != nil {
-			// Upstream runs both names where a file gives both: two algorithms there,
-			// the second trying what the first left starving. Here the names are one
-			// algorithm, and a second pass over the same session finds only what the
-			// first found, at the cost of a second search; so the second name is
-			// skipped, and reported. A name written twice runs twice, as upstream's.
-			of := aliases.ActionOf(action)
-			if first, ok := runBy[of]; ok && first != action {
-				skipped = append(skipped, &Skipped{Kind: SkippedAction, Where: "actions", Name: action,
-					Reason: fmt.Sprintf("in Volcano an action of its own; this scheduler runs it as its %s action, which %q already runs in this cycle", of, first)})
-				continue
-			}
-			runBy[of] = action
 		}
 		actions = append(actions, action)
 	}

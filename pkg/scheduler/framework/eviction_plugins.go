@@ -9,7 +9,8 @@ import (
 // actions/internal/evictsearch): whether a job still wants what it has not got (JobStarving),
 // whether its queue may take resources back (Preemptive), which pods a task may evict
 // (Preemptable, Reclaimable, and victim filters, which no tier overrules) and which of those
-// make room on a node (SelectVictims).
+// make room on a node (SelectVictims). The gang actions (gangpreempt, gangreclaim) ask the
+// same plugins through BundlePreemptable and BundleReclaimable.
 
 // EvictableFn answers, for a preemptor (or reclaimer) task, which of the candidate tasks its
 // plugin lets it evict. abstain true: the plugin has no say on this preemptor, and victims
@@ -96,6 +97,15 @@ func (ssn *Session) AddJobStarvingFn(plugin string, fn JobBoolFn) {
 	register(ssn, ssn.fns.jobStarving, plugin, fn)
 }
 
+// KeepsJobMinimum declares that the plugin's Preemptable, Reclaimable and VictimSet functions
+// are there to keep each victim job at its minimum (gang's). The gang actions keep it their
+// own way, by bundles of a job's pods (a job's surplus, or the whole job), and so leave those
+// functions out: asked, they would spare every single-pod job, which is always at its minimum.
+func (ssn *Session) KeepsJobMinimum(plugin string) {
+	ssn.minimumKeepers[plugin] = true
+	ssn.linked = nil
+}
+
 func preemptableFlag(o *conf.PluginOption) *bool { return o.EnabledPreemptable }
 func reclaimableFlag(o *conf.PluginOption) *bool { return o.EnabledReclaimable }
 func preemptiveFlag(o *conf.PluginOption) *bool  { return o.EnablePreemptive }
@@ -112,6 +122,19 @@ func (ssn *Session) Preemptable(preemptor *api.TaskInfo, candidates []*api.TaskI
 func (ssn *Session) Reclaimable(reclaimer *api.TaskInfo, candidates []*api.TaskInfo) []*api.TaskInfo {
 	c := ssn.chains()
 	return filterVictims(c.reclaimFilter, evictable(c.reclaimable, reclaimer, candidates))
+}
+
+// BundlePreemptable is Preemptable for gangpreempt: the same tiers and filters, less the
+// plugins that keep job minimums (KeepsJobMinimum).
+func (ssn *Session) BundlePreemptable(preemptor *api.TaskInfo, candidates []*api.TaskInfo) []*api.TaskInfo {
+	c := ssn.chains()
+	return filterVictims(c.preemptFilter, evictable(c.bundlePreemptable, preemptor, candidates))
+}
+
+// BundleReclaimable is Reclaimable for gangreclaim, less the plugins that keep job minimums.
+func (ssn *Session) BundleReclaimable(reclaimer *api.TaskInfo, candidates []*api.TaskInfo) []*api.TaskInfo {
+	c := ssn.chains()
+	return filterVictims(c.reclaimFilter, evictable(c.bundleReclaimable, reclaimer, candidates))
 }
 
 // filterVictims passes the victims through every filter of the chain, in tier order.

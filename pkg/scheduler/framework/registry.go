@@ -16,9 +16,6 @@ import (
 type Registry struct {
 	plugins map[string]PluginSpec
 	actions map[string]Action
-	// aliasOf maps an action registered under a second name to the name it was first
-	// registered under.
-	aliasOf map[string]string
 	// upstreamActions and upstreamPlugins say what Volcano's actions and plugins that this
 	// binary lacks would have done.
 	upstreamActions, upstreamPlugins map[string]string
@@ -59,7 +56,7 @@ type ResourceOwner interface {
 
 // NewRegistry is an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{plugins: map[string]PluginSpec{}, actions: map[string]Action{}, aliasOf: map[string]string{},
+	return &Registry{plugins: map[string]PluginSpec{}, actions: map[string]Action{},
 		upstreamActions: map[string]string{}, upstreamPlugins: map[string]string{}}
 }
 
@@ -151,23 +148,6 @@ func (r *Registry) Upstream(kind conf.SkipKind) map[string]string {
 
 // RegisterAction adds an action under its name.
 func (r *Registry) RegisterAction(a Action) { r.actions[a.Name()] = a }
-
-// RegisterAlias adds a under its name as a second name of the action registered as of: the
-// same action, built to report the name it runs under (one a newer Volcano gives its
-// counterpart), so that a configuration written for that release runs it. A configuration
-// that names both runs it once (ActionOf).
-func (r *Registry) RegisterAlias(a Action, of string) {
-	r.actions[a.Name()] = a
-	r.aliasOf[a.Name()] = of
-}
-
-// ActionOf implements conf.ActionAliases.
-func (r *Registry) ActionOf(name string) string {
-	if of, ok := r.aliasOf[name]; ok {
-		return of
-	}
-	return name
-}
 
 // IsAction implements conf.KnownNames.
 func (r *Registry) IsAction(name string) bool { _, ok := r.actions[name]; return ok }

@@ -85,6 +85,9 @@ type Session struct {
 	unplaced []ownedResource
 	fns      sessionFns
 	linked   *sessionChains // fns in call order; nil until used after a registration
+	// minimumKeepers are the plugins whose eviction functions keep job minimums
+	// (KeepsJobMinimum), which the gang actions leave out.
+	minimumKeepers map[string]bool
 	// eventHandlers run inside every tentative allocate and its undo.
 	eventHandlers []*EventHandler
 
@@ -135,6 +138,7 @@ func OpenSession(cache Cache, cfg *conf.SchedulerConfiguration, registry *Regist
 		Configurations: cfg.Configurations,
 		EnabledActions: map[string]bool{},
 		fns:            newSessionFns(),
+		minimumKeepers: map[string]bool{},
 		unplaced:       registry.unplaced(cfg),
 	}
 	for _, a := range cfg.ActionNames() {

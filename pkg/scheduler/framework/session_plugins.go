@@ -129,6 +129,17 @@ func newChain[F any](tiers []conf.Tier, fns map[string]F, flag func(*conf.Plugin
 	return c
 }
 
+// without is the chain less the functions of the named plugins.
+func (c chain[F]) without(plugins map[string]bool) chain[F] {
+	var out chain[F]
+	for _, l := range c {
+		if !plugins[l.plugin] {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // sessionChains are the chains of every extension point combined across tiers.
 type sessionChains struct {
 	jobOrder                     chain[JobCompareFn]
@@ -147,11 +158,14 @@ type sessionChains struct {
 	jobValid                     chain[JobValidFn]
 	queueUsage                   chain[QueueUsageFn]
 	preemptable, reclaimable     chain[EvictableFn]
-	preemptFilter, reclaimFilter chain[VictimFilterFn]
-	preemptSet, reclaimSet       chain[VictimSetFn]
-	preemptive                   chain[AllocatableFn]
-	jobStarving                  chain[JobBoolFn]
-	victimSelect                 chain[VictimSelectFn]
+	// bundlePreemptable and bundleReclaimable are preemptable and reclaimable less the
+	// plugins that keep job minimums, for the gang actions.
+	bundlePreemptable, bundleReclaimable chain[EvictableFn]
+	preemptFilter, reclaimFilter         chain[VictimFilterFn]
+	preemptSet, reclaimSet               chain[VictimSetFn]
+	preemptive                           chain[AllocatableFn]
+	jobStarving                          chain[JobBoolFn]
+	victimSelect                         chain[VictimSelectFn]
 }
 
 // chains returns the session's chains, laying them out again after a registration. The
@@ -162,31 +176,33 @@ func (ssn *Session) chains() *sessionChains {
 	}
 	f, tiers := &ssn.fns, ssn.Tiers
 	ssn.linked = &sessionChains{
-		jobOrder:         newChain(tiers, f.jobOrder, jobOrderFlag),
-		queueOrder:       newChain(tiers, f.queueOrder, queueOrderFlag),
-		victimQueueOrder: newChain(tiers, f.victimQueueOrder, nil),
-		taskOrder:        newChain(tiers, f.taskOrder, taskOrderFlag),
-		prePredicate:     newChain(tiers, f.prePredicate, predicateFlag),
-		predicate:        newChain(tiers, f.predicate, predicateFlag),
-		nodeOrder:        newChain(tiers, f.nodeOrder, nodeOrderFlag),
-		batchNodeOrder:   newChain(tiers, f.batchNodeOrder, nodeOrderFlag),
-		overused:         newChain(tiers, f.overused, overusedFlag),
-		allocatable:      newChain(tiers, f.allocatable, allocatableFlag),
-		jobReady:         newChain(tiers, f.jobReady, jobReadyFlag),
-		jobPipelined:     newChain(tiers, f.jobPipelined, jobPipelinedFlag),
-		jobEnqueueable:   newChain(tiers, f.jobEnqueueable, jobEnqueuedFlag),
-		jobEnqueued:      newChain(tiers, f.jobEnqueued, jobEnqueuedFlag),
-		jobValid:         newChain(tiers, f.jobValid, nil),
-		queueUsage:       newChain(tiers, f.queueUsage, nil),
-		preemptable:      newChain(tiers, f.preemptable, preemptableFlag),
-		reclaimable:      newChain(tiers, f.reclaimable, reclaimableFlag),
-		preemptFilter:    newChain(tiers, f.victimFilter, preemptableFlag),
-		reclaimFilter:    newChain(tiers, f.victimFilter, reclaimableFlag),
-		preemptSet:       newChain(tiers, f.victimSet, preemptableFlag),
-		reclaimSet:       newChain(tiers, f.victimSet, reclaimableFlag),
-		preemptive:       newChain(tiers, f.preemptive, preemptiveFlag),
-		jobStarving:      newChain(tiers, f.jobStarving, jobStarvingFlag),
-		victimSelect:     newChain(tiers, f.victimSelect, nil),
+		jobOrder:          newChain(tiers, f.jobOrder, jobOrderFlag),
+		queueOrder:        newChain(tiers, f.queueOrder, queueOrderFlag),
+		victimQueueOrder:  newChain(tiers, f.victimQueueOrder, nil),
+		taskOrder:         newChain(tiers, f.taskOrder, taskOrderFlag),
+		prePredicate:      newChain(tiers, f.prePredicate, predicateFlag),
+		predicate:         newChain(tiers, f.predicate, predicateFlag),
+		nodeOrder:         newChain(tiers, f.nodeOrder, nodeOrderFlag),
+		batchNodeOrder:    newChain(tiers, f.batchNodeOrder, nodeOrderFlag),
+		overused:          newChain(tiers, f.overused, overusedFlag),
+		allocatable:       newChain(tiers, f.allocatable, allocatableFlag),
+		jobReady:          newChain(tiers, f.jobReady, jobReadyFlag),
+		jobPipelined:      newChain(tiers, f.jobPipelined, jobPipelinedFlag),
+		jobEnqueueable:    newChain(tiers, f.jobEnqueueable, jobEnqueuedFlag),
+		jobEnqueued:       newChain(tiers, f.jobEnqueued, jobEnqueuedFlag),
+		jobValid:          newChain(tiers, f.jobValid, nil),
+		queueUsage:        newChain(tiers, f.queueUsage, nil),
+		preemptable:       newChain(tiers, f.preemptable, preemptableFlag),
+		reclaimable:       newChain(tiers, f.reclaimable, reclaimableFlag),
+		bundlePreemptable: newChain(tiers, f.preemptable, preemptableFlag).without(ssn.minimumKeepers),
+		bundleReclaimable: newChain(tiers, f.reclaimable, reclaimableFlag).without(ssn.minimumKeepers),
+		preemptFilter:     newChain(tiers, f.victimFilter, preemptableFlag),
+		reclaimFilter:     newChain(tiers, f.victimFilter, reclaimableFlag),
+		preemptSet:        newChain(tiers, f.victimSet, preemptableFlag),
+		reclaimSet:        newChain(tiers, f.victimSet, reclaimableFlag),
+		preemptive:        newChain(tiers, f.preemptive, preemptiveFlag),
+		jobStarving:       newChain(tiers, f.jobStarving, jobStarvingFlag),
+		victimSelect:      newChain(tiers, f.victimSelect, nil),
 	}
 	return ssn.linked
 }

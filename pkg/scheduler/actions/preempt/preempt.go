@@ -9,13 +9,8 @@
 // A preemptor is only pipelined: it is bound by a later cycle's allocate, once its victims
 // are gone. The turn each starving job gets, victim choice per node, and the rule that a task
 // that would not fit evicts nothing, are in actions/internal/evictsearch; this package says
-// what a job may evict.
-//
-// Volcano v1.15 adds gangpreempt, which chooses victims a job at a time. A configuration
-// written for it runs this action under that name: this one too evicts only for a gang that
-// then fits whole, and gang's Preemptable, where it is on, keeps every victim gang at its
-// minimum. Unlike upstream's, it never evicts a victim gang whole, and gangpreempt's
-// arguments (maxDomains, allowWholeBundle) have no effect here.
+// what a job may evict. gangpreempt (Volcano v1.15's) chooses its victims a victim job at a
+// time instead.
 package preempt
 
 import (
@@ -24,13 +19,11 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 )
 
-// Name is the action's name in volcano-scheduler.conf; GangName, Volcano v1.15's name for its
-// gang-aware preemption, which runs this action.
-const Name, GangName = "preempt", "gangpreempt"
+// Name is the action's name in volcano-scheduler.conf.
+const Name = "preempt"
 
-// New is the action under Name, NewGang under GangName.
-func New() framework.Action     { return evictsearch.NewAction(Name, rules) }
-func NewGang() framework.Action { return evictsearch.NewAction(GangName, rules) }
+// New is the action.
+func New() framework.Action { return evictsearch.NewAction(Name, rules) }
 
 // rules: a starving job first evicts pods of other jobs of its queue, then, if still
 // starving, its own lower-priority pods.

@@ -14,6 +14,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/backfill"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/enqueue"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/gangpreempt"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/evictsearch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/preempt"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
@@ -84,7 +85,7 @@ func preemptOnce(t *testing.T, c *cluster) ([]string, *framework.Session) {
 }
 
 // run loads a configuration of the given actions and one tier of plugins against a registry
-// that has preempt under both its names, runs it over the cluster, and returns what it
+// that has preempt and gangpreempt, runs it over the cluster, and returns what it
 // evicted ("pod: reason", sorted) and the session.
 func run(t *testing.T, c *cluster, actions string, tier []conf.PluginOption) ([]string, *framework.Session) {
 	t.Helper()
@@ -95,7 +96,7 @@ func run(t *testing.T, c *cluster, actions string, tier []conf.PluginOption) ([]
 	}}
 	reg := framework.NewRegistry()
 	reg.RegisterAction(preempt.New())
-	reg.RegisterAlias(preempt.NewGang(), preempt.Name)
+	reg.RegisterAction(gangpreempt.New())
 	reg.RegisterPlugin(priority.PluginName, priority.New)
 	reg.RegisterPlugin(gang.PluginName, gang.New)
 	reg.RegisterPlugin(conformance.PluginName, conformance.New)
@@ -215,9 +216,10 @@ func TestPreempt(t *testing.T) {
 	}
 }
 
-// A configuration written for Volcano v1.15 names gangpreempt: it loads with nothing skipped
-// and preempts, gang-aware, its victims' events naming the action as the file does.
-func TestGangPreemptRunsPreempt(t *testing.T) {
+// The same shapes under gangpreempt: a victim job's surplus goes first, and a victim gang
+// whose surplus cannot make room goes whole, where preempt (with gang's enablePreemptable on,
+// as defaultTier leaves it) keeps it at its minimum.
+func TestGangPreemptTakesBundles(t *testing.T) {
 	cases := []struct {
 		name  string
 		build func(*cluster)
@@ -231,16 +233,16 @@ func TestGangPreemptRunsPreempt(t *testing.T) {
 			c.job("ns", "low", 1, 1, 4, 0, "1", nil)
 			c.job("ns", "high", 10, 3, 0, 3, "2", nil)
 		}, nil},
-		{"a victim gang is not cut below its minimum", func(c *cluster) {
+		{"a victim gang whose surplus cannot make room goes whole", func(c *cluster) {
 			c.job("ns", "low", 1, 3, 4, 0, "1", nil)
 			c.job("ns", "high", 10, 2, 0, 2, "1", nil)
-		}, nil},
+		}, []string{"low-0: gangpreempt", "low-1: gangpreempt", "low-2: gangpreempt", "low-3: gangpreempt"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCluster("4")
 			tc.build(c)
-			if got, _ := run(t, c, preempt.GangName, defaultTier); !slices.Equal(got, tc.want) {
+			if got, _ := run(t, c, gangpreempt.Name, defaultTier); !slices.Equal(got, tc.want) {
 				t.Errorf("evicted %q, want %q", got, tc.want)
 			}
 		})

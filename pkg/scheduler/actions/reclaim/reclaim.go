@@ -8,10 +8,8 @@
 // The turn each starving job gets, victim choice per node, and the rule that a task that
 // would not fit evicts nothing, are in actions/internal/evictsearch; this package says what a
 // job may evict. The reclaimer is bound by a later cycle once its victims are gone.
-//
-// Volcano v1.15's gangreclaim runs this action under that name, as gangpreempt runs preempt
-// and with the same differences (see package preempt); here it is gang's Reclaimable that
-// keeps victim gangs at their minimum.
+// gangreclaim (Volcano v1.15's) shares its queue rules (QueueRules) and chooses its victims a
+// victim job at a time instead.
 package reclaim
 
 import (
@@ -22,13 +20,11 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 )
 
-// Name is the action's name in volcano-scheduler.conf; GangName, Volcano v1.15's name for its
-// gang-aware reclaim, which runs this action.
-const Name, GangName = "reclaim", "gangreclaim"
+// Name is the action's name in volcano-scheduler.conf.
+const Name = "reclaim"
 
-// New is the action under Name, NewGang under GangName.
-func New() framework.Action     { return evictsearch.NewAction(Name, rules) }
-func NewGang() framework.Action { return evictsearch.NewAction(GangName, rules) }
+// New is the action.
+func New() framework.Action { return evictsearch.NewAction(Name, rules) }
 
 // rules: a starving job takes from other queues only, in a single turn.
 var rules = evictsearch.Rules{Scope: otherQueues}
@@ -37,11 +33,23 @@ var rules = evictsearch.Rules{Scope: otherQueues}
 // reclaimable queues that the plugins' Reclaimable allows, for the tasks the plugins'
 // Preemptive lets the queue take resources back for.
 func otherQueues(ssn *framework.Session, queue *api.QueueInfo) (evictsearch.Scope, bool) {
-	if ssn.Overused(queue) {
-		klog.V(3).InfoS("Queue is overused; it reclaims nothing", "queue", queue.Name)
+	mayReclaim, ofReclaimableQueue, ok := QueueRules(ssn, queue)
+	if !ok {
 		return evictsearch.Scope{}, false
 	}
-	ofReclaimableQueue := func(t *api.TaskInfo) bool {
+	return evictsearch.Scope{MayEvict: mayReclaim, Candidates: ofReclaimableQueue, Choose: ssn.Reclaimable, Together: ssn.ReclaimTogether}, true
+}
+
+// QueueRules are reclaim's rules on queues, which gangreclaim shares: a queue that is
+// overused reclaims nothing (ok false); it may take back for the tasks the plugins'
+// Preemptive allows (mayReclaim: nil, or why not), from pods of other queues that are
+// reclaimable (fromQueue).
+func QueueRules(ssn *framework.Session, queue *api.QueueInfo) (mayReclaim func(*api.TaskInfo) error, fromQueue func(*api.TaskInfo) bool, ok bool) {
+	if ssn.Overused(queue) {
+		klog.V(3).InfoS("Queue is overused; it reclaims nothing", "queue", queue.Name)
+		return nil, nil, false
+	}
+	fromQueue = func(t *api.TaskInfo) bool {
 		j := ssn.Jobs[t.Job]
 		if j == nil || j.Queue == queue.UID {
 			return false
@@ -49,8 +57,8 @@ func otherQueues(ssn *framework.Session, queue *api.QueueInfo) (evictsearch.Scop
 		q := ssn.Queues[j.Queue]
 		return q != nil && reclaimable(q)
 	}
-	mayReclaim := func(t *api.TaskInfo) error { return ssn.Preemptive(queue, t) }
-	return evictsearch.Scope{MayEvict: mayReclaim, Candidates: ofReclaimableQueue, Choose: ssn.Reclaimable, Together: ssn.ReclaimTogether}, true
+	mayReclaim = func(t *api.TaskInfo) error { return ssn.Preemptive(queue, t) }
+	return mayReclaim, fromQueue, true
 }
 
 // reclaimable: the queue's spec.reclaimable, true when unset.

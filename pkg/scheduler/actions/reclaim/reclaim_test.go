@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/gangreclaim"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/evictsearch"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/reclaim"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
@@ -86,7 +87,7 @@ func queuePluginWith(queuePlugin string) []conf.Tier {
 	return []conf.Tier{{Plugins: append(slices.Clone(victimTier), conf.PluginOption{Name: queuePlugin})}}
 }
 
-// reclaimOnce loads a configuration of the action (under either of its names) and tiers, runs
+// reclaimOnce loads a configuration of the action (reclaim or gangreclaim) and tiers, runs
 // it over ci and returns what it evicted ("pod: reason", sorted).
 func reclaimOnce(t *testing.T, ci *api.ClusterInfo, action string, tiers []conf.Tier) []string {
 	t.Helper()
@@ -104,7 +105,7 @@ func reclaimSession(t *testing.T, ci *api.ClusterInfo, action string, tiers []co
 	}}
 	reg := framework.NewRegistry()
 	reg.RegisterAction(reclaim.New())
-	reg.RegisterAlias(reclaim.NewGang(), reclaim.Name)
+	reg.RegisterAction(gangreclaim.New())
 	for name, build := range map[string]framework.PluginBuilder{priority.PluginName: priority.New, gang.PluginName: gang.New,
 		conformance.PluginName: conformance.New, proportion.PluginName: proportion.New, capacity.PluginName: capacity.New} {
 		reg.RegisterPlugin(name, build)
@@ -204,13 +205,12 @@ func TestCapacityReclaimsDeclaredShare(t *testing.T) {
 	checkEvicted(t, reclaimOnce(t, twoQueues(setup, 3, 3), reclaim.Name, queuePluginAfter(capacity.PluginName)), 3, reclaim.Name)
 }
 
-// A configuration written for Volcano v1.15 names gangreclaim: it loads with nothing skipped
-// and reclaims, gang-aware, its victims' events naming the action as the file does.
-func TestGangReclaimRunsReclaim(t *testing.T) {
+// gangreclaim shares reclaim's queue rules: b takes its deserved half back from a's surplus,
+// and a gang that its deserved half cannot hold whole evicts nothing.
+func TestGangReclaimSharesTheQueueRules(t *testing.T) {
 	nothing := func(a, b *schedulingv1beta1.Queue) {}
-	checkEvicted(t, reclaimOnce(t, twoQueues(nothing, 2, 2), reclaim.GangName, queuePluginAfter(proportion.PluginName)), 2, reclaim.GangName)
-	// A gang that its deserved half cannot hold whole evicts nothing.
-	checkEvicted(t, reclaimOnce(t, twoQueues(nothing, 3, 3), reclaim.GangName, queuePluginAfter(proportion.PluginName)), 0, reclaim.GangName)
+	checkEvicted(t, reclaimOnce(t, twoQueues(nothing, 2, 2), gangreclaim.Name, queuePluginAfter(proportion.PluginName)), 2, gangreclaim.Name)
+	checkEvicted(t, reclaimOnce(t, twoQueues(nothing, 3, 3), gangreclaim.Name, queuePluginAfter(proportion.PluginName)), 0, gangreclaim.Name)
 }
 
 // Where the queue plugin has a say on the victims, a queue that holds no more than its

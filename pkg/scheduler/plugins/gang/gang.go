@@ -7,7 +7,9 @@
 //
 // For preempt and reclaim, a job is starving while fewer than minMember of its pods have a
 // place, and a running job gives up victims only down to its minMember: a gang is never cut
-// below its minimum.
+// below its minimum (where the plugin's enablePreemptable, enableReclaimable is on). The gang
+// actions, gangpreempt and gangreclaim, leave that rule out: they take a job's surplus first
+// and a whole job only when the surplus cannot make room.
 //
 // Not done yet: upstream's metrics volcano_job_retry_counts, volcano_unschedule_task_count and
 // volcano_unschedule_job_count (there is no scheduler metrics package).
@@ -66,6 +68,8 @@ func (gangPlugin) OnSessionOpen(ssn *framework.Session) {
 		return aboveMinimum(ssn, candidates), false
 	})
 	ssn.AddVictimSetFn(PluginName, func(victims []*api.TaskInfo) bool { return keepMinimum(ssn, victims) })
+	// gangpreempt and gangreclaim keep victim jobs at their minimum by bundles of their own.
+	ssn.KeepsJobMinimum(PluginName)
 	ssn.AddJobStarvingFn(PluginName, func(job *api.JobInfo) bool { return job.IsStarving() })
 }
 

@@ -34,9 +34,7 @@ type Scope struct {
 }
 
 // NewAction is the eviction action that rules describe, under name. The name is also what
-// a victim's Evict event says it was evicted for, as upstream's actions and their Volcano
-// v1.15 gang-aware namesakes (gangpreempt, gangreclaim), which run the same action here, each
-// give their own.
+// a victim's Evict event says it was evicted for, as upstream's actions each give their own.
 func NewAction(name string, rules Rules) framework.Action {
 	return action{name: name, rules: rules}
 }
@@ -51,7 +49,7 @@ func (a action) Name() string { return a.name }
 // Execute gives every starving job its turn (forJob), queues in queue order and each queue's
 // jobs in job order, then Then's turns.
 func (a action) Execute(ssn *framework.Session) {
-	queues, starving := starvingJobs(ssn)
+	queues, starving := StarvingJobs(ssn)
 	for _, queue := range queues {
 		scope, ok := a.rules.Scope(ssn, queue)
 		if !ok {
@@ -79,9 +77,9 @@ func (a action) Execute(ssn *framework.Session) {
 	}
 }
 
-// starvingJobs are the admitted, valid, starving jobs with pending tasks, by queue; queues
+// StarvingJobs are the admitted, valid, starving jobs with pending tasks, by queue; queues
 // in queue order, each queue's jobs in job order.
-func starvingJobs(ssn *framework.Session) ([]*api.QueueInfo, map[api.QueueID][]*api.JobInfo) {
+func StarvingJobs(ssn *framework.Session) ([]*api.QueueInfo, map[api.QueueID][]*api.JobInfo) {
 	byQueue := map[api.QueueID][]*api.JobInfo{}
 	order := priorityqueue.New(ssn.QueueOrderFn)
 	for _, job := range ssn.Jobs {

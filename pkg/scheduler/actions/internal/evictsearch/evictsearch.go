@@ -1,4 +1,5 @@
-// Package evictsearch is what preempt and reclaim share: the action itself, which gives each
+// Package evictsearch is what preempt and reclaim share, and what the gang actions
+// (gangpreempt, gangreclaim) search with inside the victim jobs they choose: the action itself, which gives each
 // starving job in turn the pods it may evict (an action's own Rules say which), and the search
 // that follows: for each pending task of the job, a node where evicting some of those pods
 // makes room, those evictions and the task pipelined onto the node's releasing resources kept
@@ -57,18 +58,44 @@ type Chooser func(preemptor *api.TaskInfo, candidates []*api.TaskInfo) []*api.Ta
 // or Session.ReclaimTogether.
 type Together func(victims []*api.TaskInfo) bool
 
-// forJob lets the job's pending tasks, in task order and while the job is starving, each make
-// room by Search, evicting pods of other jobs that scope allows (reason as there).
-// scope.MayEvict, when set, is asked first for each task; its refusal ends the job's turn. The
-// evictions stand only if the job is then pipelined (its whole gang has a place): otherwise
-// nothing is evicted, and the tasks that found no place get Search's explanation as their
-// NodesFitErrors, which the pods' PodScheduled condition and the PodGroup's Unschedulable
-// condition ("Origin reason is <pod>: ...", api.JobInfo.FitError) then state.
+// forJob lets the job's pending tasks make room by TryJob, evicting pods of other jobs that
+// scope allows (reason as there). The evictions stand only if the job is then pipelined (its
+// whole gang has a place): otherwise nothing is evicted, and Explain records why.
 func forJob(ssn *framework.Session, job *api.JobInfo, scope Scope, reason string) {
-	otherJob := func(t *api.TaskInfo) bool { return t.Job != job.UID && scope.Candidates(t) }
-	stmt := ssn.NewStatement()
-	var placed []*api.TaskInfo
-	var unplaced map[api.TaskID]*api.FitErrors
+	candidates := scope.Candidates
+	scope.Candidates = func(t *api.TaskInfo) bool { return t.Job != job.UID && candidates(t) }
+	a := TryJob(ssn, job, scope, reason)
+	if a.Pipelined() {
+		a.Stmt.Commit()
+		return
+	}
+	klog.V(3).InfoS("Evictions would not let the job run; nothing evicted", "podGroup", klog.KRef(job.Namespace, job.Name), "action", reason)
+	a.Stmt.Discard()
+	a.Explain()
+}
+
+// Attempt is one try at making room for a job: its evictions and placements, applied to the
+// session in Stmt, which the caller commits or discards.
+type Attempt struct {
+	Stmt *framework.Statement
+	ssn  *framework.Session
+	job  *api.JobInfo
+	// placed are the tasks that found a place; unplaced, why the others found none where
+	// that says more than an earlier record.
+	placed   []*api.TaskInfo
+	unplaced map[api.TaskID]*api.FitErrors
+}
+
+// Pipelined reports whether the job, with the attempt's placements, is pipelined: its whole
+// gang has a place, so the evictions serve.
+func (a *Attempt) Pipelined() bool { return a.ssn.JobPipelined(a.job) }
+
+// TryJob lets the job's pending tasks, in task order and while the job is starving, each make
+// room by Search, evicting candidates that scope allows (reason as there), all in one new
+// statement. scope.MayEvict, when set, is asked first for each task; its refusal ends the
+// job's turn.
+func TryJob(ssn *framework.Session, job *api.JobInfo, scope Scope, reason string) *Attempt {
+	a := &Attempt{Stmt: ssn.NewStatement(), ssn: ssn, job: job}
 	for _, task := range PendingTasks(ssn, job) {
 		if !ssn.JobStarving(job) {
 			break
@@ -79,26 +106,28 @@ func forJob(ssn *framework.Session, job *api.JobInfo, scope Scope, reason string
 				break
 			}
 		}
-		r := search(ssn, stmt, task, otherJob, scope.Choose, scope.Together, reason)
+		r := search(ssn, a.Stmt, task, scope.Candidates, scope.Choose, scope.Together, reason)
 		switch {
 		case r.placed:
-			placed = append(placed, task)
+			a.placed = append(a.placed, task)
 		case r.why != nil && (r.victimsSeen || job.NodesFitErrors[task.UID] == nil):
 			// A search that found no pod it might evict anywhere says less than an earlier
 			// record (allocate's, or preempt's before reclaim's): that one stands.
-			if unplaced == nil {
-				unplaced = map[api.TaskID]*api.FitErrors{}
+			if a.unplaced == nil {
+				a.unplaced = map[api.TaskID]*api.FitErrors{}
 			}
-			unplaced[task.UID] = r.why
+			a.unplaced[task.UID] = r.why
 		}
 	}
-	if ssn.JobPipelined(job) {
-		stmt.Commit()
-		return
-	}
-	klog.V(3).InfoS("Evictions would not let the job run; nothing evicted", "podGroup", klog.KRef(job.Namespace, job.Name), "action", reason)
-	stmt.Discard()
-	if len(unplaced) == 0 {
+	return a
+}
+
+// Explain records, after the attempt is discarded, why its tasks found no place as their
+// NodesFitErrors, which the pods' PodScheduled condition and the PodGroup's Unschedulable
+// condition ("Origin reason is <pod>: ...", api.JobInfo.FitError) then state.
+func (a *Attempt) Explain() {
+	job := a.job
+	if len(a.unplaced) == 0 {
 		return
 	}
 	if job.NodesFitErrors == nil {
@@ -107,10 +136,10 @@ func forJob(ssn *framework.Session, job *api.JobInfo, scope Scope, reason string
 	// The tasks that found a place are not what kept the gang back: an older record of
 	// theirs (allocate's, from before any eviction) would be the PodGroup's origin reason if
 	// its pod's name sorts first. Their pods' own message says where they would go.
-	for _, t := range placed {
+	for _, t := range a.placed {
 		delete(job.NodesFitErrors, t.UID)
 	}
-	for uid, why := range unplaced {
+	for uid, why := range a.unplaced {
 		job.NodesFitErrors[uid] = why
 	}
 }
@@ -155,7 +184,7 @@ func search(ssn *framework.Session, stmt *framework.Statement, preemptor *api.Ta
 	nothingToEvict := api.NewStatus(api.Unschedulable, ReasonNothingToEvict)
 	noVictimAllowed := api.NewStatus(api.Unschedulable, ReasonNoVictimAllowed)
 	for _, node := range candidateNodes(ssn, preemptor, why) {
-		candidates := candidatesOn(ssn, node, filter)
+		candidates := CandidatesOn(ssn, node, filter)
 		if len(candidates) == 0 {
 			if roomNow = roomNow || fits(ssn, preemptor, node); !roomNow {
 				why.SetNodeError(node.Name, nothingToEvict)
@@ -296,9 +325,9 @@ func candidateNodes(ssn *framework.Session, task *api.TaskInfo, why *api.FitErro
 	return out
 }
 
-// candidatesOn are the session's tasks on node that may be victims at all: running or bound,
+// CandidatesOn are the session's tasks on node that may be victims at all: running or bound,
 // asking for something, not marked volcano.sh/preemptable: "false", and accepted by filter.
-func candidatesOn(ssn *framework.Session, node *api.NodeInfo, filter func(*api.TaskInfo) bool) []*api.TaskInfo {
+func CandidatesOn(ssn *framework.Session, node *api.NodeInfo, filter func(*api.TaskInfo) bool) []*api.TaskInfo {
 	var out []*api.TaskInfo
 	for uid, nt := range node.Tasks {
 		job := ssn.Jobs[nt.Job]

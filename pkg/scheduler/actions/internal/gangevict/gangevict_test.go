@@ -1,0 +1,348 @@
+package gangevict_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/backfill"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/enqueue"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/gangpreempt"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/gangreclaim"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/binpack"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/conformance"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/deviceshare"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/drf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/gang"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/nodeorder"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/overcommit"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/predicates"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/priority"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/proportion"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
+	"github.com/volcano-vgpu/volcano-vgpu/test/minresources"
+)
+
+// gpuMiB is each GPU's memory: a pod of gpuMiB takes a whole GPU, one of half takes half.
+const gpuMiB, half = 24576, 12288
+
+// pod is a pod of a job asking 1 cpu, 1Gi and one vGPU of memory MiB: running on GPU gpu of
+// n0, or pending when gpu is -1; keep marks it volcano.sh/preemptable: "false".
+type pod struct {
+	memory int32
+	gpu    int
+	keep   bool
+}
+
+// job is a PodGroup of the given queue, priority and minMember, its pods named <name>-<i>.
+type job struct {
+	name, queue string
+	prio, min   int32
+	pods        []pod
+}
+
+// singles is n single-pod jobs <prefix><i> of queue, priority prio, each pod of memory MiB on
+// GPU gpu(i).
+func singles(prefix, queue string, prio int32, n int, memory int32, gpu func(int) int) []job {
+	out := make([]job, n)
+	for i := range out {
+		out[i] = job{fmt.Sprintf("%s%d", prefix, i), queue, prio, 1, []pod{{memory, gpu(i), false}}}
+	}
+	return out
+}
+
+// pending is n pending pods of memory MiB.
+func pending(n int, memory int32) []pod {
+	out := make([]pod, n)
+	for i := range out {
+		out[i] = pod{memory, -1, false}
+	}
+	return out
+}
+
+// cluster is node n0 with gpus GPUs of gpuMiB (split 10), 64 cpus and 256Gi, queues of the
+// given weights, and the jobs, each PodGroup with the minResources Volcano's job controller
+// gives it; the GPU ledger is derived from the running pods' assignments as the cache does.
+func cluster(t *testing.T, gpus int, weights map[string]int32, jobs ...job) *api.ClusterInfo {
+	t.Helper()
+	uuid := func(i int) string { return fmt.Sprintf("GPU-%08d-0000-0000-0000-000000000000", i) }
+	devices := make([]vgpu.NodeDevice, gpus)
+	for i := range devices {
+		devices[i] = vgpu.NodeDevice{UUID: uuid(i), Count: 10, Memory: gpuMiB, Type: "NVIDIA-NVIDIA H200", Healthy: true, Mode: vgpu.ModeHAMiCore}
+	}
+	register, err := vgpu.EncodeNodeDevices(devices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocatable := st.Resources("64", "256Gi", "pods", "110", string(vgpu.DefaultCountResource), fmt.Sprint(10*gpus),
+		string(vgpu.DefaultMemoryResource), fmt.Sprint(gpuMiB*gpus), string(vgpu.DefaultCoresResource), fmt.Sprint(100*gpus))
+	n := api.NewNodeInfo(st.MakeNode().Name("n0").Annotation(vgpu.NodeDevicesAnnotation, register).
+		Allocatable(allocatable).Capacity(allocatable).Obj())
+	ci := &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{n.Name: n},
+		NodeList: []*api.NodeInfo{n}, Queues: map[api.QueueID]*api.QueueInfo{}}
+	for name, w := range weights {
+		q := st.MakeQueue().Name(name).Weight(w).Obj()
+		q.Status.State = schedulingv1beta1.QueueStateOpen
+		ci.Queues[api.QueueID(name)] = api.NewQueueInfo(q)
+	}
+	for _, j := range jobs {
+		phase := schedulingv1beta1.PodGroupInqueue
+		var objs []*corev1.Pod
+		for i, p := range j.pods {
+			asks := st.Resources("1", "1Gi", string(vgpu.DefaultCountResource), "1", string(vgpu.DefaultMemoryResource), fmt.Sprint(p.memory))
+			w := st.MakePod().Namespace("ns").Name(fmt.Sprintf("%s-%d", j.name, i)).UID(fmt.Sprintf("uid-%s-%d", j.name, i)).
+				Group(j.name).SchedulerName("volcano").Containers(corev1.Container{Name: "main",
+				Resources: corev1.ResourceRequirements{Limits: asks, Requests: asks.DeepCopy()}})
+			if p.keep {
+				w.Annotation(schedulingv1beta1.PodPreemptable, "false")
+			}
+			if p.gpu >= 0 {
+				assignment, err := vgpu.PodDevices{{{UUID: uuid(p.gpu), Type: vgpu.DeviceTypeNVIDIA, UsedMemory: p.memory}}}.Encode()
+				if err != nil {
+					t.Fatal(err)
+				}
+				w.Node("n0").Phase(corev1.PodRunning).Annotation(vgpu.AssignedNodeAnnotation, "n0").
+					Annotation(vgpu.AssignedDevicesAnnotation, assignment).Annotation(vgpu.DevicesToAllocateAnnotation, "").
+					Annotation(vgpu.BindPhaseAnnotation, vgpu.BindPhaseSuccess)
+				phase = schedulingv1beta1.PodGroupRunning
+			}
+			objs = append(objs, w.Obj())
+		}
+		pg := st.MakePodGroup().Namespace("ns").Name(j.name).MinMember(j.min).Queue(j.queue).
+			MinResources(minresources.Of(objs, int(j.min))).Phase(phase).Obj()
+		info := api.NewJobInfo(api.NewJobID("ns", j.name))
+		info.Priority = j.prio
+		for _, o := range objs {
+			task := api.NewTaskInfo(o)
+			info.AddTask(task)
+			if o.Spec.NodeName != "" {
+				n.AddTask(task)
+			}
+		}
+		info.SetPodGroup(pg, j.queue)
+		ci.Jobs[info.UID] = info
+	}
+	if d := deviceshare.NewDeriver().Derive(n); d != nil {
+		n.Devices = map[string]api.Devices{deviceshare.PluginName: d}
+	}
+	return ci
+}
+
+// registry has every action and plugin the chart's configuration names, and the gang actions.
+func registry() *framework.Registry {
+	reg := framework.NewRegistry()
+	for _, a := range []framework.Action{enqueue.New(), allocate.New(), backfill.New(), gangpreempt.New(), gangreclaim.New()} {
+		reg.RegisterAction(a)
+	}
+	for name, build := range map[string]framework.PluginBuilder{
+		priority.PluginName: priority.New, gang.PluginName: gang.New, conformance.PluginName: conformance.New,
+		overcommit.PluginName: overcommit.New, drf.PluginName: drf.New, predicates.PluginName: predicates.New,
+		proportion.PluginName: proportion.New, nodeorder.PluginName: nodeorder.New, binpack.PluginName: binpack.New,
+		deviceshare.PluginName: deviceshare.NewBuilder(deviceshare.NewStaticShared()),
+	} {
+		reg.RegisterPlugin(name, build)
+	}
+	return reg
+}
+
+// chartConf is the chart's configuration (config/volcano-scheduler.conf) with actions in
+// place of its own, and configurations appended.
+func chartConf(t *testing.T, reg *framework.Registry, actions, configurations string) *conf.SchedulerConfiguration {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "..", "config", "volcano-scheduler.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(data), `"enqueue, allocate, backfill"`, `"`+actions+`"`, 1)
+	if text == string(data) {
+		t.Fatal("config/volcano-scheduler.conf: no actions line to replace")
+	}
+	cfg, skipped, err := conf.Parse([]byte(text+configurations), reg)
+	if err != nil || len(skipped) > 0 {
+		t.Fatalf("config/volcano-scheduler.conf: skipped %v, err %v", skipped, err)
+	}
+	return cfg
+}
+
+// runOnce runs the configuration over ci and returns the evicted pods ("pod: reason",
+// sorted) and the session.
+func runOnce(t *testing.T, ci *api.ClusterInfo, cfg *conf.SchedulerConfiguration, reg *framework.Registry) ([]string, *framework.Session) {
+	t.Helper()
+	var evicted []string
+	cache := &frameworktest.Cache{Snap: ci, OnEvict: func(task *api.TaskInfo, reason string) error {
+		evicted = append(evicted, task.Name+": "+reason)
+		return nil
+	}}
+	ssn := frameworktest.RunActions(t, cache, cfg, reg)
+	slices.Sort(evicted)
+	return evicted, ssn
+}
+
+// gpusOf are the GPUs (by index) the named pods ran on in ci.
+func gpusOf(t *testing.T, ci *api.ClusterInfo, evicted []string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, e := range evicted {
+		name, _, _ := strings.Cut(e, ":")
+		for _, j := range ci.Jobs {
+			for _, task := range j.Tasks {
+				if task.Name == name {
+					out[task.Pod.Annotations[vgpu.AssignedDevicesAnnotation]]++
+				}
+			}
+		}
+	}
+	return out
+}
+
+// pipelined are the job's pipelined pods, by name, sorted.
+func pipelined(ssn *framework.Session, name string) []string {
+	var out []string
+	for _, task := range ssn.Jobs[api.NewJobID("ns", name)].TaskStatusIndex[api.Pipelined] {
+		out = append(out, task.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Issue 47's reclaim case, under the chart's configuration with gangreclaim: queue a fills
+// the 4 GPUs with 8 single-pod jobs of half a GPU each (GPU i holds a<i> and a<i+4>, so that
+// the least bundles that serve are not the GPUs' pairs); queue b's 2-pod gang of whole GPUs
+// takes back its deserved half: exactly 4 pods evicted, 2 on each of 2 GPUs, and both of its
+// pods pipelined. Classic reclaim under that configuration takes nothing: gang keeps every
+// single-pod job at its minimum.
+func TestGangReclaimTakesSinglePodJobs(t *testing.T) {
+	jobs := append(singles("a", "a", 1, 8, half, func(i int) int { return i % 4 }), job{"b", "b", 1, 2, pending(2, gpuMiB)})
+	ci := cluster(t, 4, map[string]int32{"a": 1, "b": 1}, jobs...)
+	reg := registry()
+	evicted, ssn := runOnce(t, frameworktest.CloneCluster(ci), chartConf(t, reg, "enqueue, allocate, gangreclaim, backfill", ""), reg)
+	if len(evicted) != 4 {
+		t.Fatalf("evicted %q, want 4 of a's pods", evicted)
+	}
+	for _, e := range evicted {
+		if !strings.HasPrefix(e, "a") || !strings.HasSuffix(e, ": "+gangreclaim.Name) {
+			t.Errorf("evicted %q: want a's pods, for %s", e, gangreclaim.Name)
+		}
+	}
+	for gpu, n := range gpusOf(t, ci, evicted) {
+		if n != 2 {
+			t.Errorf("evicted %d pods on GPU %s, want both of 2 GPUs' pods (%q)", n, gpu, evicted)
+		}
+	}
+	if got := pipelined(ssn, "b"); !slices.Equal(got, []string{"b-0", "b-1"}) {
+		t.Errorf("b's pipelined pods are %q, want both", got)
+	}
+}
+
+// A gang g of 3 pods at minMember 2 (g-0, g-1 on GPU 0, g-2 on GPU 1) beside single-pod
+// jobs s0 (on GPU 1), s1 (GPU 2) and s2 (GPU 3), all of priority 1, the other halves of GPUs
+// 2 and 3 held by jobs of priority 20, and a preemptor of priority 10, under the chart's
+// configuration with gangpreempt: the gang's surplus member goes first; a single-pod job, a
+// whole bundle of one, goes with it where the surplus alone makes no room; the gang goes
+// whole (all three pods) only where nothing else makes room. With allowWholeBundle false, no
+// whole job goes: only the surplus.
+func TestGangPreemptTakesSurplusFirst(t *testing.T) {
+	gangAndSingles := func(singlesPrio int32) []job {
+		jobs := append(singles("s", "q", singlesPrio, 3, half, func(i int) int { return i + 1 }),
+			singles("x", "q", 20, 2, half, func(i int) int { return i + 2 })...)
+		return append(jobs, job{"g", "q", 1, 2, []pod{{half, 0, false}, {half, 0, false}, {half, 1, false}}})
+	}
+	const noWhole = "configurations:\n- name: gangpreempt\n  arguments:\n    allowWholeBundle: false\n"
+	cases := []struct {
+		name           string
+		jobs           []job
+		configurations string
+		want           []string
+	}{
+		{"half a GPU: the surplus member", append(gangAndSingles(1), job{"p", "q", 10, 1, pending(1, half)}), "",
+			[]string{"g-2"}},
+		{"a whole GPU: the surplus member and a single-pod job", append(gangAndSingles(1), job{"p", "q", 10, 1, pending(1, gpuMiB)}), "",
+			[]string{"g-2", "s0-0"}},
+		{"a whole GPU, the single-pod jobs ranking higher: the whole gang", append(gangAndSingles(10), job{"p", "q", 5, 1, pending(1, gpuMiB)}), "",
+			[]string{"g-0", "g-1", "g-2"}},
+		{"allowWholeBundle false, half a GPU: the surplus member", append(gangAndSingles(1), job{"p", "q", 10, 1, pending(1, half)}), noWhole,
+			[]string{"g-2"}},
+		{"allowWholeBundle false, a whole GPU: nothing", append(gangAndSingles(1), job{"p", "q", 10, 1, pending(1, gpuMiB)}), noWhole,
+			nil},
+		{"allowWholeBundle false, the single-pod jobs ranking higher: nothing", append(gangAndSingles(10), job{"p", "q", 5, 1, pending(1, gpuMiB)}), noWhole,
+			nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := registry()
+			ci := cluster(t, 4, map[string]int32{"q": 1}, tc.jobs...)
+			got, ssn := runOnce(t, ci, chartConf(t, reg, "enqueue, allocate, gangpreempt, backfill", tc.configurations), reg)
+			var want []string
+			for _, w := range tc.want {
+				want = append(want, w+": "+gangpreempt.Name)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("evicted %q, want %q", got, want)
+			}
+			if wantPlaced := len(tc.want) > 0; wantPlaced != (len(pipelined(ssn, "p")) == 1) {
+				t.Errorf("p pipelined: %v, want %v", pipelined(ssn, "p"), wantPlaced)
+			}
+		})
+	}
+}
+
+// A preemptor gang that cannot be placed whole evicts nothing: queue b (weight 3, owed 3 of
+// the 4 GPUs) reclaims from queue a, whose 4 single-pod jobs hold a GPU each, those on GPUs 2
+// and 3 marked volcano.sh/preemptable: "false". A 2-pod gang of whole GPUs takes GPUs 0 and
+// 1; a 3-pod gang, for which only two GPUs can be freed, takes nothing.
+func TestGangReclaimEvictsNothingUnlessTheWholeGangFits(t *testing.T) {
+	for _, tc := range []struct {
+		pods int
+		want []string
+	}{
+		{2, []string{"a0-0: gangreclaim", "a1-0: gangreclaim"}},
+		{3, nil},
+	} {
+		t.Run(fmt.Sprintf("%d pods", tc.pods), func(t *testing.T) {
+			a := singles("a", "a", 1, 4, gpuMiB, func(i int) int { return i })
+			a[2].pods[0].keep, a[3].pods[0].keep = true, true
+			ci := cluster(t, 4, map[string]int32{"a": 1, "b": 3}, append(a, job{"b", "b", 1, int32(tc.pods), pending(tc.pods, gpuMiB)})...)
+			reg := registry()
+			got, ssn := runOnce(t, ci, chartConf(t, reg, "enqueue, allocate, gangreclaim, backfill", ""), reg)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("evicted %q, want %q", got, tc.want)
+			}
+			if placed := pipelined(ssn, "b"); len(placed) != len(tc.want) {
+				t.Errorf("b's pipelined pods are %q, want %d", placed, len(tc.want))
+			}
+		})
+	}
+}
+
+// gangpreempt stays inside the preemptor's queue: queue a's single-pod job a0 (priority 1,
+// alone on GPU 0) would free a GPU with one eviction, but the preemptor is in queue b; there
+// it takes b's low-priority gang bl (3 pods at minMember 2: bl-0, bl-1 on GPU 1, bl-2 on GPU
+// 2 beside bx, of priority 10), whole, since only bl-0 and bl-1 together free a GPU and the
+// gang cannot run without them.
+func TestGangPreemptStaysInsideTheQueue(t *testing.T) {
+	ci := cluster(t, 3, map[string]int32{"a": 1, "b": 3},
+		job{"a0", "a", 1, 1, []pod{{gpuMiB, 0, false}}},
+		job{"bl", "b", 1, 2, []pod{{half, 1, false}, {half, 1, false}, {half, 2, false}}},
+		job{"bx", "b", 10, 1, []pod{{half, 2, false}}},
+		job{"bh", "b", 10, 1, pending(1, gpuMiB)})
+	reg := registry()
+	got, ssn := runOnce(t, ci, chartConf(t, reg, "enqueue, allocate, gangpreempt, backfill", ""), reg)
+	if want := []string{"bl-0: gangpreempt", "bl-1: gangpreempt", "bl-2: gangpreempt"}; !slices.Equal(got, want) {
+		t.Errorf("evicted %q, want %q", got, want)
+	}
+	if placed := pipelined(ssn, "bh"); !slices.Equal(placed, []string{"bh-0"}) {
+		t.Errorf("bh's pipelined pods are %q, want bh-0", placed)
+	}
+}
