@@ -60,6 +60,9 @@ func (a action) Execute(ssn *framework.Session) {
 			continue
 		}
 		for _, job := range starving[queue.UID] {
+			if ssn.Stopping() {
+				return
+			}
 			a.forJob(ssn, job, scope, wholeToo)
 		}
 	}
