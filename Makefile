@@ -51,7 +51,8 @@ bench: tools
 
 ## bench-e2e: vc-scheduler against a trivial binder end to end on the local cluster (kwok GPU
 ## nodes); BENCH_E2E_SIZES=100,500,1000 node counts; table, JSON and plot under .cache/bench;
-## then vGPU preemption on BENCH_PREEMPT_NODES=100 nodes (preempt.json, preempt.md)
+## then vGPU preemption on BENCH_PREEMPT_NODES=100 nodes (preempt.json, preempt.md), then a
+## restart with leader election on BENCH_RESTART_NODES=2000 nodes (restart.json, restart.md)
 bench-e2e: tools
 	hack/bench-e2e.sh
 

@@ -7,7 +7,8 @@
 # the preemption benchmark (benche2e preempt, test/workload/preempt.yaml) on
 # BENCH_PREEMPT_NODES kwok nodes (default 100: 32 low-priority pods per node fill every GPU,
 # then 2 high-priority pods per node preempt): preempt.json and preempt.md, failing if a GPU
-# was ever over capacity. The cluster is started if it is not up, and left up.
+# was ever over capacity. Then the restart benchmark (below) at its default size. The cluster is
+# started if it is not up, and left up.
 #   hack/bench-e2e.sh tiny     one small size with checks, as make test runs it: fails unless
 #                              vc-scheduler bound every pod without overbooking a GPU
 #   hack/bench-e2e.sh preempt  the preemption benchmark alone
@@ -36,9 +37,12 @@ if [ "${1:-}" = preempt ]; then
   preempt
   exit
 fi
-if [ "${1:-}" = restart ]; then
+restart() {
   "$BIN/benche2e" restart --nodes "${BENCH_RESTART_NODES:-2000}" --out "$out" --check
   log "wrote $out/restart.json and restart.md"
+}
+if [ "${1:-}" = restart ]; then
+  restart
   exit
 fi
 "$BIN/benche2e" --sizes "${BENCH_E2E_SIZES:-100,500,1000}" --out "$out" --profile
@@ -55,3 +59,4 @@ fi
 } > "$out/e2e-profile.txt"
 log "wrote $out/e2e.json, e2e.md, e2e.png and e2e-profile.txt"
 preempt
+restart
