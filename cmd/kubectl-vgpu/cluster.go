@@ -19,6 +19,8 @@ var errNoVGPUNodes = fmt.Errorf("no node advertises vGPUs (annotation %s): is vg
 // vgpuNode is a node's GPUs as its device plugin publishes them.
 type vgpuNode struct {
 	name string
+	// node is the Node as listed: why asks whether a pod may run there.
+	node *corev1.Node
 	gpus []vgpu.NodeDevice
 	// mibPerUnit is the MiB in one unit of the node's vgpu-memory (gpuMemoryFactor): the
 	// node's NodeMemoryFactorAnnotation, else 1, the factor upstream device plugins pin.
@@ -67,7 +69,7 @@ func decodeVGPUNode(node *corev1.Node, devices string) (*vgpuNode, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %s: %w", node.Name, vgpu.NodeDevicesAnnotation, err)
 	}
-	n := &vgpuNode{name: node.Name, gpus: gpus, mibPerUnit: 1}
+	n := &vgpuNode{name: node.Name, node: node, gpus: gpus, mibPerUnit: 1}
 	if value, ok := node.Annotations[vgpu.NodeMemoryFactorAnnotation]; ok {
 		factor, err := vgpu.ParseMemoryFactor(value)
 		if err != nil {

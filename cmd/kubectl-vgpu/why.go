@@ -11,6 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	v1helper "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
@@ -193,25 +196,53 @@ func (d *diagnosis) measureVGPUs(ctx context.Context, c clients) ([]string, erro
 		return nil, err
 	}
 	gpus, ledgerWarnings := bookGPUs(nodes, all)
-	d.closest = closestForPending(d.pods, requests, gpus)
+	d.closest = closestForPending(d.pods, requests, gpus, byName)
 	return append(warnings, ledgerWarnings...), nil
 }
 
 // closestForPending measures the GPUs against each distinct container request of the
 // pending pods (requests holds theirs only); the pods of one task ask alike, and are listed
 // together.
-func closestForPending(pods []corev1.Pod, requests map[string][]vgpu.ContainerRequest, gpus []gpuBooking) []closestGPUsFor {
+func closestForPending(pods []corev1.Pod, requests map[string][]vgpu.ContainerRequest, gpus []gpuBooking, nodes map[string]*vgpuNode) []closestGPUsFor {
 	var out []closestGPUsFor
 	seen := map[vgpu.ContainerRequest]int{}
 	for i := range pods {
 		pod := &pods[i]
+		var eligible []gpuBooking
+		if len(requests[pod.Name]) > 0 {
+			eligible = gpusFor(pod, gpus, nodes)
+		}
 		for _, r := range requests[pod.Name] {
 			if k, ok := seen[r]; ok {
 				out[k].pods = append(out[k].pods, pod.Name)
 				continue
 			}
 			seen[r] = len(out)
-			out = append(out, closestGPUsFor{pods: []string{pod.Name}, request: r, gpus: closestGPUs(gpus, r)})
+			out = append(out, closestGPUsFor{pods: []string{pod.Name}, request: r, gpus: closestGPUs(eligible, r)})
+		}
+	}
+	return out
+}
+
+// gpusFor are the GPUs of the nodes the pod may run on, as far as its spec says: its node
+// selector and required node affinity, and the nodes' NoSchedule and NoExecute taints it
+// does not tolerate. A GPU elsewhere is no near miss.
+func gpusFor(pod *corev1.Pod, gpus []gpuBooking, nodes map[string]*vgpuNode) []gpuBooking {
+	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
+	var out []gpuBooking
+	for _, g := range gpus {
+		n := nodes[g.Node]
+		if n == nil || n.node == nil {
+			continue
+		}
+		if ok, err := affinity.Match(n.node); err != nil || !ok {
+			continue
+		}
+		_, untolerated := v1helper.FindMatchingUntoleratedTaint(klog.Background(), n.node.Spec.Taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
+			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+		}, false)
+		if !untolerated {
+			out = append(out, g)
 		}
 	}
 	return out

@@ -150,3 +150,39 @@ func event(obj metav1.Object, component, eventType, reason, message string, coun
 		FirstTimestamp: last, LastTimestamp: last,
 	}
 }
+
+// The GPUs measured for a pending pod are those of the nodes its spec lets it run on: its node
+// selector and required node affinity, and the taints it tolerates.
+func TestWhyMeasuresOnlyTheNodesThePodMayUse(t *testing.T) {
+	node := func(name string, labels map[string]string, taints ...corev1.Taint) *vgpuNode {
+		return &vgpuNode{name: name, node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{Taints: taints}}}
+	}
+	dedicated := corev1.Taint{Key: "dedicated", Value: "infer", Effect: corev1.TaintEffectNoSchedule}
+	nodes := map[string]*vgpuNode{
+		"a100-1": node("a100-1", map[string]string{"gpu": "a100"}),
+		"a100-2": node("a100-2", map[string]string{"gpu": "a100"}, dedicated),
+		"t4-1":   node("t4-1", map[string]string{"gpu": "t4"}),
+	}
+	gpus := []gpuBooking{{Node: "a100-1", UUID: "GPU-1"}, {Node: "a100-2", UUID: "GPU-2"}, {Node: "t4-1", UUID: "GPU-3"}}
+	uuids := func(pod *corev1.Pod) []string {
+		var out []string
+		for _, g := range gpusFor(pod, gpus, nodes) {
+			out = append(out, g.UUID)
+		}
+		return out
+	}
+	pod := &corev1.Pod{Spec: corev1.PodSpec{NodeSelector: map[string]string{"gpu": "a100"}}}
+	if got := uuids(pod); len(got) != 1 || got[0] != "GPU-1" {
+		t.Errorf("a pod selecting a100 nodes, not tolerating dedicated: measured %v, want [GPU-1]", got)
+	}
+	pod.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "infer", Effect: corev1.TaintEffectNoSchedule}}
+	if got := uuids(pod); len(got) != 2 {
+		t.Errorf("tolerating dedicated: measured %v, want GPU-1 and GPU-2", got)
+	}
+	pod.Spec.NodeSelector = nil
+	pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "gpu", Operator: corev1.NodeSelectorOpIn, Values: []string{"t4"}}}}}}}}
+	if got := uuids(pod); len(got) != 1 || got[0] != "GPU-3" {
+		t.Errorf("requiring t4 by node affinity: measured %v, want [GPU-3]", got)
+	}
+}

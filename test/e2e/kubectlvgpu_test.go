@@ -29,7 +29,16 @@ func TestKubectlVGPUTellsQueuesAndWhy(t *testing.T) {
 	e.scheduler(hierarchyConf)
 	e.vcJob("train", team, 1, 1, 20000)
 	e.waitBound("train-", 1, 60*time.Second)
-	e.vcJob("tune", team, 1, 1, 20000)
+	// The waiting pod selects the env's GPU node, as a pod pinned to a GPU model would: why
+	// measures only the GPUs it may use, not those other tests have on the shared cluster.
+	req := workerRequest(20000)
+	e.gangWith("tune", team, "", 1, 1, "", timesList(req, 1), nil, func(_ int, pod *corev1.Pod) {
+		pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{
+			corev1.ResourceCPU: req[corev1.ResourceCPU], corev1.ResourceMemory: req[corev1.ResourceMemory]}
+		pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{
+			vgpu.DefaultCountResource: req[vgpu.DefaultCountResource], vgpu.DefaultMemoryResource: req[vgpu.DefaultMemoryResource]}
+		pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: e.name + "-gpu"}
+	})
 	e.podGroup("tune", 60*time.Second, "Unschedulable", func(pg *schedulingv1beta1.PodGroup) bool {
 		c := condition(pg, schedulingv1beta1.PodGroupUnschedulableType)
 		return c != nil && c.Status == corev1.ConditionTrue

@@ -1,0 +1,88 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
+)
+
+// Issue 47's reclaim case, under the chart's configuration (gang's enablePreemptable off): queue
+// a fills 4 GPUs of 24 GiB with 8 single-pod jobs (Deployments' and notebooks' shape) of half a
+// GPU each; queue b's gang of 2 pods asking a whole GPU each is then owed half the cluster.
+// gangreclaim takes single-pod jobs as whole bundles of one: exactly 4 of a's pods go, 2 on
+// each of 2 GPUs, with upstream's Warning Evict event, b's gang runs whole on the GPUs they
+// freed, a keeps its other 4, and no GPU is ever over capacity. Classic reclaim, under the same
+// configuration, evicts none of them: each single-pod job is at its minimum.
+func TestGangReclaimTakesSinglePodJobs(t *testing.T) {
+	for _, action := range []string{"gangreclaim", "reclaim"} {
+		t.Run(action, func(t *testing.T) {
+			e := newSchedulerEnv(t)
+			ctx := context.Background()
+			nodes := map[string][]vgpu.NodeDevice{e.name + "-gpus": e.gpuNode("gpus", 4, 4, 24576, 0)}
+			e.neverOverbooked(nodes)
+			qa, qb := e.queue("a", nil), e.queue("b", nil)
+			e.scheduler(chartConfWith(t, action))
+			for i := range 8 {
+				e.volcanoJob(fmt.Sprintf("notebook%d", i), qa, 1, 1, 12288)
+			}
+			e.waitBound("notebook", 8, 60*time.Second)
+
+			e.volcanoJob("train", qb, 2, 2, 24576)
+			if action == "reclaim" {
+				e.podGroup("train", 30*time.Second, "Unschedulable", func(pg *schedulingv1beta1.PodGroup) bool {
+					c := condition(pg, schedulingv1beta1.PodGroupUnschedulableType)
+					return c != nil && c.Status == corev1.ConditionTrue
+				})
+				if evicted, err := e.evictedFor(ctx, action); err != nil || len(evicted) != 0 {
+					t.Errorf("classic reclaim evicted %v (%v), want none: every single-pod job is at its minimum", evicted, err)
+				}
+				return
+			}
+			e.waitBound("train-", 2, 60*time.Second)
+			evicted, err := e.evictedFor(ctx, action)
+			if err != nil || len(evicted) != 4 {
+				t.Fatalf("evicted for %s %v (%v), want 4 of queue a's", action, evicted, err)
+			}
+			for _, name := range evicted {
+				if !strings.HasPrefix(name, "notebook") {
+					t.Errorf("%s evicted %s, not one of queue a's", action, name)
+				}
+			}
+			gpus := e.gpuOf(ctx, "train-")
+			kept := e.gpuOf(ctx, "notebook")
+			if len(kept) != 4 {
+				t.Errorf("queue a keeps %d pods, want 4", len(kept))
+			}
+			for pod, gpu := range gpus {
+				for other, g := range kept {
+					if g == gpu {
+						t.Errorf("%s runs on %s beside %s, which was to make room", pod, gpu, other)
+					}
+				}
+			}
+		})
+	}
+}
+
+// volcanoJob is a job as a VolcanoJob makes it: pods of workers asking cpu, memory and one vGPU
+// of memMiB, their PodGroup's minResources computed by Volcano's job controller from the pod
+// template, where the vGPU resources sit under limits only (so minResources names none).
+func (e *schedulerEnv) volcanoJob(name, queue string, min, pods int, memMiB int64) {
+	e.t.Helper()
+	req := workerRequest(memMiB)
+	e.gangWith(name, queue, "", min, pods, "", nil, nil, func(_ int, pod *corev1.Pod) {
+		pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{
+			corev1.ResourceCPU: req[corev1.ResourceCPU], corev1.ResourceMemory: req[corev1.ResourceMemory]}
+		pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{
+			vgpu.DefaultCountResource: req[vgpu.DefaultCountResource], vgpu.DefaultMemoryResource: req[vgpu.DefaultMemoryResource]}
+	})
+}
