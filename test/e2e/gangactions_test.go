@@ -73,16 +73,56 @@ func TestGangReclaimTakesSinglePodJobs(t *testing.T) {
 	}
 }
 
+// volcanoJobOfClass is volcanoJob of a priority class (its PodGroup's and its pods').
+func (e *schedulerEnv) volcanoJobOfClass(name, queue, class string, min, pods int, memMiB int64) {
+	e.t.Helper()
+	req := workerRequest(memMiB)
+	e.gangWith(name, queue, class, min, pods, "", nil, nil, func(_ int, pod *corev1.Pod) { workerResources(pod, req) })
+}
+
+// workerResources gives the pod's container req as a user writes it: cpu and memory under
+// requests, the vGPU resources under limits only.
+func workerResources(pod *corev1.Pod, req corev1.ResourceList) {
+	pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{
+		corev1.ResourceCPU: req[corev1.ResourceCPU], corev1.ResourceMemory: req[corev1.ResourceMemory]}
+	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{
+		vgpu.DefaultCountResource: req[vgpu.DefaultCountResource], vgpu.DefaultMemoryResource: req[vgpu.DefaultMemoryResource]}
+}
+
 // volcanoJob is a job as a VolcanoJob makes it: pods of workers asking cpu, memory and one vGPU
 // of memMiB, their PodGroup's minResources computed by Volcano's job controller from the pod
 // template, where the vGPU resources sit under limits only (so minResources names none).
 func (e *schedulerEnv) volcanoJob(name, queue string, min, pods int, memMiB int64) {
 	e.t.Helper()
-	req := workerRequest(memMiB)
-	e.gangWith(name, queue, "", min, pods, "", nil, nil, func(_ int, pod *corev1.Pod) {
-		pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{
-			corev1.ResourceCPU: req[corev1.ResourceCPU], corev1.ResourceMemory: req[corev1.ResourceMemory]}
-		pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{
-			vgpu.DefaultCountResource: req[vgpu.DefaultCountResource], vgpu.DefaultMemoryResource: req[vgpu.DefaultMemoryResource]}
-	})
+	e.volcanoJobOfClass(name, queue, "", min, pods, memMiB)
+}
+
+// Issue 47's gang case with gangpreempt under the chart's configuration: one GPU of 32 GiB
+// (4 slots) holds gang g (3 pods, minMember 2) and the single-pod job s, all of 8 GiB and low
+// priority. A high-priority pod asking 8 GiB takes g's surplus member, the one pod above its
+// minimum, rather than the whole job s; g keeps its minimum and s runs on.
+func TestGangPreemptTakesTheSurplusFirst(t *testing.T) {
+	e := newSchedulerEnv(t)
+	ctx := context.Background()
+	nodes := map[string][]vgpu.NodeDevice{e.name + "-gpu": e.gpuNode("gpu", 1, 4, 32768, 0)}
+	e.neverOverbooked(nodes)
+	low, high := e.priorityClass("low", 10), e.priorityClass("high", 1000)
+	e.scheduler(chartConfWith(t, "gangpreempt"))
+	e.volcanoJobOfClass("g", "", low, 2, 3, 8192)
+	e.volcanoJobOfClass("s", "", low, 1, 1, 8192)
+	e.waitBound("g-", 3, 60*time.Second)
+	e.waitBound("s-", 1, 60*time.Second)
+
+	e.volcanoJobOfClass("urgent", "", high, 1, 1, 8192)
+	e.waitBound("urgent-", 1, 60*time.Second)
+	evicted, err := e.evictedFor(ctx, "gangpreempt")
+	if err != nil || len(evicted) != 1 || !strings.HasPrefix(evicted[0], "g-") {
+		t.Fatalf("evicted for gangpreempt %v (%v), want one of g's pods", evicted, err)
+	}
+	if b, _, err := e.boundPods(ctx, "s-"); err != nil || b != 1 {
+		t.Errorf("s's pod bound %d (%v), want it kept", b, err)
+	}
+	if b, _, err := e.boundPods(ctx, "g-"); err != nil || b != 2 {
+		t.Errorf("g's pods bound %d (%v), want its minimum of 2", b, err)
+	}
 }

@@ -33,10 +33,7 @@ func TestKubectlVGPUTellsQueuesAndWhy(t *testing.T) {
 	// measures only the GPUs it may use, not those other tests have on the shared cluster.
 	req := workerRequest(20000)
 	e.gangWith("tune", team, "", 1, 1, "", timesList(req, 1), nil, func(_ int, pod *corev1.Pod) {
-		pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{
-			corev1.ResourceCPU: req[corev1.ResourceCPU], corev1.ResourceMemory: req[corev1.ResourceMemory]}
-		pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{
-			vgpu.DefaultCountResource: req[vgpu.DefaultCountResource], vgpu.DefaultMemoryResource: req[vgpu.DefaultMemoryResource]}
+		workerResources(pod, req)
 		pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: e.name + "-gpu"}
 	})
 	e.podGroup("tune", 60*time.Second, "Unschedulable", func(pg *schedulingv1beta1.PodGroup) bool {
