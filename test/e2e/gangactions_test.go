@@ -126,3 +126,34 @@ func TestGangPreemptTakesTheSurplusFirst(t *testing.T) {
 		t.Errorf("g's pods bound %d (%v), want its minimum of 2", b, err)
 	}
 }
+
+// Issue 47's annotation case, under the chart's configuration with preempt: one GPU of 4 slots
+// holds job "cheap" (priority 1), whose pod's author wrote volcano.sh/task-priority "1000000",
+// and job "dear" (priority 5, 3 pods). A pod of priority 1000 asking one slot evicts cheap's
+// pod: victims rank by their job's priority, and a task priority orders pods only inside its
+// own job, so no pod author moves eviction onto another job.
+func TestAnnotatedTaskPriorityDoesNotMoveEviction(t *testing.T) {
+	e := newSchedulerEnv(t)
+	ctx := context.Background()
+	nodes := map[string][]vgpu.NodeDevice{e.name + "-gpu": e.gpuNode("gpu", 1, 4, 32768, 0)}
+	e.neverOverbooked(nodes)
+	p1, p5, high := e.priorityClass("p1", 1), e.priorityClass("p5", 5), e.priorityClass("high", 1000)
+	e.scheduler(chartConfWith(t, "preempt"))
+	req := workerRequest(8192)
+	e.gangWith("cheap", "", p1, 1, 1, "", nil, nil, func(_ int, pod *corev1.Pod) {
+		workerResources(pod, req)
+		pod.Annotations["volcano.sh/task-priority"] = "1000000"
+	})
+	e.volcanoJobOfClass("dear", "", p5, 1, 3, 8192)
+	e.waitBound("cheap-", 1, 60*time.Second)
+	e.waitBound("dear-", 3, 60*time.Second)
+
+	e.volcanoJobOfClass("urgent", "", high, 1, 1, 8192)
+	e.waitBound("urgent-", 1, 60*time.Second)
+	if evicted, err := e.evictedFor(ctx, "preempt"); err != nil || len(evicted) != 1 || evicted[0] != "cheap-0" {
+		t.Errorf("evicted for preempt %v (%v), want [cheap-0]: its job has the lowest priority, whatever its pod's annotation says", evicted, err)
+	}
+	if b, _, err := e.boundPods(ctx, "dear-"); err != nil || b != 3 {
+		t.Errorf("dear's pods bound %d (%v), want all 3", b, err)
+	}
+}
