@@ -80,6 +80,7 @@ type SchedulerCache struct {
 	// statusWriteDelay is StatusWriteDelay; tests shorten it.
 	statusWriteDelay time.Duration
 	jobEvents        *lastSent[string]
+	settings         settingReports
 
 	mu    sync.Mutex
 	jobs  map[api.JobID]*api.JobInfo

@@ -364,6 +364,7 @@ func (sc *SchedulerCache) onPodGroupDelete(obj any) {
 	defer sc.mu.Unlock()
 	sc.jobEvents.forget(pg.UID)
 	sc.podGroupStatuses.forget(pg.UID)
+	sc.settings.forget(pg.UID)
 	if job := sc.jobs[api.NewJobID(pg.Namespace, pg.Name)]; job != nil {
 		job.PodGroup = nil
 		sc.dropJobIfUnused(job)

@@ -40,6 +40,11 @@ type Cache interface {
 	UpdateQueueStatus(queue *api.QueueInfo, allocated *api.Resource)
 	// RecordJobEvent emits an event on the job's PodGroup.
 	RecordJobEvent(job *api.JobInfo, eventType, reason, message string)
+	// ReportJobSetting emits the Warning event (reason condition) of a job setting a plugin
+	// ignores, unless it said the same while the PodGroup does not show the condition yet;
+	// it reports whether it emitted. JobSettingShown: the PodGroup shows it now.
+	ReportJobSetting(job *api.JobInfo, condition, message string) bool
+	JobSettingShown(job *api.JobInfo, condition string)
 	// ReportQueueProblems takes every queue that is out of the queue hierarchy now, each
 	// session that has a hierarchy, and tells each queue once (an Event and a log line) while
 	// its problem lasts.
@@ -259,6 +264,16 @@ func (ssn *Session) UpdatePodGroupCondition(job *api.JobInfo, cond schedulingv1b
 // RecordJobEvent emits an event on a job's PodGroup.
 func (ssn *Session) RecordJobEvent(job *api.JobInfo, eventType, reason, message string) {
 	ssn.cache.RecordJobEvent(job, eventType, reason, message)
+}
+
+// ReportJobSetting emits the Warning event of an ignored job setting once (Cache.ReportJobSetting).
+func (ssn *Session) ReportJobSetting(job *api.JobInfo, condition, message string) bool {
+	return ssn.cache.ReportJobSetting(job, condition, message)
+}
+
+// JobSettingShown tells the cache that the job's PodGroup shows the setting's condition.
+func (ssn *Session) JobSettingShown(job *api.JobInfo, condition string) {
+	ssn.cache.JobSettingShown(job, condition)
 }
 
 // HierarchyEnabled reports whether the configuration runs the plugin with enableHierarchy.

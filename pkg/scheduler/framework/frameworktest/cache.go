@@ -5,6 +5,7 @@
 package frameworktest
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"sync/atomic"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
@@ -101,6 +102,16 @@ func (c *Cache) UpdateQueueStatus(q *api.QueueInfo, allocated *api.Resource) {
 func (c *Cache) RecordJobEvent(job *api.JobInfo, eventType, reason, message string) {
 	c.Events = append(c.Events, JobEvent{PodGroup: job.Name, Type: eventType, Reason: reason, Message: message})
 }
+
+// ReportJobSetting appends the Warning event to Events each time: a test session has no
+// status write to wait for.
+func (c *Cache) ReportJobSetting(job *api.JobInfo, condition, message string) bool {
+	c.RecordJobEvent(job, corev1.EventTypeWarning, condition, message)
+	return true
+}
+
+// JobSettingShown does nothing: ReportJobSetting keeps nothing.
+func (*Cache) JobSettingShown(*api.JobInfo, string) {}
 
 // ReportQueueProblems keeps the problems in QueueProblems.
 func (c *Cache) ReportQueueProblems(problems []queuetree.Problem) { c.QueueProblems = problems }

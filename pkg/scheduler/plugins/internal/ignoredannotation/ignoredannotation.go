@@ -3,8 +3,9 @@
 // nothing, and that the job is scheduled without it. Each plugin owns one PodGroup condition type: the condition (status True, reason
 // InvalidAnnotation) carries the message while the value stays bad, a Warning event of the
 // condition's type says it once when the condition appears, and the condition goes when the
-// annotation is fixed or removed. Nothing is kept between sessions: the PodGroup's own
-// conditions say what was already said.
+// annotation is fixed or removed. The PodGroup's own conditions say what was already said;
+// until its status write lands (seconds later, or never in a namespace being deleted) the
+// cache remembers the Warning it emitted (Session.ReportJobSetting), so no cycle repeats it.
 package ignoredannotation
 
 import (
@@ -31,9 +32,10 @@ func Report(ssn *framework.Session, job *api.JobInfo, condition schedulingv1beta
 // ReportWithReason is Report for a PodGroup field other than an annotation, whose condition
 // has a reason of its own.
 func ReportWithReason(ssn *framework.Session, job *api.JobInfo, condition schedulingv1beta1.PodGroupConditionType, reason, message string) {
-	if !carries(job.PodGroup.Status.Conditions, condition, reason, message) {
+	if carries(job.PodGroup.Status.Conditions, condition, reason, message) {
+		ssn.JobSettingShown(job, string(condition))
+	} else if ssn.ReportJobSetting(job, string(condition), message) {
 		klog.InfoS("Job setting ignored", "podGroup", klog.KRef(job.Namespace, job.Name), "condition", condition, "reason", message)
-		ssn.RecordJobEvent(job, corev1.EventTypeWarning, string(condition), message)
 	}
 	if carries(job.Status.Conditions, condition, reason, message) {
 		return
