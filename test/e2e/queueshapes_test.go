@@ -44,12 +44,7 @@ func timesList(list corev1.ResourceList, n int64) corev1.ResourceList {
 func (e *schedulerEnv) vcJob(name, queue string, min, pods int, memMiB int64) {
 	e.t.Helper()
 	req := workerRequest(memMiB)
-	e.gangWith(name, queue, "", min, pods, "", timesList(req, int64(min)), nil, func(_ int, pod *corev1.Pod) {
-		pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{
-			corev1.ResourceCPU: req[corev1.ResourceCPU], corev1.ResourceMemory: req[corev1.ResourceMemory]}
-		pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{
-			vgpu.DefaultCountResource: req[vgpu.DefaultCountResource], vgpu.DefaultMemoryResource: req[vgpu.DefaultMemoryResource]}
-	})
+	e.gangWith(name, queue, "", min, pods, "", timesList(req, int64(min)), nil, func(_ int, pod *corev1.Pod) { workerResources(pod, req) })
 }
 
 // capacityReclaimConf is hierarchyConf with reclaim, capacity's enableHierarchy as tree says.
