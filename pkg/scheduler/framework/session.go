@@ -197,11 +197,12 @@ func CloseSession(ssn *Session) {
 	if !ssn.SkipQueueStatus {
 		ssn.updateQueueStatus()
 	}
-	ssn.cache.Release(&api.Released{Generation: ssn.generation, Jobs: ssn.Jobs, Nodes: ssn.Nodes, Touched: ssn.touched})
+	AbandonSession(ssn)
 }
 
-// AbandonSession hands the jobs and nodes back to the cache without a plugin's report or a
-// status write: for a session cut short by a stop, whose picture of the jobs is half drawn.
+// AbandonSession hands the jobs and nodes back to the cache, and nothing more: CloseSession
+// ends with it, and a session cut short by a stop, whose picture of the jobs is half drawn,
+// ends with it alone (no plugin's report, no status write).
 func AbandonSession(ssn *Session) {
 	ssn.cache.Release(&api.Released{Generation: ssn.generation, Jobs: ssn.Jobs, Nodes: ssn.Nodes, Touched: ssn.touched})
 }
