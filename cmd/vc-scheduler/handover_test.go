@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
 // handOverEnv is a leader and a standby electing on one fake API server with a Lease of
@@ -44,8 +45,9 @@ func startHandOver(t *testing.T, lease time.Duration, stop func(kube *kubefake.C
 	leaderCtx, stopLeader := context.WithCancel(context.Background())
 	env.leader = stopLeader
 	leading := make(chan struct{})
+	leaderLock, standbyLock := newTestLock(t, env.o, env.kube), newTestLock(t, env.o, env.kube)
 	go func() {
-		env.leaderDone <- runAsLeader(leaderCtx, env.o, env.kube, func(ctx context.Context) {
+		env.leaderDone <- runAsLeader(leaderCtx, env.o, leaderLock, func(ctx context.Context) {
 			close(leading)
 			<-ctx.Done()
 		}, func() bool { return stop(env.kube) })
@@ -58,7 +60,7 @@ func startHandOver(t *testing.T, lease time.Duration, stop func(kube *kubefake.C
 	standbyCtx, stopStandby := context.WithCancel(context.Background())
 	t.Cleanup(stopStandby)
 	go func() {
-		_ = runAsLeader(standbyCtx, env.o, env.kube, func(ctx context.Context) {
+		_ = runAsLeader(standbyCtx, env.o, standbyLock, func(ctx context.Context) {
 			pod, err := env.kube.CoreV1().Pods("ns").Get(ctx, "late", metav1.GetOptions{})
 			if err != nil {
 				t.Errorf("the new leader's read of pod ns/late: %v", err)
@@ -68,6 +70,15 @@ func startHandOver(t *testing.T, lease time.Duration, stop func(kube *kubefake.C
 		}, func() bool { return true })
 	}()
 	return env
+}
+
+func newTestLock(t *testing.T, o *options, kube *kubefake.Clientset) resourcelock.Interface {
+	t.Helper()
+	lock, err := newLeaseLock(o, kube)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lock
 }
 
 // signal stops the leader, as SIGTERM does, and waits until it has handed the Lease over.

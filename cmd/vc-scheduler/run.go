@@ -162,6 +162,17 @@ func run(ctx context.Context, o *options) (err error) {
 	}
 	serveHTTP(ctx, o, served, sc, report)
 
+	var lock resourcelock.Interface
+	var atStart leaseAtStart
+	if o.leaderElection.LeaderElect {
+		if lock, err = newLeaseLock(o, kube); err != nil {
+			return err
+		}
+		// Before the informers list anything: see leaseAtStart.
+		if atStart, err = readLeaseAtStart(ctx, o, kube, lock.Identity()); err != nil {
+			return err
+		}
+	}
 	// Every replica keeps a warm cache (and so a truthful /healthz); only the leader schedules.
 	sc.Run(ctx)
 	// Once the scheduling loop has returned: the binds and status writes the last cycle asked
@@ -205,9 +216,12 @@ func run(ctx context.Context, o *options) (err error) {
 		s.Run(ctx)
 		return nil
 	}
-	return runAsLeader(ctx, o, kube, func(ctx context.Context) {
-		// A new leader schedules only once its cache has the previous leader's last binds.
-		if err := sc.CatchUp(ctx); err != nil {
+	return runAsLeader(ctx, o, lock, func(ctx context.Context) {
+		// A new leader schedules only once its cache has the previous leader's last binds:
+		// at once when its informers started after that leader had handed the Lease over.
+		if atStart.handedOver(ctx) {
+			klog.InfoS("Cache started after the previous leader handed the Lease over: it holds that leader's binds", "lease", lock.Describe())
+		} else if err := sc.CatchUp(ctx); err != nil {
 			klog.ErrorS(err, "Not scheduling")
 			return
 		}
@@ -240,17 +254,8 @@ func loadConfig(o *options, registry conf.KnownNames, report *configReport) (*co
 // scheduling loop is stopped first, then stop sends what it asked for and reports whether
 // every Binding was answered, and only then is the Lease handed over (handOver), so that a
 // standby takes over at once without racing this one's binds.
-func runAsLeader(ctx context.Context, o *options, kube kubernetes.Interface, lead func(context.Context), stop func() (bindsAnswered bool)) error {
-	host, err := os.Hostname()
-	if err != nil {
-		return err
-	}
+func runAsLeader(ctx context.Context, o *options, lock resourcelock.Interface, lead func(context.Context), stop func() (bindsAnswered bool)) error {
 	le := o.leaderElection
-	lock, err := resourcelock.New(le.ResourceLock, le.ResourceNamespace, le.ResourceName,
-		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())})
-	if err != nil {
-		return fmt.Errorf("leader election lock %s/%s: %w", le.ResourceNamespace, le.ResourceName, err)
-	}
 	// The election outlives ctx until the scheduling loop has stopped; led closes when the
 	// loop has returned (at once if this replica never led).
 	electionCtx, stopElection := context.WithCancel(context.WithoutCancel(ctx))
@@ -312,6 +317,27 @@ func runAsLeader(ctx context.Context, o *options, kube kubernetes.Interface, lea
 		}
 		return errLeadershipLost
 	}
+}
+
+// newLeaseLock is this replica's hold on the leader Lease, under an identity of its own.
+func newLeaseLock(o *options, kube kubernetes.Interface) (resourcelock.Interface, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		return nil, err
+	}
+	return leaseLockAs(o, kube, host+"_"+string(uuid.NewUUID()))
+}
+
+// leaseLockAs is a hold on the leader Lease under identity. A lock keeps the Lease it last
+// read or wrote, so each user needs one of its own.
+func leaseLockAs(o *options, kube kubernetes.Interface, identity string) (resourcelock.Interface, error) {
+	le := o.leaderElection
+	lock, err := resourcelock.New(le.ResourceLock, le.ResourceNamespace, le.ResourceName,
+		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
+	if err != nil {
+		return nil, fmt.Errorf("leader election lock %s/%s: %w", le.ResourceNamespace, le.ResourceName, err)
+	}
+	return lock, nil
 }
 
 // handOverDeadline bounds the Lease's hand-over, so that SIGTERM is answered within 2 s on a

@@ -483,6 +483,13 @@ func startChild(args []string) (*child, error) {
 	return c, nil
 }
 
+// terminate is stop, returning the seconds from SIGTERM to the program's exit.
+func (c *child) terminate() float64 {
+	start := time.Now()
+	c.stop()
+	return time.Since(start).Seconds()
+}
+
 // stop ends the program with SIGTERM, then SIGKILL after 30 s.
 func (c *child) stop() {
 	c.once.Do(func() {

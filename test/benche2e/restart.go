@@ -16,12 +16,16 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+
+	"github.com/volcano-vgpu/volcano-vgpu/test/workload"
 )
 
 // The restart benchmark (benche2e restart): vc-scheduler with the chart's configuration fills
@@ -30,14 +34,16 @@ import (
 // second start: the time to ready (/healthz), to its first cycle, and to the new gang's first
 // bind; its peak RSS then; and the API requests it made until then by method (client-go's
 // rest_client_requests_total: a start that lists and watches makes a handful of GETs, one that
-// reads objects one by one makes thousands). One watch of every pod judges the GPUs' ledger
-// across the restart: no GPU may ever hold more than it has.
+// reads objects one by one makes thousands). Then SIGTERM, twice, under load (measureStops).
+// One watch of every pod judges the GPUs' ledger across the restarts: no GPU may ever hold
+// more than it has.
 
 // Namespaces of the fill and of the gang that waits for the restart.
 const (
 	restartNamespaces = "bench-restart-"
 	restartFill       = restartNamespaces + "fill"
 	restartProbe      = restartNamespaces + "probe"
+	restartLoad       = restartNamespaces + "load"
 )
 
 // restartReport is one run of the restart benchmark.
@@ -57,8 +63,11 @@ type restartReport struct {
 	ProbePods         int     `json:"probePods"`
 	// FirstCycleTookSeconds is the first cycle's own length, as the scheduler logs it.
 	FirstCycleTookSeconds float64 `json:"firstCycleTookSeconds"`
-	// CatchUpSeconds is the new leader's catch-up before its first cycle, as it logs it.
+	// CatchUpSeconds is the new leader's catch-up before its first cycle, as it logs it;
+	// CatchUpSkipped that it had none to do, its cache having started after the Lease was
+	// free.
 	CatchUpSeconds float64 `json:"catchUpSeconds"`
+	CatchUpSkipped bool    `json:"catchUpSkipped"`
 	// ListAllSeconds is how long one client takes to list every pod and then every node, as
 	// protobuf, while no scheduler runs: the API server's part of any start, a floor under
 	// the time to ready on the same machine.
@@ -71,6 +80,16 @@ type restartReport struct {
 	GPUsEverOver int      `json:"gpusEverOver"`
 	OverExamples []string `json:"overExamples,omitempty"`
 	Unassigned   int      `json:"unassigned"`
+	// SIGTERM, from the signal to the process's exit, while a wave of new jobs is created
+	// and bound (measureStops): StopSeconds for the restarted leader, binding; and
+	// FirstCycleStopSeconds for a third start signalled as its catch-up ends, that is as its
+	// first cycle's snapshot begins (the heaviest cycle there is), FirstCycleCutShort whether
+	// that cycle was cut short. LeaseHandedOver: both left the Lease free, or held it past
+	// exit for Bindings they cut off.
+	StopSeconds           float64 `json:"stopSeconds"`
+	FirstCycleStopSeconds float64 `json:"firstCycleStopSeconds"`
+	FirstCycleCutShort    bool    `json:"firstCycleCutShort"`
+	LeaseHandedOver       bool    `json:"leaseHandedOver"`
 }
 
 // runRestart runs the restart benchmark once on nodes nodes and removes what it created.
@@ -87,7 +106,7 @@ func runRestart(ctx context.Context, o options, nodes int) (err error) {
 	}
 	defer func() {
 		// An interrupt ends ctx.
-		if e := cleanRun(context.Background(), cs, vc, o, restartFill, restartProbe); e != nil && err == nil {
+		if e := cleanRun(context.Background(), cs, vc, o, restartFill, restartProbe, restartLoad); e != nil && err == nil {
 			err = e
 		}
 	}()
@@ -140,6 +159,14 @@ func runRestart(ctx context.Context, o options, nodes int) (err error) {
 		return err
 	}
 
+	// The Lease's namespace, without a Lease an earlier run may have left held.
+	if err := createNamespace(ctx, cs, restartLeaseNamespace); err != nil {
+		return err
+	}
+	if err := cs.CoordinationV1().Leases(restartLeaseNamespace).Delete(ctx, restartLease, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing the Lease %s/%s of an earlier run: %w", restartLeaseNamespace, restartLease, err)
+	}
+
 	klog.InfoS("Restart", "nodes", nodes, "boundPods", rep.FillPods)
 	start := time.Now()
 	// The restarted scheduler runs with leader election, as the chart runs it, so its start
@@ -177,6 +204,7 @@ func runRestart(ctx context.Context, o options, nodes int) (err error) {
 			rep.CatchUpSeconds = d.Seconds()
 		}
 	}
+	rep.CatchUpSkipped = noCatchUpLine.MatchString(second.log.String())
 	if err := poll(ctx, time.Minute, func() bool { return !watcher.firstBind().IsZero() }); err != nil {
 		return fmt.Errorf("the waiting gang was not bound after the restart: %w\n%s", err, second.log.tail(20))
 	}
@@ -202,6 +230,9 @@ func runRestart(ctx context.Context, o options, nodes int) (err error) {
 	if err := os.WriteFile(filepath.Join(o.out, "restart-vc-scheduler.log"), []byte(second.log.String()), 0o644); err != nil {
 		return err
 	}
+	if err := measureStops(ctx, stopRun{cs: cs, vc: vc, o: o, w: w, s: s}, second, rep); err != nil {
+		return err
+	}
 	seen := ledger.summary()
 	rep.GPUsEverOver, rep.Unassigned = len(seen.over), seen.unassigned
 	rep.OverExamples = seen.over[:min(5, len(seen.over))]
@@ -214,6 +245,91 @@ func runRestart(ctx context.Context, o options, nodes int) (err error) {
 	}
 	return nil
 }
+
+// stopRun is what measureStops needs of the run.
+type stopRun struct {
+	cs kubernetes.Interface
+	vc vcclient.Interface
+	o  options
+	w  *workload.Workload
+	s  schedulerRun
+}
+
+// measureStops times SIGTERM twice, under load: a new wave of the workload's jobs (a tenth of
+// the fill) is being created and bound. First the leader, once it has bound some of the
+// wave's pods (binds in flight); then a new leader inside its first cycle (started again,
+// signalled the moment it logs its catch-up done or skipped). Each must hand the Lease over
+// as it exits, or hold it past exit for Bindings it cut off.
+func measureStops(ctx context.Context, r stopRun, leader *child, rep *restartReport) error {
+	if err := createNamespace(ctx, r.cs, restartLoad); err != nil {
+		return err
+	}
+	watcher, err := watchBinds(ctx, r.cs, restartLoad)
+	if err != nil {
+		return err
+	}
+	defer watcher.stop()
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	loaded := make(chan error, 1)
+	go func() {
+		loaded <- createJobs(loadCtx, r.cs, r.vc, r.w, r.w.Jobs(restartLoad, r.s.schedulerName, rep.FillPods/10), watcher)
+	}()
+	defer func() {
+		stopLoad()
+		<-loaded
+	}()
+	if err := poll(ctx, time.Minute, func() bool { return len(watcher.boundPods()) >= rep.FillPods/100 }); err != nil {
+		return fmt.Errorf("the load's pods were not being bound: %w\n%s", err, leader.log.tail(20))
+	}
+	rep.StopSeconds = leader.terminate()
+	first, err := leaseLeft(ctx, r.cs, leader)
+	if err != nil {
+		return err
+	}
+	next, err := startChild(withLeaderElection(r.s.args))
+	if err != nil {
+		return err
+	}
+	defer next.stop()
+	// Every 5 ms: the signal must reach the cycle that follows the line, not the next one.
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 5*time.Minute, true, func(context.Context) (bool, error) {
+		log := next.log.String()
+		return catchUpLine.MatchString(log) || noCatchUpLine.MatchString(log), nil
+	}); err != nil {
+		return fmt.Errorf("no catch-up after the third start: %w\n%s", err, next.log.tail(20))
+	}
+	rep.FirstCycleStopSeconds = next.terminate()
+	rep.FirstCycleCutShort = cutShortLine.MatchString(next.log.String())
+	second, err := leaseLeft(ctx, r.cs, next)
+	if err != nil {
+		return err
+	}
+	rep.LeaseHandedOver = first && second
+	if err := os.WriteFile(filepath.Join(r.o.out, "restart-stop-vc-scheduler.log"), []byte(next.log.String()), 0o644); err != nil {
+		klog.ErrorS(err, "Third start's log not saved")
+	}
+	klog.InfoS("SIGTERM", "betweenCycles", rep.StopSeconds, "inFirstCycle", rep.FirstCycleStopSeconds,
+		"cutShort", rep.FirstCycleCutShort, "leaseHandedOver", rep.LeaseHandedOver, "loadBound", len(watcher.boundPods()))
+	return nil
+}
+
+// cutShortLine is vc-scheduler's log line when a cycle stops early for SIGTERM (the first
+// cycle's line, firstCycleLine, follows it all the same).
+var cutShortLine = regexp.MustCompile(`"Scheduling cycle cut short: stopping"`)
+
+// leaseLeft reports whether the exited scheduler left the restart's Lease as it should: free,
+// or held past its exit for Bindings it cut off (it logs so).
+func leaseLeft(ctx context.Context, cs kubernetes.Interface, exited *child) (bool, error) {
+	lease, err := cs.CoordinationV1().Leases(restartLeaseNamespace).Get(ctx, restartLease, metav1.GetOptions{})
+	if err != nil {
+		return false, fmt.Errorf("reading the Lease %s/%s: %w", restartLeaseNamespace, restartLease, err)
+	}
+	free := lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == ""
+	return free || heldLine.MatchString(exited.log.String()), nil
+}
+
+// heldLine is vc-scheduler's log line when it holds the Lease past its exit.
+var heldLine = regexp.MustCompile(`"Holding the Lease past exit`)
 
 // listAll times one list of every pod and then of every node, as protobuf (as vc-scheduler
 // lists them).
@@ -266,6 +382,9 @@ func profileStart(ctx context.Context, dir string) *sync.WaitGroup {
 // catchUpLine is vc-scheduler's log line when its catch-up as a new leader is done.
 var catchUpLine = regexp.MustCompile(`"Cache caught up with the pods' binds".* took="([^"]+)"`)
 
+// noCatchUpLine is its log line when the new leader's cache needs no catch-up.
+var noCatchUpLine = regexp.MustCompile(`"Cache started after the previous leader handed the Lease over`)
+
 // withLeaderElection is the scheduler's arguments with leader election on its own Lease.
 func withLeaderElection(args []string) []string {
 	out := make([]string, 0, len(args)+2)
@@ -274,8 +393,14 @@ func withLeaderElection(args []string) []string {
 			out = append(out, a)
 		}
 	}
-	return append(out, "--leader-elect=true", "--leader-elect-resource-name=volcano-bench-restart")
+	return append(out, "--leader-elect=true", "--leader-elect-resource-name="+restartLease)
 }
+
+// restartLease is the restart benchmark's Lease, in vc-scheduler's default Lease namespace.
+const (
+	restartLease          = "volcano-bench-restart"
+	restartLeaseNamespace = "volcano-system"
+)
 
 // firstCycleLine is vc-scheduler's log line at the end of its first cycle.
 var firstCycleLine = regexp.MustCompile(`"First scheduling cycle done" duration="([^"]+)"`)
@@ -344,32 +469,57 @@ func (rep *restartReport) write(dir string) error {
 func (rep *restartReport) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Restart, workload %s, on %s (%s): vc-scheduler with the chart's configuration, killed and started again with leader election.\n\n", rep.Workload, rep.Host, rep.Date)
-	b.WriteString("| nodes / GPUs | bound pods (fill s) | start → ready / first cycle ended (its length; the leader's catch-up) / first bind s | one client's list of every pod and node s | peak RSS MiB | API requests until the first bind | GPUs ever over capacity, unassigned |\n")
-	b.WriteString("|---|---|---|---|---|---|---|\n")
+	b.WriteString("| nodes / GPUs | bound pods (fill s) | start → ready / first cycle ended (its length; the leader's catch-up) / first bind s | one client's list of every pod and node s | peak RSS MiB | API requests until the first bind | SIGTERM → exit s: between cycles / in the first cycle (cut short; Lease handed over) | GPUs ever over capacity, unassigned |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	var requests []string
 	for _, method := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
 		if n := rep.StartRequests[method]; n > 0 {
 			requests = append(requests, fmt.Sprintf("%s %.0f", method, n))
 		}
 	}
-	fmt.Fprintf(&b, "| %d / %d | %d (%.0f) | %.2f / %.2f (%.2f; %.2f) / %.2f | %.2f | %.0f | %s | %d, %d |\n",
-		rep.Nodes, rep.GPUs, rep.Fill.Bound, rep.Fill.Seconds, rep.ReadySeconds, rep.FirstCycleSeconds, rep.FirstCycleTookSeconds, rep.CatchUpSeconds, rep.FirstBindSeconds,
-		rep.ListAllSeconds, rep.PeakRSSMiB, strings.Join(requests, ", "), rep.GPUsEverOver, rep.Unassigned)
+	fmt.Fprintf(&b, "| %d / %d | %d (%.0f) | %.2f / %.2f (%.2f; %s) / %.2f | %.2f | %.0f | %s | %.2f / %.2f (%s; %s) | %d, %d |\n",
+		rep.Nodes, rep.GPUs, rep.Fill.Bound, rep.Fill.Seconds, rep.ReadySeconds, rep.FirstCycleSeconds, rep.FirstCycleTookSeconds, catchUp(rep), rep.FirstBindSeconds,
+		rep.ListAllSeconds, rep.PeakRSSMiB, strings.Join(requests, ", "), rep.StopSeconds, rep.FirstCycleStopSeconds,
+		yesNo(rep.FirstCycleCutShort), yesNo(rep.LeaseHandedOver), rep.GPUsEverOver, rep.Unassigned)
 	for _, o := range rep.OverExamples {
 		fmt.Fprintf(&b, "- over capacity: %s\n", o)
 	}
 	return b.String()
 }
 
-// check fails a run whose ledger was ever wrong, or whose first bind after the restart took
-// more than restartFirstBindTarget.
+// check fails a run whose ledger was ever wrong, whose first bind after the restart took
+// more than restartFirstBindTarget, or whose SIGTERM took more than restartStopTarget or did
+// not hand the Lease over.
 func (rep *restartReport) check() error {
 	if rep.GPUsEverOver > 0 || rep.Unassigned > 0 || rep.FirstBindSeconds > restartFirstBindTarget.Seconds() {
 		return fmt.Errorf("restart on %d nodes: first bind %.2f s after the start (target %s), %d GPUs over capacity (%s), %d pods without an assignment",
 			rep.Nodes, rep.FirstBindSeconds, restartFirstBindTarget, rep.GPUsEverOver, strings.Join(rep.OverExamples, "; "), rep.Unassigned)
 	}
+	if max(rep.StopSeconds, rep.FirstCycleStopSeconds) > restartStopTarget.Seconds() || !rep.LeaseHandedOver {
+		return fmt.Errorf("restart on %d nodes: SIGTERM to exit %.2f s between cycles and %.2f s in the first cycle (target %s), Lease handed over: %s",
+			rep.Nodes, rep.StopSeconds, rep.FirstCycleStopSeconds, restartStopTarget, yesNo(rep.LeaseHandedOver))
+	}
 	return nil
 }
 
-// restartFirstBindTarget is the issue's target at 5,000 nodes and 50,000 pods.
-const restartFirstBindTarget = 10 * time.Second
+// restartFirstBindTarget is the target at 5,000 nodes and 50,000 pods; restartStopTarget
+// SIGTERM's, in any cycle (the chart gives the pod 5 s).
+const (
+	restartFirstBindTarget = 10 * time.Second
+	restartStopTarget      = 2 * time.Second
+)
+
+// catchUp is the catch-up's cell: its seconds, or that there was none to do.
+func catchUp(rep *restartReport) string {
+	if rep.CatchUpSkipped {
+		return "none needed"
+	}
+	return fmt.Sprintf("%.2f", rep.CatchUpSeconds)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

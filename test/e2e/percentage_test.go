@@ -23,7 +23,7 @@ import (
 // resource, the stand-in's PodGroup (whose minResources holds the percentage) is enqueued,
 // the pod is bound with 40,960 MiB of the GPU booked (20,480 units) and runs with that limit.
 // Before the device plugin advertised the resource the pod stayed Pending: "pod group is not
-// ready ... 1 Unschedulable", Insufficient volcano.sh/vgpu-memory-percentage (issue #13.5).
+// ready ... 1 Unschedulable", Insufficient volcano.sh/vgpu-memory-percentage.
 func TestMemoryPercentageEndToEnd(t *testing.T) {
 	e := newSchedulerEnv(t)
 	ctx := context.Background()

@@ -165,7 +165,7 @@ func TestVGPUPreemptFreesOneGPU(t *testing.T) {
 
 // A gang of two 13000 MiB vGPUs cannot fit one 24 GiB GPU however many pods leave it: it
 // evicts nothing, and its PodGroup says why: preemption found one pod a place (three low pods
-// would go) but not the other, whose reason is the origin (issue 38 point 5). Which of the two
+// would go) but not the other, whose reason is the origin. Which of the two
 // found the place is the task order's choice, so either may be named; the pod named has the
 // same reason as its PodScheduled message.
 func TestVGPUPreemptorThatCannotFitEvictsNothing(t *testing.T) {

@@ -127,9 +127,9 @@ func (f fixtureRegion) build(t testing.TB) []byte {
 	return b
 }
 
-// h200Region is the region measured on the H200 after a holder process
-// kept 1024 MiB under a 2000m limit (hami-core-h200.md section 6), plus a
-// stale slot of an exited process.
+// h200Region is the region as read on an H200, at the HAMi-core commit the
+// Dockerfile pins, after a holder process kept 1024 MiB under a 2000m limit,
+// plus a stale slot of an exited process.
 func h200Region(off fixtureOffsets) fixtureRegion {
 	limits := fixtureDevice{uuid: "GPU-3ae1f14c-6470-2558-8b35-d51fb6d090f1", limit: 2_097_152_000, smLimit: 30}
 	return fixtureRegion{

@@ -13,9 +13,9 @@ import (
 // and drop the node when a request stays unanswered for
 // vgpu.HandshakeTimeout (60 s); they never look at how old a "Reported"
 // value is. Answering each request at once would turn the two into a PATCH
-// ping-pong as fast as the API server allows (the storm of upstream issue
-// #132); never answering loses the node. A request is always newer than
-// the answer before it, so answering no sooner than 30 s after the
+// ping-pong as fast as the API server allows (the storm reported as
+// Project-HAMi/volcano-vgpu-device-plugin issue #132); never answering
+// loses the node. A request is always newer than the answer before it, so answering no sooner than 30 s after the
 // previous answer still answers within 30 s of the request, well inside
 // the timeout. Later Volcano releases never write a request, so there the
 // handshake is written once and then left alone.

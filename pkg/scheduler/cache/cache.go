@@ -175,6 +175,7 @@ func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*
 		queueProblems:    newDanglingReferences(),
 		arrivals:         make(chan struct{}, 1),
 	}
+	usePodInformer(sc.kubeInformers)
 	if err := sc.addEventHandlers(cfg.PriorityClass); err != nil {
 		return nil, err
 	}

@@ -477,8 +477,8 @@ func chartConfWithPreempt(t *testing.T, reg *framework.Registry) *conf.Scheduler
 	return cfg
 }
 
-// A high-priority gang of two 13000 MiB vGPUs on a 24 GiB GPU full of low-priority pods
-// (issue 38): no set of victims lets it fit whole, so nothing is evicted, and its PodGroup
+// A high-priority gang of two 13000 MiB vGPUs on a 24 GiB GPU full of low-priority pods:
+// no set of victims lets it fit whole, so nothing is evicted, and its PodGroup
 // and pods say that preemption was tried and why it could not help, not only the queue's or
 // allocate's reason. The pod that found a place (high-0, pipelined in the discarded attempt)
 // is not the origin: high-1 is.
