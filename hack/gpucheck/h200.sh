@@ -374,11 +374,12 @@ limits() {
 	rm -f "$W/limits-runs.txt"
 	CORES=10 # seven containers on one GPU: the stand-in kubelet hands out 100 core IDs in all
 	local wide=(CUDA_DEVICE_MEMORY_LIMIT_0=999999m CUDA_DEVICE_SM_LIMIT=100 CUDA_DEVICE_SM_LIMIT_0=100) build a
+	local limit=$(((WANT_MIB + FACTOR - 1) / FACTOR * FACTOR)) # whole memory units (3 MiB on an H100)
 	for build in pinned patched; do
 		log "HAMi-core $build"
 		install_hami "$build" || return 1
 		for a in ok export nomount; do
-			allocate "$build-$a" "$WANT_MIB" "$W/alloc-$build-$a" >/dev/null || return 1
+			allocate "$build-$a" "$limit" "$W/alloc-$build-$a" >/dev/null || { cat "$W/alloc-$build-$a.error"; return 1; }
 			cp "$(awk '$2 == "/overrideEnv" { print $1 }' "$W/alloc-$build-$a.mounts")" "$W/alloc-$build-$a.overrideEnv" || return 1
 		done
 		cat "$W/alloc-$build-ok.env" "$W/alloc-$build-ok.mounts" "$W/alloc-$build-ok.overrideEnv"
@@ -390,7 +391,7 @@ limits() {
 		grab "$build-export-nomount" "$build" "$W/alloc-$build-nomount" 4000 "${wide[@]}"
 	done
 	# A process that also names a region of its own, to count its usage alone.
-	allocate patched-cache "$WANT_MIB" "$W/alloc-patched-cache" >/dev/null || return 1
+	allocate patched-cache "$limit" "$W/alloc-patched-cache" >/dev/null || { cat "$W/alloc-patched-cache.error"; return 1; }
 	cp "$(awk '$2 == "/overrideEnv" { print $1 }' "$W/alloc-patched-cache.mounts")" "$W/alloc-patched-cache.overrideEnv"
 	grab patched-export-cache patched "$W/alloc-patched-cache" 4000 "${wide[@]}" CUDA_DEVICE_MEMORY_SHARED_CACHE=/tmp/vgpu/own.cache
 	ls -la "$(host_cache_dir "$W/alloc-patched-cache")"
