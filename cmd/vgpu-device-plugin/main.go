@@ -251,8 +251,11 @@ func serveMetrics(ctx context.Context, o *options, client kubernetes.Interface, 
 	reg := prometheus.NewRegistry()
 	pods := monitor.NewPodIndex(client, o.nodeName)
 	go pods.Run(ctx)
-	// Removes the cache directories of pods gone from the node (monitor.DefaultSweepGrace after).
-	go monitor.NewSweeper(assignment.ContainerCacheRoot(o.hookPath), pods, monitor.SweepConfig{}).Run(ctx)
+	// Removes the cache and override directories of pods gone from the node
+	// (monitor.DefaultSweepGrace after).
+	for _, root := range []string{assignment.ContainerCacheRoot(o.hookPath), assignment.ContainerOverrideRoot(o.hookPath)} {
+		go monitor.NewSweeper(root, pods, monitor.SweepConfig{}).Run(ctx)
+	}
 	reg.MustRegister(monitor.NewCollector(assignment.ContainerCacheRoot(o.hookPath), gpus, pods.Lookup), registrar.PatchesCollector())
 	reg.MustRegister(pipe.Collectors()...)
 	mux := http.NewServeMux()

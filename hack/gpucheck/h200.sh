@@ -14,11 +14,23 @@
 #                                   process's context. Results go to $OUT (default
 #                                   /tmp/gpucheck-out): summary.txt, results.json, run.log,
 #                                   allocate-*.json, devices.txt, logs.tar.gz.
+#   hack/gpucheck/h200.sh limits    on the GPU machine, as root: whether a process can lift the
+#                                   limits the plugin sets (docs/gpu-limits-override.md). Builds
+#                                   HAMi-core as pinned and with build/hami-core-override-env.sh,
+#                                   and under each, in containers of 2000 MiB / 30 %, runs a
+#                                   process within the limit and processes that export wider
+#                                   limits before CUDA starts, with and without the answer's
+#                                   /overrideEnv mount. Results in $OUT: limits-summary.txt,
+#                                   limits.json, run.log, logs.tar.gz.
+#
+# The script runs beside measure.py wherever it is copied (a device call carries .cache/gpucheck
+# but sends the main checkout): GPUCHECK_PATCH names the patch script when build/ lacks it.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 CACHE=$ROOT/.cache/gpucheck
-HERE=$ROOT/hack/gpucheck
+HERE=$(cd "$(dirname "$0")" && pwd)
+PATCH=${GPUCHECK_PATCH:-$ROOT/build/hami-core-override-env.sh}
 WANT_MIB=2000
 CORES=30
 RESERVE_MIB=518 # the H200's context, measured by the first part of this run (docs/h200-context-reserve.md)
@@ -54,14 +66,16 @@ log() { echo "=== $(date +%T) $*"; }
 
 # in_container PREFIX CMD...: runs CMD the way a container given the Allocate response in
 # PREFIX.env / PREFIX.mounts would run: that environment and nothing else (env -i), the
-# directory mounts bound in a private mount namespace, and HAMi-core loaded by LD_PRELOAD
-# in place of the /etc/ld.so.preload mount (the host's /etc must stay untouched; the
-# reference note found both ways equal).
+# other mounts bound in a private mount namespace (a file read-only where the answer says
+# so), and HAMi-core loaded by LD_PRELOAD in place of the /etc/ld.so.preload mount (the
+# host's /etc must stay untouched; the reference note found both ways equal). A file mount
+# needs a file to bind over: one the machine lacks (/overrideEnv) is created empty for the
+# call and removed after it, so a later call without that mount finds none.
 in_container() {
 	local prefix=$1
 	shift
-	local -a envs=()
-	local line binds="" preload="" library=""
+	local -a envs=() stubs=()
+	local line binds="" preload="" library="" rc
 	while IFS= read -r line; do [ -n "$line" ] && envs+=("$line"); done <"$prefix.env"
 	while read -r host target mode; do
 		case $target in
@@ -69,10 +83,14 @@ in_container() {
 		"$host") ;;
 		*.so) library="$host $target" ;; # preloaded from the host path (a dry run's hook path)
 		*)
-			if [ -n "$NAMESPACES" ]; then
-				binds+="mkdir -p '$target' && mount --bind '$host' '$target' && "
-			else
+			if [ -z "$NAMESPACES" ]; then
 				binds+="rm -rf '$target' && ln -sfn '$host' '$target' && "
+			elif [ -f "$host" ]; then
+				[ -e "$target" ] || { : >"$target" && stubs+=("$target"); }
+				binds+="mount --bind '$host' '$target' && "
+				[ "$mode" = ro ] && binds+="mount -o remount,bind,ro '$target' && "
+			else
+				binds+="mkdir -p '$target' && mount --bind '$host' '$target' && "
 			fi
 			;;
 		esac
@@ -82,6 +100,9 @@ in_container() {
 	[ -n "$NAMESPACES" ] && wrap=(unshare --mount --propagation private)
 	env -i PATH="$PATH" HOME="${HOME:-/root}" PYTHONUNBUFFERED=1 "${envs[@]}" \
 		"${wrap[@]}" sh -c "${binds}export LD_PRELOAD='$preload' && exec \"\$@\"" sh "$@"
+	rc=$?
+	[ ${#stubs[@]} -eq 0 ] || rm -f "${stubs[@]}"
+	return $rc
 }
 
 # host_cache_dir PREFIX: the host directory mounted at /tmp/vgpu for PREFIX's container.
@@ -195,7 +216,25 @@ versions() {
 	EOF
 }
 
-device() {
+# build_hami NAME [PATCH]: builds HAMi-core's source, after PATCH DIR when given, into
+# $W/hami-NAME/build/libvgpu.so.
+build_hami() {
+	local dir=$W/hami-$1 t0=$SECONDS
+	rm -rf "$dir" && cp -r "$CACHE/hami-core" "$dir"
+	[ -z "${2:-}" ] || sh "$2" "$dir" || return 1
+	if [ -n "${GPUCHECK_SKIP_BUILD:-}" ]; then
+		mkdir -p "$dir/build" && echo "dry run" >"$dir/build/libvgpu.so"
+	else
+		(cd "$dir" && CMAKE_OPTIONS="-DCMAKE_POLICY_VERSION_MINIMUM=3.5" timeout 300 bash ./build.sh) >"$W/logs/hami-build-$1.log" 2>&1
+		echo "build.sh ($1) rc=$? in $((SECONDS - t0)) s"
+	fi
+	grep -iE 'error|warning: implicit' "$W/logs/hami-build-$1.log" 2>/dev/null | head -5
+	ls -la "$dir/build/libvgpu.so" || { tail -30 "$W/logs/hami-build-$1.log"; return 1; }
+}
+
+# setup: the machine's versions, the binaries, HAMi-core as pinned (in the hook image the
+# plugin installs from), and the plugin's view of the GPUs.
+setup() {
 	mkdir -p "$OUT" "$W/logs"
 	cd "$W" || return 1
 	PY=$(command -v python3)
@@ -218,22 +257,17 @@ device() {
 	ldd "$W/bin/vgpu-device-plugin" | grep -i 'not found' && return 1
 
 	log "build HAMi-core"
-	rm -rf "$W/hami-core" && cp -r "$CACHE/hami-core" "$W/hami-core"
-	local t0=$SECONDS
-	if [ -n "${GPUCHECK_SKIP_BUILD:-}" ]; then
-		mkdir -p "$W/hami-core/build" && echo "dry run" >"$W/hami-core/build/libvgpu.so"
-	else
-		(cd "$W/hami-core" && CMAKE_OPTIONS="-DCMAKE_POLICY_VERSION_MINIMUM=3.5" timeout 300 bash ./build.sh) >"$W/logs/hami-build.log" 2>&1
-		echo "build.sh rc=$? in $((SECONDS - t0)) s"
-	fi
-	grep -iE 'error|warning: implicit' "$W/logs/hami-build.log" | head -5
-	ls -la "$W/hami-core/build/libvgpu.so" || { tail -30 "$W/logs/hami-build.log"; return 1; }
+	build_hami pinned || return 1
 	mkdir -p "$W/hook-image"
-	cp "$W/hami-core/build/libvgpu.so" "$W/hook-image/libvgpu.so"
+	cp "$W/hami-pinned/build/libvgpu.so" "$W/hook-image/libvgpu.so"
 	echo "$HOOK/libvgpu.so" >"$W/hook-image/ld.so.preload"
 
 	log "plugin --inspect (real NVML)"
 	"$W/bin/vgpu-device-plugin" "${NVML_FLAGS[@]}" --inspect --node-name "$NODE" 2>&1 | tee "$W/logs/inspect.txt"
+}
+
+device() {
+	setup || return 1
 
 	log "baseline: a PyTorch context without HAMi-core, as NVML counts it"
 	rm -f "$W/baseline.stop"
@@ -304,6 +338,72 @@ EOC
 	return 0
 }
 
+# install_hami NAME: puts $W/hami-NAME's library where the plugin installed HAMi-core, by
+# rename, for the processes started after.
+install_hami() {
+	cp "$W/hami-$1/build/libvgpu.so" "$HOOK/.libvgpu.so.new" && mv "$HOOK/.libvgpu.so.new" "$HOOK/libvgpu.so" &&
+		echo "HAMi-core in $HOOK: $1 ($(sha256sum "$HOOK/libvgpu.so" | cut -c1-12))"
+}
+
+# grab NAME BUILD PREFIX MIB [VAR=VALUE...]: in PREFIX's container a shell exports VAR=VALUE,
+# as a pod's command can, and execs a PyTorch process that asks for one tensor of MIB. The
+# run is listed in limits-runs.txt for the summary.
+grab() {
+	local name=$1 build=$2 prefix=$3 mib=$4 exports="" mount=no v rc
+	shift 4
+	for v in "$@"; do exports+="export $v; "; done
+	grep -q ' /overrideEnv ' "$prefix.mounts" && mount=yes
+	in_container "$prefix" sh -c "${exports}exec \"\$@\"" sh timeout 120 "$PY" "$HERE/measure.py" grab --label "$name" --mib "$mib" \
+		--json "$W/limits-$name.json" >"$W/limits-$name.out" 2>"$W/limits-$name.err"
+	rc=$?
+	echo "$name $build $mount $rc $*" >>"$W/limits-runs.txt"
+	echo "$name: exit $rc; $("$PY" -c 'import json, sys; v = json.load(open(sys.argv[1])); print("region limit", v["region"]["limit"], "sm", v["region"]["sm_limit"], "allocated", v["ok"])' "$W/limits-$name.json" 2>&1 | tail -1)"
+	grep -m2 -E 'OOM|ERROR|SET ' "$W/limits-$name.err"
+}
+
+# limits: can a process lift the limits the plugin's answer sets, under HAMi-core as pinned
+# and as build/hami-core-override-env.sh patches it? Each case gets a container of its own
+# (a fresh Allocate, so a fresh region: HAMi-core keeps the limits of the process that
+# created the region).
+limits() {
+	setup || return 1
+	log "build HAMi-core with $(basename "$PATCH")"
+	build_hami patched "$PATCH" || return 1
+	[ ! -e /overrideEnv ] || { echo "this machine has a /overrideEnv of its own; the runs without the mount need none"; return 1; }
+	start_pair "" || return 1
+	rm -f "$W/limits-runs.txt"
+	CORES=10 # seven containers on one GPU: the stand-in kubelet hands out 100 core IDs in all
+	local wide=(CUDA_DEVICE_MEMORY_LIMIT_0=999999m CUDA_DEVICE_SM_LIMIT=100 CUDA_DEVICE_SM_LIMIT_0=100) build a
+	local limit=$(((WANT_MIB + FACTOR - 1) / FACTOR * FACTOR)) # whole memory units (3 MiB on an H100)
+	for build in pinned patched; do
+		log "HAMi-core $build"
+		install_hami "$build" || return 1
+		for a in ok export nomount; do
+			allocate "$build-$a" "$limit" "$W/alloc-$build-$a" >/dev/null || { cat "$W/alloc-$build-$a.error"; return 1; }
+			cp "$(awk '$2 == "/overrideEnv" { print $1 }' "$W/alloc-$build-$a.mounts")" "$W/alloc-$build-$a.overrideEnv" || return 1
+		done
+		cat "$W/alloc-$build-ok.env" "$W/alloc-$build-ok.mounts" "$W/alloc-$build-ok.overrideEnv"
+		grab "$build-within" "$build" "$W/alloc-$build-ok" 1000
+		grab "$build-export" "$build" "$W/alloc-$build-export" 4000 "${wide[@]}"
+		# The same answer less the /overrideEnv mount: the plugin before this change.
+		awk '$2 != "/overrideEnv"' "$W/alloc-$build-nomount.mounts" >"$W/alloc-$build-nomount.m" &&
+			mv "$W/alloc-$build-nomount.m" "$W/alloc-$build-nomount.mounts"
+		grab "$build-export-nomount" "$build" "$W/alloc-$build-nomount" 4000 "${wide[@]}"
+	done
+	# A process that also names a region of its own, to count its usage alone.
+	allocate patched-cache "$limit" "$W/alloc-patched-cache" >/dev/null || { cat "$W/alloc-patched-cache.error"; return 1; }
+	cp "$(awk '$2 == "/overrideEnv" { print $1 }' "$W/alloc-patched-cache.mounts")" "$W/alloc-patched-cache.overrideEnv"
+	grab patched-export-cache patched "$W/alloc-patched-cache" 4000 "${wide[@]}" CUDA_DEVICE_MEMORY_SHARED_CACHE=/tmp/vgpu/own.cache
+	ls -la "$(host_cache_dir "$W/alloc-patched-cache")"
+	return 0
+}
+
+collect_limits() {
+	log "summary"
+	"${PY:-python3}" "$HERE/measure.py" limits --dir "$W" --json "$OUT/limits.json" --text "$OUT/limits-summary.txt"
+	tar -czf "$OUT/logs.tar.gz" -C "$W" --exclude hami-pinned --exclude hami-patched --exclude hook-image --exclude bin --exclude ctl --exclude device-plugins . 2>/dev/null
+}
+
 collect() {
 	log "summary"
 	cp "$W/alloc-2000.json" "$OUT/allocate-2000.json" 2>/dev/null
@@ -311,7 +411,7 @@ collect() {
 	cp "$W/alloc-reserve.json" "$OUT/allocate-reserve.json" 2>/dev/null
 	cp "$W/devices.txt" "$OUT/devices.txt" 2>/dev/null
 	"${PY:-python3}" "$HERE/measure.py" summarize --dir "$W" --json "$OUT/results.json" --text "$OUT/summary.txt"
-	tar -czf "$OUT/logs.tar.gz" -C "$W" --exclude hami-core --exclude hook-image --exclude bin --exclude ctl --exclude device-plugins . 2>/dev/null
+	tar -czf "$OUT/logs.tar.gz" -C "$W" --exclude hami-pinned --exclude hami-patched --exclude hook-image --exclude bin --exclude ctl --exclude device-plugins . 2>/dev/null
 }
 
 stop_all() {
@@ -333,8 +433,17 @@ device)
 		collect
 	} 2>&1 | tee "$OUT/run.log"
 	;;
+limits)
+	mkdir -p "$OUT"
+	{
+		limits
+		echo "limits rc=$?"
+		stop_all
+		collect_limits
+	} 2>&1 | tee "$OUT/run.log"
+	;;
 *)
-	echo "usage: $0 prepare|device" >&2
+	echo "usage: $0 prepare|device|limits" >&2
 	exit 2
 	;;
 esac

@@ -8,9 +8,14 @@ Run inside the environment the device plugin's Allocate answered (h200.sh's in_c
             (1 MiB steps), and try the size asked for with --want.
   hold      create a context (PyTorch or CuPy), optionally allocate --mib, write --ready and
             stay until --stop exists: a second process of the same container.
+  grab      create a context with PyTorch, record the limit variables as the process started
+            with them and as HAMi-core left them, and the limits HAMi-core holds it to (the
+            shared region), then ask for one tensor of --mib.
   region    decode a HAMi-core shared-region file (v1.2 layout) as JSON (no CUDA needed).
   summarize read the JSON results of one h200.sh run and write the summary.
+  limits    the same for one `h200.sh limits` run.
 """
+import ctypes
 import argparse
 import glob
 import json
@@ -74,6 +79,19 @@ def decode_region(path):
 
 def region_path():
     return os.environ.get("CUDA_DEVICE_MEMORY_SHARED_CACHE", "/tmp/cudevshr.cache")
+
+
+# What HAMi-core reads of the environment for its limits and region.
+LIMIT_VARS = ("CUDA_DEVICE_MEMORY_LIMIT_0", "CUDA_DEVICE_SM_LIMIT", "CUDA_DEVICE_SM_LIMIT_0",
+              "CUDA_DEVICE_MEMORY_SHARED_CACHE")
+
+
+def c_environ():
+    """The limit variables as the C library holds them now: HAMi-core's setenv changes these,
+    not Python's os.environ, a copy taken when the interpreter started."""
+    getenv = ctypes.CDLL(None).getenv
+    getenv.restype = ctypes.c_char_p
+    return {k: (lambda v: v.decode() if v is not None else None)(getenv(k.encode())) for k in LIMIT_VARS}
 
 
 def own_slot(region):
@@ -172,6 +190,20 @@ def cmd_probe(args):
         ok, err = try_alloc(torch, args.want)
         res["want_mib"], res["want_fits"], res["want_error"] = args.want, ok, err
     res["own_slot_at_end"] = own_slot(decode_region(region_path()))
+    emit(res, args.json)
+
+
+def cmd_grab(args):
+    at_start = {k: os.environ.get(k) for k in LIMIT_VARS}
+    torch, info = start_torch()
+    after = c_environ()
+    region = decode_region(after["CUDA_DEVICE_MEMORY_SHARED_CACHE"] or "/tmp/cudevshr.cache")
+    res = {"label": args.label, "pid": os.getpid(), "init": info, "env_at_start": at_start, "env_after_init": after,
+           "region": {k: region.get(k) for k in ("path", "error", "limit", "sm_limit")},
+           "own_slot": own_slot(region), "overrideEnv_present": os.path.exists("/overrideEnv"),
+           "overrideEnv_writable": os.access("/overrideEnv", os.W_OK)}
+    res["ok"], res["error"] = try_alloc(torch, args.mib)
+    res["mib"] = args.mib
     emit(res, args.json)
 
 
@@ -304,6 +336,64 @@ def cmd_summarize(args):
     print("\n".join(lines))
 
 
+def cmd_limits(args):
+    d = args.dir
+    out = {"versions": load(os.path.join(d, "versions.json")), "allocations": {}, "runs": {}}
+    for f in sorted(glob.glob(os.path.join(d, "alloc-*.json"))):
+        name = os.path.basename(f)[len("alloc-"):-len(".json")]
+        a = load(f) or {}
+        override = os.path.join(d, "alloc-%s.overrideEnv" % name)
+        out["allocations"][name] = {
+            "pod": a.get("pod"), "envs": a.get("envs"),
+            "mounts": open(os.path.join(d, "alloc-%s.mounts" % name)).read().splitlines(),
+            "overrideEnv": open(override).read().splitlines() if os.path.exists(override) else None}
+    runs = []  # h200.sh's limits-runs.txt: NAME BUILD MOUNT(yes|no) RC [VAR=VALUE...]
+    with open(os.path.join(d, "limits-runs.txt")) as f:
+        for line in f:
+            name, build, mount, rc, *exports = line.split()
+            runs.append({"name": name, "build": build, "mount": mount == "yes", "rc": int(rc), "exports": exports})
+    for run in runs:
+        v = load(os.path.join(d, "limits-%s.json" % run["name"])) or {}
+        region = v.get("region") or {}
+        slot = v.get("own_slot") or {}
+        out["runs"][run["name"]] = dict(run, **{
+            "env_at_start": v.get("env_at_start"), "env_after_init": v.get("env_after_init"),
+            "overrideEnv_present": v.get("overrideEnv_present"), "overrideEnv_writable": v.get("overrideEnv_writable"),
+            "region_limit_mib": [mib(x) for x in region.get("limit") or []], "region_sm_limit": region.get("sm_limit"),
+            "region_path": region.get("path"), "context_charged_mib": mib(slot.get("context_size")),
+            "mem_get_info_mib": (v.get("init") or {}).get("mem_get_info_mib"),
+            "asked_mib": v.get("mib"), "ok": v.get("ok"), "error": v.get("error"),
+            "hami_oom_line": oom_after(os.path.join(d, "limits-%s.err" % run["name"]), v.get("mib") or 0)})
+    text = json.dumps(out, indent=1, sort_keys=True)
+    with open(args.json, "w") as f:
+        f.write(text + "\n")
+    lines = ["gpucheck limits (%s)" % time.strftime("%Y-%m-%d %H:%M:%S %Z"), ""]
+    for k, v in (out["versions"] or {}).items():
+        lines.append("%-22s %s" % (k, v))
+    for name, a in out["allocations"].items():
+        lines.append("")
+        lines.append("allocation %s (pod %s)" % (name, a["pod"]))
+        lines += ["    env %s=%s" % kv for kv in sorted((a["envs"] or {}).items())]
+        lines += ["    mount %s" % m for m in a["mounts"]]
+        lines += ["    overrideEnv %s" % l for l in a["overrideEnv"] or []]
+    lines.append("")
+    for name, r in out["runs"].items():
+        lines.append("%s: HAMi-core %s, /overrideEnv mount %s, exports %s; exit %d" % (
+            name, r["build"], "yes" if r["mount"] else "no", " ".join(r["exports"]) or "nothing", r["rc"]))
+        lines.append("    /overrideEnv in the container: %s" % (
+            ("read-only" if not r["overrideEnv_writable"] else "WRITABLE") if r["overrideEnv_present"] else "none"))
+        lines.append("    env at start %s" % r["env_at_start"])
+        lines.append("    env after CUDA init %s" % r["env_after_init"])
+        lines.append("    region %s: limit %s MiB, sm_limit %s; context charged %s MiB; mem_get_info %s" % (
+            r["region_path"], r["region_limit_mib"], r["region_sm_limit"], r["context_charged_mib"], r["mem_get_info_mib"]))
+        lines.append("    asked %s MiB: %s%s" % (r["asked_mib"], "allocated" if r["ok"] else "refused", "" if r["ok"] else ": %s" % r["error"]))
+        if r["hami_oom_line"]:
+            lines.append("    HAMi-core: %s" % r["hami_oom_line"])
+    with open(args.text, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
 def cmd_reserve(args):
     """The reserve to add to a 2000 MiB limit: what the single process could not get, and at
     least the context HAMi-core charged, rounded up to the memory factor."""
@@ -333,6 +423,16 @@ def main():
     a.add_argument("--stop", required=True)
     a.add_argument("--seconds", type=float, default=120)
     a.set_defaults(fn=cmd_hold)
+    a = sub.add_parser("grab")
+    a.add_argument("--label", required=True)
+    a.add_argument("--mib", type=int, required=True)
+    a.add_argument("--json", required=True)
+    a.set_defaults(fn=cmd_grab)
+    a = sub.add_parser("limits")
+    a.add_argument("--dir", required=True)
+    a.add_argument("--json", required=True)
+    a.add_argument("--text", required=True)
+    a.set_defaults(fn=cmd_limits)
     a = sub.add_parser("region")
     a.add_argument("path")
     a.add_argument("--json")

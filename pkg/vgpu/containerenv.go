@@ -62,6 +62,29 @@ func SMLimitEnv(i int) string {
 	return EnvSMLimit + "_" + strconv.Itoa(i)
 }
 
+// OverrideEnv is the file the device plugin mounts at OverrideEnvPath, built from the
+// environment its Allocate answer gives a container: the variables HAMi-core reads (the
+// control variables but the NVIDIA container runtime's), one KEY=VALUE line each, sorted.
+// HAMi-core, built with build/hami-core-override-env.sh, sets them from the file over the
+// process's own environment before it reads its limits, so a process that exports another
+// limit before its first CUDA call still gets the answer's. The answer always holds a memory
+// limit, so the file is never empty (HAMi-core's reader misparses an empty file); its values
+// are numbers and paths, never a newline.
+func OverrideEnv(envs map[string]string) []byte {
+	keys := make([]string, 0, len(envs))
+	for k := range envs {
+		if IsControlEnv(k, false) && k != EnvVisibleDevices && k != EnvDriverCapabilities {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k + "=" + envs[k] + "\n")
+	}
+	return []byte(b.String())
+}
+
 // controlEnvNames are the control variables spelled out; the numbered per-device ones are
 // matched by numberedControlEnv. The chart's admission policy repeats this list (CEL cannot
 // import it); TestChartPolicyListsTheControlVariables keeps the two equal.

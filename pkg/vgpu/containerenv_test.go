@@ -292,3 +292,28 @@ func TestChartPolicyMessages(t *testing.T) {
 		}
 	}
 }
+
+// The override file holds what HAMi-core reads of an Allocate answer: not the container
+// runtime's variables, nor anything that is no control variable.
+func TestOverrideEnv(t *testing.T) {
+	got := string(OverrideEnv(map[string]string{
+		EnvVisibleDevices:     "GPU-a,GPU-b",
+		EnvDriverCapabilities: "compute,utility",
+		MemoryLimitEnv(1):     "3000m",
+		MemoryLimitEnv(0):     "2000m",
+		SMLimitEnv(0):         "30",
+		SMLimitEnv(1):         "30",
+		EnvSMLimit:            "30",
+		EnvSharedCache:        "/tmp/vgpu/abc.cache",
+		"PATH":                "/usr/bin",
+	}))
+	want := "CUDA_DEVICE_MEMORY_LIMIT_0=2000m\n" +
+		"CUDA_DEVICE_MEMORY_LIMIT_1=3000m\n" +
+		"CUDA_DEVICE_MEMORY_SHARED_CACHE=/tmp/vgpu/abc.cache\n" +
+		"CUDA_DEVICE_SM_LIMIT=30\n" +
+		"CUDA_DEVICE_SM_LIMIT_0=30\n" +
+		"CUDA_DEVICE_SM_LIMIT_1=30\n"
+	if got != want {
+		t.Errorf("OverrideEnv:\n%s\nwant:\n%s", got, want)
+	}
+}

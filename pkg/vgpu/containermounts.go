@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Paths in a vGPU container. vgpu-device-plugin's Allocate answer mounts the first four;
+// Paths in a vGPU container. vgpu-device-plugin's Allocate answer mounts them all;
 // HAMi-core, loaded into every process through the preload file, reads the last. The
 // kubelet passes the pod's own volume mounts to the runtime after the device plugin's, and a
 // runtime applies the later of two mounts at one path, so a pod that mounted a volume at one
@@ -26,9 +26,12 @@ const (
 	// ContainerLockPath is the folder HAMi-core's processes on the node lock in while they
 	// find their host PID; every vGPU container shares it.
 	ContainerLockPath = "/tmp/vgpulock"
-	// OverrideEnvPath is a file of KEY=VALUE lines that HAMi-core, at the commit
-	// build/Dockerfile.vgpu-device-plugin pins, sets as environment variables when NVML
-	// starts, over the container's own: a file there sets the limits.
+	// OverrideEnvPath is a file of KEY=VALUE lines that HAMi-core sets as environment
+	// variables over the process's own (OverrideEnv). At the commit
+	// build/Dockerfile.vgpu-device-plugin pins it reads the file only when NVML starts,
+	// after it has read the limits: the file then reaches the process's children, not its
+	// limits. The Dockerfile's build/hami-core-override-env.sh makes it read the file before
+	// the limits, in every process (docs/gpu-limits-override.md).
 	OverrideEnvPath = "/overrideEnv"
 )
 

@@ -371,12 +371,17 @@ func TestDevicePluginAllocatesPerContainer(t *testing.T) {
 	}))
 	got := podPhase(t, cs, ns, pod.Name, corev1.PodRunning, 90*time.Second)
 
+	// The limits reach the container twice: in its environment and in the read-only file
+	// HAMi-core sets over whatever a process exports (docs/gpu-limits-override.md).
 	common := []string{"CUDA_DEVICE_MEMORY_SHARED_CACHE=/tmp/vgpu/*", "mount /tmp/vgpu rw", "mount /tmp/vgpulock rw",
-		"mount /usr/local/vgpu/libvgpu.so ro", "mount /etc/ld.so.preload ro"}
+		"mount /usr/local/vgpu/libvgpu.so ro", "mount /etc/ld.so.preload ro", "mount /overrideEnv ro",
+		"overrideEnv CUDA_DEVICE_MEMORY_SHARED_CACHE=/tmp/vgpu/*"}
 	wantLines(t, "first", containerLog(t, cs, ns, pod.Name, "first"), append(common,
-		"NVIDIA_VISIBLE_DEVICES="+gpus[0], "CUDA_DEVICE_MEMORY_LIMIT_0=1000m", "CUDA_DEVICE_SM_LIMIT=20")...)
+		"NVIDIA_VISIBLE_DEVICES="+gpus[0], "CUDA_DEVICE_MEMORY_LIMIT_0=1000m", "CUDA_DEVICE_SM_LIMIT=20",
+		"overrideEnv CUDA_DEVICE_MEMORY_LIMIT_0=1000m", "overrideEnv CUDA_DEVICE_SM_LIMIT=20", "overrideEnv CUDA_DEVICE_SM_LIMIT_0=20")...)
 	wantLines(t, "second", containerLog(t, cs, ns, pod.Name, "second"), append(common,
-		"NVIDIA_VISIBLE_DEVICES="+gpus[1], "CUDA_DEVICE_MEMORY_LIMIT_0=3000m", "CUDA_DEVICE_SM_LIMIT=50")...)
+		"NVIDIA_VISIBLE_DEVICES="+gpus[1], "CUDA_DEVICE_MEMORY_LIMIT_0=3000m", "CUDA_DEVICE_SM_LIMIT=50",
+		"overrideEnv CUDA_DEVICE_MEMORY_LIMIT_0=3000m", "overrideEnv CUDA_DEVICE_SM_LIMIT=50", "overrideEnv CUDA_DEVICE_SM_LIMIT_0=50")...)
 	if got.Annotations[vgpu.BindPhaseAnnotation] != vgpu.BindPhaseSuccess {
 		t.Errorf("bind-phase = %q, want %q", got.Annotations[vgpu.BindPhaseAnnotation], vgpu.BindPhaseSuccess)
 	}

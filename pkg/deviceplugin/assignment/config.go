@@ -53,10 +53,31 @@ func ContainerCacheRoot(hookPath string) string {
 	return filepath.Join(hookPath, "vgpu", "containers")
 }
 
-// hostCacheDir is the cache directory of one container. Pod UIDs and
-// container names hold no "_", so the name splits back unambiguously.
+// ContainerOverrideRoot is the host directory holding one directory per
+// vGPU container, named as in ContainerCacheRoot, with the file mounted at
+// vgpu.OverrideEnvPath. It is apart from the cache directories because the
+// container writes in its own: a file there could be rewritten through
+// /tmp/vgpu and would no longer hold the limits.
+func ContainerOverrideRoot(hookPath string) string {
+	return filepath.Join(hookPath, "vgpu", "overrides")
+}
+
+// containerDirName names one container's directory under either root. Pod
+// UIDs and container names hold no "_", so the name splits back
+// unambiguously.
+func containerDirName(podUID, container string) string {
+	return podUID + "_" + container
+}
+
+// hostCacheDir is the cache directory of one container.
 func hostCacheDir(hookPath, podUID, container string) string {
-	return filepath.Join(ContainerCacheRoot(hookPath), podUID+"_"+container)
+	return filepath.Join(ContainerCacheRoot(hookPath), containerDirName(podUID, container))
+}
+
+// hostOverrideFile is the file of one container mounted at
+// vgpu.OverrideEnvPath.
+func hostOverrideFile(hookPath, podUID, container string) string {
+	return filepath.Join(ContainerOverrideRoot(hookPath), containerDirName(podUID, container), "overrideEnv")
 }
 
 // GPULister lists the GPUs the node advertises and their health

@@ -16,8 +16,9 @@ import (
 )
 
 // containerResponse is what the container gets for its devices: the GPUs,
-// HAMi-core's limits, and the mounts that load HAMi-core and give it its
-// shared region. cacheName names the region file; a new one per Allocate,
+// HAMi-core's limits, and the mounts that load HAMi-core, give it its
+// shared region and set its limits over the container's own environment
+// (prepareHost writes that file from the answer's). cacheName names the region file; a new one per Allocate,
 // because HAMi-core keeps the limits of the first process that created a
 // region, so a file left from an earlier container with the same
 // directory would impose that container's limits.
@@ -52,6 +53,7 @@ func containerResponse(cfg Config, podUID string, container *corev1.Container, d
 	mounts = append(mounts,
 		&pluginapi.Mount{ContainerPath: vgpu.ContainerCachePath, HostPath: hostCacheDir(cfg.HookPath, podUID, container.Name)},
 		&pluginapi.Mount{ContainerPath: vgpu.ContainerLockPath, HostPath: cfg.LockDir},
+		&pluginapi.Mount{ContainerPath: vgpu.OverrideEnvPath, HostPath: hostOverrideFile(cfg.HookPath, podUID, container.Name), ReadOnly: true},
 	)
 	return &pluginapi.ContainerAllocateResponse{Envs: envs, Mounts: mounts}, nil
 }
@@ -107,7 +109,14 @@ func disablesControl(c *corev1.Container) bool {
 // only writers of the cache directory are the container's own processes;
 // what they plant there (FIFOs, links) is the monitor's to refuse, and it
 // reads the directory as hostile input.
-func prepareHost(cfg Config, podUID string, container *corev1.Container) error {
+//
+// Last it writes the container's override file (vgpu.OverrideEnv of envs,
+// the answer's environment) under a new name and renames it into place: a
+// running container of the same pod and name keeps the file it mounted,
+// whose limits and region name match its environment. The file and its
+// directory are the plugin's, readable by every user and writable by none
+// of the container's.
+func prepareHost(cfg Config, podUID string, container *corev1.Container, envs map[string]string) error {
 	required := []string{filepath.Join(cfg.HookPath, hostLibrary)}
 	if !disablesControl(container) {
 		required = append(required, filepath.Join(cfg.HookPath, hostPreload))
@@ -124,6 +133,37 @@ func prepareHost(cfg Config, podUID string, container *corev1.Container) error {
 		if err := os.Chmod(dir, 0o777); err != nil {
 			return fmt.Errorf("make %s writable for every user: %w", dir, err)
 		}
+	}
+	return writeOverrideFile(hostOverrideFile(cfg.HookPath, podUID, container.Name), vgpu.OverrideEnv(envs))
+}
+
+// writeOverrideFile puts content at path, world-readable, replacing what
+// was there in one rename.
+func writeOverrideFile(path string, content []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return fmt.Errorf("make %s readable for every user: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".overrideEnv-*")
+	if err != nil {
+		return fmt.Errorf("write the override file in %s: %w", dir, err)
+	}
+	_, err = f.Write(content)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if closeErr := f.Close(); err == nil {
+		err = closeErr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return fmt.Errorf("write the override file %s: %w", path, err)
 	}
 	return nil
 }

@@ -220,7 +220,7 @@ func (a *VGPU) serve(ctx context.Context, c candidate, container *corev1.Contain
 	if err != nil {
 		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	if err := prepareHost(a.cfg, string(pod.UID), container); err != nil {
+	if err := prepareHost(a.cfg, string(pod.UID), container, response.Envs); err != nil {
 		return nil, fmt.Errorf("pod %s/%s container %q: %w", pod.Namespace, pod.Name, container.Name, err)
 	}
 	if c.again {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,6 +137,7 @@ func TestAllocateResponse(t *testing.T) {
 						{ContainerPath: "/etc/ld.so.preload", HostPath: env.hook + "/ld.so.preload", ReadOnly: true},
 						{ContainerPath: "/tmp/vgpu", HostPath: env.hook + "/vgpu/containers/uid-p_worker"},
 						{ContainerPath: "/tmp/vgpulock", HostPath: env.lock},
+						{ContainerPath: "/overrideEnv", HostPath: env.hook + "/vgpu/overrides/uid-p_worker/overrideEnv", ReadOnly: true},
 					},
 				}
 			},
@@ -161,6 +164,7 @@ func TestAllocateResponse(t *testing.T) {
 						{ContainerPath: "/etc/ld.so.preload", HostPath: env.hook + "/ld.so.preload", ReadOnly: true},
 						{ContainerPath: "/tmp/vgpu", HostPath: env.hook + "/vgpu/containers/uid-p_worker"},
 						{ContainerPath: "/tmp/vgpulock", HostPath: env.lock},
+						{ContainerPath: "/overrideEnv", HostPath: env.hook + "/vgpu/overrides/uid-p_worker/overrideEnv", ReadOnly: true},
 					},
 				}
 			},
@@ -192,6 +196,7 @@ func TestAllocateResponse(t *testing.T) {
 						{ContainerPath: "/usr/local/vgpu/libvgpu.so", HostPath: env.hook + "/libvgpu.so", ReadOnly: true},
 						{ContainerPath: "/tmp/vgpu", HostPath: env.hook + "/vgpu/containers/uid-p_worker"},
 						{ContainerPath: "/tmp/vgpulock", HostPath: env.lock},
+						{ContainerPath: "/overrideEnv", HostPath: env.hook + "/vgpu/overrides/uid-p_worker/overrideEnv", ReadOnly: true},
 					},
 				}
 			},
@@ -216,6 +221,7 @@ func TestAllocateResponse(t *testing.T) {
 						{ContainerPath: "/etc/ld.so.preload", HostPath: env.hook + "/ld.so.preload", ReadOnly: true},
 						{ContainerPath: "/tmp/vgpu", HostPath: env.hook + "/vgpu/containers/uid-p_worker"},
 						{ContainerPath: "/tmp/vgpulock", HostPath: env.lock},
+						{ContainerPath: "/overrideEnv", HostPath: env.hook + "/vgpu/overrides/uid-p_worker/overrideEnv", ReadOnly: true},
 					},
 				}
 			},
@@ -240,7 +246,82 @@ func TestAllocateResponse(t *testing.T) {
 					t.Errorf("host directory %s: %v, %v; want a directory with mode 0777", dir, info, err)
 				}
 			}
+			checkOverrideFile(t, env.hook+"/vgpu/overrides/uid-p_worker", got.Envs)
 		})
+	}
+}
+
+// checkOverrideFile checks that the override file in dir, which only the
+// plugin may write, sets exactly the answer's HAMi-core variables: every
+// variable of envs but the container runtime's, one line each.
+func checkOverrideFile(t *testing.T, dir string, envs map[string]string) {
+	t.Helper()
+	file := filepath.Join(dir, "overrideEnv")
+	for path, mode := range map[string]os.FileMode{dir: os.ModeDir | 0o755, file: 0o644} {
+		if info, err := os.Stat(path); err != nil || info.Mode() != mode {
+			t.Errorf("%s: %v, %v; want mode %v", path, info, err, mode)
+		}
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := maps.Clone(envs)
+	delete(want, vgpu.EnvVisibleDevices)
+	body, ended := strings.CutSuffix(string(data), "\n")
+	if !ended {
+		t.Fatalf("override file %q does not end its last line", data)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(body, "\n") {
+		key, value, ok := strings.Cut(line, "=")
+		if _, again := got[key]; !ok || again {
+			t.Fatalf("override file %q: line %q is not a KEY=VALUE line of a new key", data, line)
+		}
+		got[key] = value
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("override file %q against the answer's environment (-want +got):\n%s", data, diff)
+	}
+}
+
+// TestAllocateAgainReplacesTheOverrideFile: a container served again (the
+// kubelet restarted or lost the answer) gets a new region name, and its
+// override file says the same; a container that mounted the old file keeps
+// it, since the new one comes by rename.
+func TestAllocateAgainReplacesTheOverrideFile(t *testing.T) {
+	pod := assigned("p", 100, []corev1.Container{ctr("worker", 1, 1000, 20)}, vgpu.PodDevices{{dev(gpuA, 1000, 20)}})
+	env := newTestEnv(t, 1, &pod, lockedNode())
+	dir := filepath.Join(ContainerOverrideRoot(env.hook), "uid-p_worker")
+	first, err := env.allocate(1)
+	if err != nil {
+		t.Fatalf("first Allocate: %v", err)
+	}
+	mounted, err := os.Open(filepath.Join(dir, "overrideEnv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mounted.Close()
+	env.alloc.cfg.KubeletPods = fakeKubeletPods{holdings: podresources.Holdings{
+		{Namespace: "ns", Name: "p"}: {"worker": false},
+	}}
+	again, err := env.allocate(1)
+	if err != nil {
+		t.Fatalf("Allocate again: %v", err)
+	}
+	if a, b := first.Envs[vgpu.EnvSharedCache], again.Envs[vgpu.EnvSharedCache]; a == b {
+		t.Fatalf("served again with the same region %s, want a new one", a)
+	}
+	checkOverrideFile(t, dir, again.Envs)
+	kept, err := io.ReadAll(mounted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "CUDA_DEVICE_MEMORY_SHARED_CACHE=" + first.Envs[vgpu.EnvSharedCache] + "\n"; !strings.Contains(string(kept), want) {
+		t.Errorf("the first container's file now reads %q, want it kept with %q", kept, want)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 {
+		t.Errorf("override directory holds %v (%v), want the one file", entries, err)
 	}
 }
 

@@ -41,9 +41,11 @@ type SweepConfig struct {
 	Clock clock.WithTicker
 }
 
-// Sweeper removes the cache directories of pods that left the node. The
-// plugin creates one "<podUID>_<container>" directory per container and
-// HAMi-core puts a region of about 2 MB in it; nothing else removes them.
+// Sweeper removes the container directories of pods that left the node
+// from one root. The plugin creates one "<podUID>_<container>" directory
+// per container under each of two roots: the cache directory, where
+// HAMi-core puts a region of about 2 MB, and the directory of the file
+// that sets HAMi-core's limits; nothing else removes them.
 //
 // A directory is removed once its pod has been missing (or finished) for
 // the whole grace period, counted from the first sweep that saw it gone,
@@ -96,7 +98,7 @@ func (s *Sweeper) Sweep() []string {
 	entries, err := os.ReadDir(s.root)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			klog.ErrorS(err, "Cannot sweep container cache directories", "root", s.root)
+			klog.ErrorS(err, "Cannot sweep container directories", "root", s.root)
 		}
 		return nil
 	}
@@ -126,10 +128,10 @@ func (s *Sweeper) Sweep() []string {
 		}
 		path := filepath.Join(s.root, name)
 		if err := removeContainerDir(path); err != nil {
-			klog.ErrorS(err, "Cannot remove the cache directory of a pod gone from the node", "podUID", podUID)
+			klog.ErrorS(err, "Cannot remove the container directory of a pod gone from the node", "podUID", podUID)
 			continue
 		}
-		klog.InfoS("Removed the cache directory of a pod gone from the node", "podUID", podUID, "path", path,
+		klog.InfoS("Removed the container directory of a pod gone from the node", "podUID", podUID, "path", path,
 			"goneFor", now.Sub(since).Round(time.Second))
 		delete(s.goneSince, name)
 		removed = append(removed, path)

@@ -2,7 +2,8 @@
 // pause image and localhost/tiny): the cluster has no registry, so the project builds its images.
 //
 //	tiny               wait for SIGTERM (what a pause container does)
-//	tiny printenv      print the sorted environment and the mount points, then wait
+//	tiny printenv      print the sorted environment, the mount points and the lines of
+//	                   /overrideEnv (HAMi-core's limits file), then wait
 //	tiny hello         print a line and exit
 //	sleep ..., bash ...  as tiny printenv: the image also holds it as /bin/sleep and /bin/bash,
 //	                   so the tutorials' manifests (command ["sleep","infinity"] or
@@ -39,6 +40,7 @@ func main() {
 			fmt.Println(e)
 		}
 		printMounts()
+		printOverrideEnv()
 	case "hello":
 		fmt.Println("hello from a locally built image")
 		return
@@ -69,5 +71,17 @@ func printMounts() {
 			mode = "ro"
 		}
 		fmt.Println("mount", fields[4], mode)
+	}
+}
+
+// printOverrideEnv prints "overrideEnv <line>" for each line of the file the device plugin
+// mounts at /overrideEnv, if there is one.
+func printOverrideEnv() {
+	data, err := os.ReadFile("/overrideEnv")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		fmt.Println("overrideEnv", line)
 	}
 }
