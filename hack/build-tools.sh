@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# build-tools.sh: builds the local cluster's binaries from the Go module proxy into .cache/bin.
-# Idempotent: a binary is rebuilt only when the pins that produced it changed (stamp file).
+# build-tools.sh [TOOL...]: builds the local cluster's binaries from the Go module proxy into
+# .cache/bin, and unpacks prometheus and promtool from Debian's package there. Idempotent: a
+# binary is rebuilt only when the pins that produced it changed (stamp file). With arguments,
+# only those tools (kube, etcd, kwok, helm, controller-gen, images, crds, prometheus): what
+# make lint needs without a cluster's worth of builds.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 source "$ROOT/hack/lib.sh"
 mkdir -p "$BIN"
 export CGO_ENABLED=0
+ONLY=" $* "
+want() { [ "$ONLY" = "  " ] || [[ $ONLY == *" $1 "* ]]; }
 
 # stamp NAME INPUT... -> 0 when NAME was built from exactly these inputs.
 stamp_of() { cat "$@" | sha256sum | cut -d' ' -f1; }
@@ -16,7 +21,7 @@ T0=$(date +%s)
 K8S_INPUTS=("$ROOT/hack/tools/go.mod" "$ROOT/hack/tools/go.sum" "$ROOT/hack/lib.sh")
 k8s_bins=(kube-apiserver kube-controller-manager kubectl kubelet)
 need=()
-for b in "${k8s_bins[@]}"; do fresh "$b" "${K8S_INPUTS[@]}" || need+=("k8s.io/kubernetes/cmd/$b"); done
+want kube && for b in "${k8s_bins[@]}"; do fresh "$b" "${K8S_INPUTS[@]}" || need+=("k8s.io/kubernetes/cmd/$b"); done
 if [ ${#need[@]} -gt 0 ]; then
   log "building ${need[*]} ($K8S_VERSION; cold: 10-13 min on 2 cores, the longest step of a first run)"
   LD="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 \
@@ -24,12 +29,12 @@ if [ ${#need[@]} -gt 0 ]; then
   (cd "$ROOT/hack/tools" && go build -trimpath -ldflags "$LD" -o "$BIN/" "${need[@]}")
   for b in "${k8s_bins[@]}"; do mark "$b" "${K8S_INPUTS[@]}"; done
 fi
-if ! fresh etcd "${K8S_INPUTS[@]}"; then
+if want etcd && ! fresh etcd "${K8S_INPUTS[@]}"; then
   log "building etcd $ETCD_VERSION"
   (cd "$ROOT/hack/tools" && go build -trimpath -ldflags "-s -w" -o "$BIN/etcd" go.etcd.io/etcd/server/v3)
   mark etcd "${K8S_INPUTS[@]}"
 fi
-if ! fresh kwok "$ROOT/hack/lib.sh"; then
+if want kwok && ! fresh kwok "$ROOT/hack/lib.sh"; then
   log "building kwok $KWOK_VERSION"
   GOBIN=$BIN go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
   # kwok needs stage definitions (see KWOK_STAGES).
@@ -38,18 +43,18 @@ if ! fresh kwok "$ROOT/hack/lib.sh"; then
     echo '---'; cat "$KD/kustomize/stage/$f"; done > "$BIN/kwok-stages.yaml"
   mark kwok "$ROOT/hack/lib.sh"
 fi
-if ! fresh helm "$ROOT/hack/lib.sh"; then
+if want helm && ! fresh helm "$ROOT/hack/lib.sh"; then
   log "building helm $HELM_VERSION"
   GOBIN=$BIN go install -trimpath -ldflags "-s -w" "helm.sh/helm/v4/cmd/helm@$HELM_VERSION"
   mark helm "$ROOT/hack/lib.sh"
 fi
-if ! fresh controller-gen "$ROOT/hack/lib.sh"; then
+if want controller-gen && ! fresh controller-gen "$ROOT/hack/lib.sh"; then
   log "building controller-gen $CONTROLLER_GEN_VERSION"
   GOBIN=$BIN go install -trimpath -ldflags "-s -w" "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_GEN_VERSION"
   mark controller-gen "$ROOT/hack/lib.sh"
 fi
 IMG_INPUTS=("$ROOT/test/images/tiny/main.go" "$ROOT/hack/imagebuild/main.go" "$ROOT/go.sum")
-if ! fresh tiny "${IMG_INPUTS[@]}"; then
+if want images && ! fresh tiny "${IMG_INPUTS[@]}"; then
   log "building the local images (pause, tiny)"
   (cd "$ROOT" && go build -trimpath -ldflags "-s -w" -o "$BIN/tiny" ./test/images/tiny && go build -o "$BIN/imagebuild" ./hack/imagebuild)
   mkdir -p "$BIN/images"
@@ -65,7 +70,7 @@ fi
 # The Volcano CRDs in config/crd are generated from the volcano.sh/apis version the project
 # builds against; a copy that no longer matches a fresh generation fails here.
 CRD_INPUTS=("$ROOT/go.mod" "$ROOT/hack/lib.sh" "$ROOT"/config/crd/*.yaml)
-if [ "$(cat "$CACHE/crds/.stamp" 2>/dev/null)" != "$(stamp_of "${CRD_INPUTS[@]}")" ]; then
+if want crds && [ "$(cat "$CACHE/crds/.stamp" 2>/dev/null)" != "$(stamp_of "${CRD_INPUTS[@]}")" ]; then
   log "checking config/crd against the CRDs generated from volcano.sh/apis"
   rm -rf "$CACHE/crds"; mkdir -p "$CACHE/crds"
   (cd "$ROOT" && "$BIN/controller-gen" crd:allowDangerousTypes=true \
@@ -76,5 +81,23 @@ if [ "$(cat "$CACHE/crds/.stamp" 2>/dev/null)" != "$(stamp_of "${CRD_INPUTS[@]}"
     exit 1
   fi
   stamp_of "${CRD_INPUTS[@]}" > "$CACHE/crds/.stamp"
+fi
+# prometheus and promtool from Debian 12's package, unpacked (dpkg -x) rather than installed:
+# no service is set up, and the version is the pin, not whatever apt has. promtool checks the
+# chart's alert rules (make lint); the dashboard e2e runs the server against the local cluster.
+# The pin lives here, not in lib.sh, whose every change rebuilds the cluster's binaries.
+PROMETHEUS_DEB_VERSION=2.42.0+ds-5+deb12u1
+PROM_PIN=$(mktemp); echo "$PROMETHEUS_DEB_VERSION" >"$PROM_PIN"; trap 'rm -f "$PROM_PIN"' EXIT
+if want prometheus && ! { fresh promtool "$PROM_PIN" && fresh prometheus "$PROM_PIN"; }; then
+  log "unpacking prometheus $PROMETHEUS_DEB_VERSION (Debian package)"
+  deb=$(mktemp -d)
+  # apt-get download writes into the current directory; the lists may need a refresh first.
+  (cd "$deb" && { apt-get download -qq "prometheus=$PROMETHEUS_DEB_VERSION" 2>/dev/null ||
+    { apt-get update -qq && apt-get download -qq "prometheus=$PROMETHEUS_DEB_VERSION"; }; })
+  dpkg -x "$deb"/prometheus_*.deb "$deb/x"
+  install -m 0755 "$deb/x/usr/bin/prometheus" "$deb/x/usr/bin/promtool" "$BIN/"
+  rm -rf "$deb"
+  mark promtool "$PROM_PIN"
+  mark prometheus "$PROM_PIN"
 fi
 log "tools ready in $(( $(date +%s) - T0 ))s under $BIN"

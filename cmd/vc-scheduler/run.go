@@ -25,7 +25,9 @@ import (
 	componentbaseconfig "k8s.io/component-base/config"
 	// Registers client-go's request, rate-limiter and workqueue metrics (rest_client_requests_total
 	// by code, method and host, ...) with the legacy registry that /metrics serves too, so API
-	// traffic can be watched.
+	// traffic can be watched, and leader election's leader_election_master_status{name=<Lease>}
+	// (1 while this replica leads, 0 once it stopped; none before it first led), which the
+	// chart's alert on a scheduler without a leader reads.
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	"k8s.io/klog/v2"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"

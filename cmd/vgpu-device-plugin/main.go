@@ -97,12 +97,13 @@ func envOr(key, fallback string) string {
 // backend opens the GPU discovery the flags ask for, with the XID health settings of
 // nvml.EnvDisableHealthChecks and nvml.EnvEnableHealthChecks (upstream's DP_ variables). A
 // word there that is not an XID is reported and skipped; the rest apply.
-func backend(o *options) (nvml.Backend, error) {
+// Every XID event the health watcher receives is told to xidSeen.
+func backend(o *options, xidSeen func(uuid string, xid uint64)) (nvml.Backend, error) {
 	xids, err := nvml.XIDPolicyFromEnv(os.Getenv)
 	if err != nil {
 		klog.ErrorS(err, "XID health settings partly unreadable; the rest apply", "xids", xids.String())
 	}
-	opts := nvml.Options{XIDs: &xids}
+	opts := nvml.Options{XIDs: &xids, XIDSeen: xidSeen}
 	var b nvml.Backend
 	switch o.nvmlMode {
 	case "real":
@@ -126,7 +127,8 @@ func run(ctx context.Context, o *options) error {
 	if err := checkFlags(o); err != nil {
 		return err
 	}
-	gpuBackend, err := backend(o)
+	xidErrors := monitor.NewXIDCounter()
+	gpuBackend, err := backend(o, xidErrors.Seen)
 	if err != nil {
 		return err
 	}
@@ -167,6 +169,7 @@ func run(ctx context.Context, o *options) error {
 	klog.InfoS("Configuration in force", "config", cfg.String(), "gpus", len(gpus))
 
 	inventory := kubelet.NewInventory(gpus)
+	xidErrors.Include(gpus)
 	names := cfg.Device.ResourceNames()
 	registrar := register.New(register.Options{Client: client, Config: cfg, GPUs: gpuBackend,
 		LegacyHandshake: o.legacyHandshake})
@@ -223,7 +226,10 @@ func run(ctx context.Context, o *options) error {
 	})
 	g.Go(func() error { return registrar.Run(ctx) })
 	g.Go(func() error { return manager.Run(ctx) })
-	g.Go(func() error { return serveMetrics(ctx, o, client, gpuBackend, registrar, pipe) })
+	g.Go(func() error {
+		return serveMetrics(ctx, o, client, gpuBackend, pipe, registrar.PatchesCollector(), monitor.NewHealthCollector(inventory.GPUs),
+			xidErrors.Collector())
+	})
 	return g.Wait()
 }
 
@@ -245,9 +251,10 @@ func kubeletPodsClient(ctx context.Context, client kubernetes.Interface, o *opti
 	return podresources.New(o.podResourcesSocket)
 }
 
-// serveMetrics serves the host GPUs' usage, the per-container metrics and the plugin's own
-// counters (its node patches, its Events dropped).
-func serveMetrics(ctx context.Context, o *options, client kubernetes.Interface, gpus nvml.Backend, registrar *register.Registrar, pipe *events.Pipe) error {
+// serveMetrics serves the host GPUs' usage, the per-container metrics, the Events dropped and
+// the plugin's own collectors (its node patches, its GPUs' health and XIDs).
+func serveMetrics(ctx context.Context, o *options, client kubernetes.Interface, gpus nvml.Backend, pipe *events.Pipe,
+	own ...prometheus.Collector) error {
 	reg := prometheus.NewRegistry()
 	pods := monitor.NewPodIndex(client, o.nodeName)
 	go pods.Run(ctx)
@@ -256,8 +263,9 @@ func serveMetrics(ctx context.Context, o *options, client kubernetes.Interface, 
 	for _, root := range []string{assignment.ContainerCacheRoot(o.hookPath), assignment.ContainerOverrideRoot(o.hookPath)} {
 		go monitor.NewSweeper(root, pods, monitor.SweepConfig{}).Run(ctx)
 	}
-	reg.MustRegister(monitor.NewCollector(assignment.ContainerCacheRoot(o.hookPath), gpus, pods.Lookup), registrar.PatchesCollector())
+	reg.MustRegister(monitor.NewCollector(assignment.ContainerCacheRoot(o.hookPath), gpus, pods.Lookup))
 	reg.MustRegister(pipe.Collectors()...)
+	reg.MustRegister(own...)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	srv := &http.Server{Addr: o.metricsAddress, Handler: mux, ReadHeaderTimeout: 10 * time.Second}

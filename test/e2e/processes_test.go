@@ -87,7 +87,14 @@ func (b *syncBuffer) String() string {
 // printed when the test failed.
 func start(t *testing.T, bin string, args ...string) *process {
 	t.Helper()
-	p := &process{name: filepath.Base(bin), cmd: exec.Command(binary(t, bin), args...), log: &syncBuffer{}, done: make(chan struct{})}
+	return startProgram(t, binary(t, bin), args...)
+}
+
+// startProgram is start for a program at path (a tool under .cache/bin).
+func startProgram(t *testing.T, path string, args ...string) *process {
+	t.Helper()
+	bin := filepath.Base(path)
+	p := &process{name: bin, cmd: exec.Command(path, args...), log: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", bin, err)

@@ -137,13 +137,13 @@ func (l *Library) waitForEvents(ctx context.Context, set gonvml.EventSet, uuids 
 			klog.V(4).InfoS("Skipping NVML event that is not an XID", "eventType", event.EventType)
 			continue
 		}
-		xid := event.EventData
+		xid, uuid := event.EventData, eventUUID(event)
+		l.xidSeen(uuid, xid)
 		if !l.xids.Critical(xid) {
-			klog.InfoS("Ignoring XID that does not mean the GPU is broken", "xid", xid, "gpu", eventUUID(event))
+			klog.InfoS("Ignoring XID that does not mean the GPU is broken", "xid", xid, "gpu", uuid)
 			continue
 		}
 		reason := fmt.Sprintf("XID %d", xid)
-		uuid := eventUUID(event)
 		if uuid == "" {
 			l.setAllUnhealthy(uuids, reason+" on a GPU that NVML could not identify", report)
 			continue

@@ -171,3 +171,32 @@ func TestInjectXIDUnknownGPU(t *testing.T) {
 		t.Errorf("InjectXID on an unknown GPU: %v, want an error naming it", err)
 	}
 }
+
+// Every XID event reaches Options.XIDSeen with its GPU, those the policy ignores too: the
+// device plugin's metrics count them all.
+func TestEveryXIDIsSeen(t *testing.T) {
+	type seen struct {
+		uuid string
+		xid  uint64
+	}
+	got := make(chan seen, 10)
+	f := newWatchedFake(t, "2xT4:15360", Options{XIDSeen: func(uuid string, xid uint64) { got <- seen{uuid, xid} }})
+	reports, _ := watch(t, f)
+	gpu := FakeUUID("node-a", 1)
+	for _, xid := range []uint64{43, 79} {
+		if err := f.InjectXID(gpu, xid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nextReport(t, reports)
+	for _, want := range []seen{{gpu, 43}, {gpu, 79}} {
+		select {
+		case s := <-got:
+			if s != want {
+				t.Errorf("XIDSeen got %+v, want %+v", s, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("XIDSeen was not told of %+v", want)
+		}
+	}
+}

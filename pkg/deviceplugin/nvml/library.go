@@ -29,6 +29,10 @@ type Options struct {
 	XIDs *XIDPolicy
 	// EventWait is how long one NVML event wait blocks; zero means 1 s.
 	EventWait time.Duration
+	// XIDSeen, when set, is told of every XID event the health watcher receives, critical or
+	// not, with the UUID of its GPU ("" when NVML cannot say): the device plugin counts them
+	// for its metrics.
+	XIDSeen func(uuid string, xid uint64)
 }
 
 // Library implements Backend over a go-nvml Interface.
@@ -42,6 +46,7 @@ type Library struct {
 	sysfsRoot string
 	xids      XIDPolicy
 	eventWait time.Duration
+	xidSeen   func(uuid string, xid uint64)
 
 	mu          sync.Mutex
 	initialised bool
@@ -71,12 +76,17 @@ func newLibrary(lib gonvml.Interface, source, sysfsRoot string, opts Options) *L
 	if wait <= 0 {
 		wait = defaultEventWait
 	}
+	seen := opts.XIDSeen
+	if seen == nil {
+		seen = func(string, uint64) {}
+	}
 	return &Library{
 		lib:       lib,
 		source:    source,
 		sysfsRoot: sysfsRoot,
 		xids:      xids,
 		eventWait: wait,
+		xidSeen:   seen,
 		unhealthy: map[string]string{},
 	}
 }

@@ -189,14 +189,15 @@ func (p *plugin) open(now time.Time) {
 	p.sessionTime = now
 }
 
-// OnSessionClose publishes the vGPU metrics, the session's placements included. With vGPU
-// scheduling off there are none, and those an earlier configuration published go.
+// OnSessionClose publishes the vGPU metrics, the session's placements and the vGPU pods
+// still waiting included. With vGPU scheduling off there are none, and those an earlier
+// configuration published go.
 func (p *plugin) OnSessionClose(ssn *framework.Session) {
-	nodes := ssn.Nodes
 	if !p.args.vgpuEnable {
-		nodes = nil
+		p.publishMetrics(nil, nil)
+		return
 	}
-	p.publishMetrics(nodes)
+	p.publishMetrics(ssn.Nodes, p.pendingJobs(ssn.Jobs))
 }
 
 // request returns the task's vGPU request, reading it when the task is not the last one seen.

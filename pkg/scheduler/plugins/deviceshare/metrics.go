@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -40,6 +41,11 @@ type vgpuMetrics struct {
 	// allocatedReserve and podReserve are the parts of allocatedMemory and podMemory that are
 	// context reserve.
 	allocatedReserve, podReserve *prometheus.Desc
+	// pendingPods and pendingSeconds are ours: per job, its vGPU pods waiting for a node and
+	// the age of the oldest, labelled as the e2e job gauges of pkg/scheduler/metrics are.
+	pendingPods, pendingSeconds *prometheus.Desc
+	// now is the clock the pending ages are read on.
+	now func() time.Time
 
 	// mu is held by a session close for the whole of its publishing, and by a scrape only
 	// to take the snapshots, which are never changed once published: a scrape of thousands
@@ -52,6 +58,8 @@ type vgpuMetrics struct {
 	nodes map[string]*nodeSnapshot
 	// scratch gathers a node's bookings for summing, reused from node to node.
 	scratch []podSeries
+	// pending is what the last session close found waiting; never changed once published.
+	pending []pendingJob
 }
 
 func newVGPUMetrics() *vgpuMetrics {
@@ -73,6 +81,11 @@ func newVGPUMetrics() *vgpuMetrics {
 		podReserve: desc("vgpu_device_context_reserve_for_a_certain_pod",
 			"The part of vgpu_device_memory_allocation_for_a_certain_pod booked as CUDA context reserve",
 			"devID", "NodeName", "podName"),
+		pendingPods: desc("vgpu_job_pending_pods", "Pods of the job asking for vGPU that wait for a node (Pending or Pipelined)",
+			"job_name", "queue", "job_namespace"),
+		pendingSeconds: desc("vgpu_job_oldest_pending_seconds", "Seconds since the oldest of the job's pods asking for vGPU that wait for a node was created",
+			"job_name", "queue", "job_namespace"),
+		now:   time.Now,
 		nodes: map[string]*nodeSnapshot{},
 	}
 }
@@ -116,10 +129,11 @@ type podSeries struct {
 // publishMetrics sets the vGPU series to the bookings of the nodes' ledgers: every GPU the
 // nodes publish, and every pod holding vGPUs on one. The series of nodes left out, or
 // without usable GPUs now, go.
-func (p *plugin) publishMetrics(nodes map[string]*api.NodeInfo) {
+func (p *plugin) publishMetrics(nodes map[string]*api.NodeInfo, pending []pendingJob) {
 	m := p.shared.metrics
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.pending = pending
 	for name := range m.nodes {
 		if node := nodes[name]; node == nil || !hasGPUs(ledgerOf(node)) {
 			delete(m.nodes, name)
@@ -234,7 +248,7 @@ func sameSeries(a, b podSeries) bool { return a.gpu == b.gpu && a.pod == b.pod }
 // Describe sends the descriptors of every series Collect may send.
 func (m *vgpuMetrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.sharedNumber, m.allocatedMemory, m.allocatedCores, m.memoryLimit,
-		m.podMemory, m.podCores, m.allocatedReserve, m.podReserve} {
+		m.podMemory, m.podCores, m.allocatedReserve, m.podReserve, m.pendingPods, m.pendingSeconds} {
 		ch <- d
 	}
 }
@@ -246,9 +260,15 @@ func (m *vgpuMetrics) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range m.nodes {
 		nodes = append(nodes, s)
 	}
+	pending := m.pending
 	m.mu.Unlock()
 	gauge := func(d *prometheus.Desc, value float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, value, labels...)
+	}
+	now := m.now()
+	for _, j := range pending {
+		gauge(m.pendingPods, float64(j.pods), j.name, j.queue, j.namespace)
+		gauge(m.pendingSeconds, max(now.Sub(j.oldest).Seconds(), 0), j.name, j.queue, j.namespace)
 	}
 	for _, s := range nodes {
 		for i := range s.gpus {

@@ -40,12 +40,12 @@ func busyCluster(nodeCount, podsPerGPU int) map[string]*api.NodeInfo {
 func BenchmarkSessionCloseVGPU(b *testing.B) {
 	nodes := busyCluster(1000, 2)
 	p := policyPlugin(b, PolicyBinpack, 1)
-	b.Cleanup(func() { p.publishMetrics(nil) })
-	p.publishMetrics(nodes)
+	b.Cleanup(func() { p.publishMetrics(nil, nil) })
+	p.publishMetrics(nodes, nil)
 	b.Run("metrics-unchanged", func(b *testing.B) {
 		b.ReportAllocs()
 		for range b.N {
-			p.publishMetrics(nodes)
+			p.publishMetrics(nodes, nil)
 		}
 	})
 	b.Run("metrics-all-changed", func(b *testing.B) {
@@ -58,7 +58,7 @@ func BenchmarkSessionCloseVGPU(b *testing.B) {
 				l.derived = &derivation{bookings: l.derived.bookings}
 			}
 			b.StartTimer()
-			p.publishMetrics(nodes)
+			p.publishMetrics(nodes, nil)
 		}
 	})
 	b.Run("queue-usage", func(b *testing.B) {
@@ -100,7 +100,7 @@ func BenchmarkVGPUMetricsMemory(b *testing.B) {
 			b.StopTimer()
 			p.shared = NewShared(defaultDevices)
 			b.StartTimer()
-			p.publishMetrics(nodes)
+			p.publishMetrics(nodes, nil)
 		}
 		b.StopTimer()
 		with := liveHeap()
@@ -109,7 +109,7 @@ func BenchmarkVGPUMetricsMemory(b *testing.B) {
 	})
 	b.Run("scrape", func(b *testing.B) {
 		p.shared = NewShared(defaultDevices)
-		p.publishMetrics(nodes)
+		p.publishMetrics(nodes, nil)
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(p.shared.Collectors()...)
 		b.ReportAllocs()

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -291,13 +293,48 @@ func TestVGPUMetricsScrapeDuringClose(t *testing.T) {
 			l.derived = &derivation{bookings: l.derived.bookings}
 		}
 		if i%10 == 9 {
-			p.publishMetrics(nil)
+			p.publishMetrics(nil, nil)
 		} else {
-			p.publishMetrics(nodes)
+			p.publishMetrics(nodes, nil)
 		}
 	}
 	close(done)
 	for err := range scraped {
 		t.Error(err)
+	}
+}
+
+// TestPendingVGPUMetrics: a session close publishes, per job, its vGPU pods still waiting for
+// a node and the age of the oldest as a scrape reads it; a pod asking no vGPU is not counted,
+// and the series go once nothing of the job waits.
+func TestPendingVGPUMetrics(t *testing.T) {
+	restartMetrics()
+	t.Cleanup(restartMetrics)
+	testShared.metrics.now = func() time.Time { return fixedClock }
+	tooBig := func(name string, age time.Duration) *corev1.Pod {
+		p := pod(name, "pg", vgpuCtr("main", 1, 200000, 0))
+		p.CreationTimestamp = metav1.NewTime(fixedClock.Add(-age))
+		return p
+	}
+	cpuOnly := pod("cpu", "pg", ctr("main", "cpu=1"))
+	cpuOnly.CreationTimestamp = metav1.NewTime(fixedClock.Add(-time.Hour))
+	nodes := []*api.NodeInfo{nodeInfo(gpuNode("n1", 0, gpus(1, 10, 30000, h200)))}
+	framework.CloseSession(openDeviceSession(&frameworktest.Cache{Snap: snapshot(clones(nodes), 1,
+		tooBig("big-0", 90*time.Second), tooBig("big-1", 30*time.Second), cpuOnly)}))
+	want := `# HELP volcano_vgpu_job_oldest_pending_seconds Seconds since the oldest of the job's pods asking for vGPU that wait for a node was created
+# TYPE volcano_vgpu_job_oldest_pending_seconds gauge
+volcano_vgpu_job_oldest_pending_seconds{job_name="pg",job_namespace="` + testNS + `",queue="default"} 90
+# HELP volcano_vgpu_job_pending_pods Pods of the job asking for vGPU that wait for a node (Pending or Pipelined)
+# TYPE volcano_vgpu_job_pending_pods gauge
+volcano_vgpu_job_pending_pods{job_name="pg",job_namespace="` + testNS + `",queue="default"} 2
+`
+	names := []string{"volcano_vgpu_job_pending_pods", "volcano_vgpu_job_oldest_pending_seconds"}
+	if err := testutil.GatherAndCompare(metricsRegistry, strings.NewReader(want), names...); err != nil {
+		t.Error(err)
+	}
+
+	framework.CloseSession(openDeviceSession(&frameworktest.Cache{Snap: snapshot(clones(nodes), 1, cpuOnly)}))
+	if n, err := testutil.GatherAndCount(metricsRegistry, names...); err != nil || n != 0 {
+		t.Errorf("%d pending series (%v) once no vGPU pod waits, want 0", n, err)
 	}
 }
