@@ -2,6 +2,7 @@ package vgpu
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -69,21 +70,31 @@ func SMLimitEnv(i int) string {
 // process's own environment before it reads its limits, so a process that exports another
 // limit before its first CUDA call still gets the answer's. The answer always holds a memory
 // limit, so the file is never empty (HAMi-core's reader misparses an empty file); its values
-// are numbers and paths, never a newline.
+// are numbers and paths, never a newline. A variable HAMi-core reads that the answer leaves
+// unset is pinned to HAMi-core's default (overrideDefaults), so that the process cannot set
+// it either.
 func OverrideEnv(envs map[string]string) []byte {
-	keys := make([]string, 0, len(envs))
-	for k := range envs {
+	lines := map[string]string{}
+	for k, v := range overrideDefaults {
+		lines[k] = v
+	}
+	for k, v := range envs {
 		if IsControlEnv(k, false) && k != EnvVisibleDevices && k != EnvDriverCapabilities {
-			keys = append(keys, k)
+			lines[k] = v
 		}
 	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(lines))
 	var b strings.Builder
 	for _, k := range keys {
-		b.WriteString(k + "=" + envs[k] + "\n")
+		b.WriteString(k + "=" + lines[k] + "\n")
 	}
 	return []byte(b.String())
 }
+
+// overrideDefaults are the values the override file gives what HAMi-core reads and an Allocate
+// answer does not set: a process that exported GPU_CORE_UTILIZATION_POLICY=DISABLE would run
+// without its compute limit; any value but FORCE or DISABLE is HAMi-core's default policy.
+var overrideDefaults = map[string]string{EnvUtilizationPolicy: "DEFAULT"}
 
 // controlEnvNames are the control variables spelled out; the numbered per-device ones are
 // matched by numberedControlEnv. The chart's admission policy repeats this list (CEL cannot

@@ -294,7 +294,8 @@ func TestChartPolicyMessages(t *testing.T) {
 }
 
 // The override file holds what HAMi-core reads of an Allocate answer: not the container
-// runtime's variables, nor anything that is no control variable.
+// runtime's variables, nor anything that is no control variable; and the compute policy
+// pinned to HAMi-core's default, which a process could otherwise turn off.
 func TestOverrideEnv(t *testing.T) {
 	got := string(OverrideEnv(map[string]string{
 		EnvVisibleDevices:     "GPU-a,GPU-b",
@@ -312,7 +313,8 @@ func TestOverrideEnv(t *testing.T) {
 		"CUDA_DEVICE_MEMORY_SHARED_CACHE=/tmp/vgpu/abc.cache\n" +
 		"CUDA_DEVICE_SM_LIMIT=30\n" +
 		"CUDA_DEVICE_SM_LIMIT_0=30\n" +
-		"CUDA_DEVICE_SM_LIMIT_1=30\n"
+		"CUDA_DEVICE_SM_LIMIT_1=30\n" +
+		"GPU_CORE_UTILIZATION_POLICY=DEFAULT\n"
 	if got != want {
 		t.Errorf("OverrideEnv:\n%s\nwant:\n%s", got, want)
 	}

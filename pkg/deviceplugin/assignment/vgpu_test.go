@@ -268,6 +268,7 @@ func checkOverrideFile(t *testing.T, dir string, envs map[string]string) {
 	}
 	want := maps.Clone(envs)
 	delete(want, vgpu.EnvVisibleDevices)
+	want[vgpu.EnvUtilizationPolicy] = "DEFAULT" // pinned: the answer does not set it
 	body, ended := strings.CutSuffix(string(data), "\n")
 	if !ended {
 		t.Fatalf("override file %q does not end its last line", data)
