@@ -151,7 +151,7 @@ func answerWrites(kube *kubefake.Clientset, vc *vcfake.Clientset, binds *atomic.
 // startScheduler starts the binary's cache over the clientsets, with the static device
 // configuration (the chart's default) and the chart's scheduler configuration, and returns a
 // scheduler over it once the cache has synced.
-func startScheduler(b *testing.B, kube *kubefake.Clientset, vc *vcfake.Clientset) *scheduler.Scheduler {
+func startScheduler(b testing.TB, kube *kubefake.Clientset, vc *vcfake.Clientset) *scheduler.Scheduler {
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
@@ -176,7 +176,7 @@ func startScheduler(b *testing.B, kube *kubefake.Clientset, vc *vcfake.Clientset
 }
 
 // add stores obj as the API server would, with a UID.
-func add(b *testing.B, tracker k8stesting.ObjectTracker, obj runtime.Object) {
+func add(b testing.TB, tracker k8stesting.ObjectTracker, obj runtime.Object) {
 	b.Helper()
 	if m, ok := obj.(metav1.Object); ok && m.GetUID() == "" {
 		m.SetUID(types.UID(m.GetNamespace() + "/" + m.GetName()))
@@ -187,7 +187,7 @@ func add(b *testing.B, tracker k8stesting.ObjectTracker, obj runtime.Object) {
 }
 
 // chartConf is the chart's scheduler configuration (config/volcano-scheduler.conf).
-func chartConf(b *testing.B, registry *framework.Registry) *conf.SchedulerConfiguration {
+func chartConf(b testing.TB, registry *framework.Registry) *conf.SchedulerConfiguration {
 	b.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "config", "volcano-scheduler.conf"))
 	if err != nil {
