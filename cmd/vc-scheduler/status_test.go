@@ -56,7 +56,7 @@ func TestPodGroupFollowsItsFailedPod(t *testing.T) {
 	pod.Spec.NodeName, pod.Status.Phase = node.Name, corev1.PodRunning
 	add(t, kube.Tracker(), pod)
 
-	s := startScheduler(t, kube, vc)
+	s, _ := startScheduler(t, kube, vc, time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { s.Run(ctx); close(done) }()
