@@ -96,7 +96,7 @@ func lab8Seed(b *testing.B) []byte {
 }
 
 // benchWorkload reads one of the benchmarks' workload files.
-func benchWorkload(b *testing.B, file string) *workload.Workload {
+func benchWorkload(b testing.TB, file string) *workload.Workload {
 	w, err := workload.Load(filepath.Join("..", "..", "test", "workload", file))
 	if err != nil {
 		b.Fatal(err)

@@ -30,6 +30,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/deviceshare"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/gang"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 	"github.com/volcano-vgpu/volcano-vgpu/test/workload"
 )
@@ -48,34 +49,17 @@ import (
 //
 //	go test ./cmd/vc-scheduler/ -run '^$' -bench BenchmarkCycleWithPendingGangs -benchtime 5x
 func BenchmarkCycleWithPendingGangs(b *testing.B) {
-	nodes := 1000
-	if v := os.Getenv("BENCH_PENDING_NODES"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			b.Fatalf("BENCH_PENDING_NODES=%q: want a positive node count", v)
-		}
-		nodes = n
-	}
-	const gangs, gangSize = 1250, 8
+	nodes := benchNodes(b, "BENCH_PENDING_NODES")
 	w := benchWorkload(b, "preempt.yaml")
 	for _, phase := range []schedulingv1beta1.PodGroupPhase{schedulingv1beta1.PodGroupPending, schedulingv1beta1.PodGroupInqueue} {
-		b.Run(fmt.Sprintf("podgroups=%s/nodes=%d/running=%d/pending=%d", phase, nodes, w.PodCount(nodes), gangs*gangSize), func(b *testing.B) {
+		b.Run(fmt.Sprintf("podgroups=%s/nodes=%d/running=%d/pending=%d", phase, nodes, w.PodCount(nodes), pendingGangs*pendingGangSize), func(b *testing.B) {
 			kube := kubefake.NewClientset()
 			vc := vcfake.NewSimpleClientset() //nolint:staticcheck // NewClientset cannot store cluster-scoped Queues
 			var binds atomic.Int64
 			answerWrites(kube, vc, &binds)
-			fullCluster(b, w, nodes, kube, vc)
-			shape := w.Mix[0]
-			shape.Gang = gangSize
-			for g := range gangs {
-				job := w.Job("pending", "volcano", fmt.Sprintf("gang-%04d", g), shape)
-				job.PodGroup.Status.Phase = phase
-				add(b, vc.Tracker(), job.PodGroup)
-				for _, pod := range job.Pods {
-					add(b, kube.Tracker(), pod)
-				}
-			}
-			s := startScheduler(b, kube, vc)
+			runningCluster(b, w, nodes, kube, vc)
+			addPendingGangs(b, w, w.Mix[0], phase, kube, vc)
+			s, _ := startScheduler(b, kube, vc, time.Second)
 			s.RunOnce() // the first cycle writes every gang's condition once
 			b.ResetTimer()
 			cpu := frameworktest.CPUTime(b)
@@ -93,9 +77,42 @@ func BenchmarkCycleWithPendingGangs(b *testing.B) {
 	}
 }
 
-// fullCluster stores nodes nodes of w, each GPU slot taken by a running pod of w's first
-// wave (gangs of one) with its assignment, as the scheduler would have bound them.
-func fullCluster(b *testing.B, w *workload.Workload, nodes int, kube *kubefake.Clientset, vc *vcfake.Clientset) {
+// benchNodes is the node count the variable sets, 1,000 without it.
+func benchNodes(b *testing.B, variable string) int {
+	v := os.Getenv(variable)
+	if v == "" {
+		return 1000
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("%s=%q: want a positive node count", variable, v)
+	}
+	return n
+}
+
+// The pending gangs of the benchmarks that have them: 10,000 pods (volcano-sh/volcano #5940).
+const pendingGangs, pendingGangSize = 1250, 8
+
+// addPendingGangs stores pendingGangs gangs of pendingGangSize pods of the shape, their
+// PodGroups in phase, in namespace pending.
+func addPendingGangs(b *testing.B, w *workload.Workload, shape workload.PodShape, phase schedulingv1beta1.PodGroupPhase, kube *kubefake.Clientset, vc *vcfake.Clientset) {
+	b.Helper()
+	shape.Gang = pendingGangSize
+	for g := range pendingGangs {
+		job := w.Job("pending", "volcano", fmt.Sprintf("gang-%04d", g), shape)
+		job.PodGroup.Status.Phase = phase
+		add(b, vc.Tracker(), job.PodGroup)
+		for _, pod := range job.Pods {
+			add(b, kube.Tracker(), pod)
+		}
+	}
+}
+
+// runningCluster stores nodes nodes of w, each running w.PodsPerNode pods of w's first wave
+// (gangs of one), pod i on the node's GPU i mod its GPUs with its assignment, as the scheduler
+// would have bound them, their PodGroups as it leaves them (Running, Scheduled). With
+// preempt.yaml every GPU slot is taken.
+func runningCluster(b *testing.B, w *workload.Workload, nodes int, kube *kubefake.Clientset, vc *vcfake.Clientset) {
 	b.Helper()
 	// Open, as Volcano's controller leaves it (the cache would create it without a state).
 	add(b, vc.Tracker(), &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "default"},
@@ -104,15 +121,16 @@ func fullCluster(b *testing.B, w *workload.Workload, nodes int, kube *kubefake.C
 		add(b, kube.Tracker(), &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value})
 	}
 	shape := w.Mix[0]
-	slots := int(w.Node.Split)
 	for n := range nodes {
 		node := w.NodeObject(fmt.Sprintf("node-%05d", n))
 		add(b, kube.Tracker(), node)
 		for i := range w.PodsPerNode {
 			job := w.Job("fill", "volcano", fmt.Sprintf("%s-%02d", node.Name, i), shape)
-			job.PodGroup.Status = schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupRunning, Running: 1}
+			job.PodGroup.Status = schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupRunning, Running: 1,
+				Conditions: []schedulingv1beta1.PodGroupCondition{{Type: schedulingv1beta1.PodGroupScheduled,
+					Status: corev1.ConditionTrue, Reason: gang.ScheduledReason}}}
 			add(b, vc.Tracker(), job.PodGroup)
-			assignment, err := vgpu.PodDevices{{{UUID: nvml.FakeUUID(node.Name, i/slots), Type: vgpu.DeviceTypeNVIDIA,
+			assignment, err := vgpu.PodDevices{{{UUID: nvml.FakeUUID(node.Name, i%w.Node.GPUs), Type: vgpu.DeviceTypeNVIDIA,
 				UsedMemory: int32(shape.MemoryMiB), UsedCores: int32(shape.Cores)}}}.Encode()
 			if err != nil {
 				b.Fatal(err)
@@ -150,8 +168,8 @@ func answerWrites(kube *kubefake.Clientset, vc *vcfake.Clientset, binds *atomic.
 
 // startScheduler starts the binary's cache over the clientsets, with the static device
 // configuration (the chart's default) and the chart's scheduler configuration, and returns a
-// scheduler over it once the cache has synced.
-func startScheduler(b *testing.B, kube *kubefake.Clientset, vc *vcfake.Clientset) *scheduler.Scheduler {
+// scheduler over it of the period, with the cache, once the cache has synced.
+func startScheduler(b testing.TB, kube *kubefake.Clientset, vc *vcfake.Clientset, period time.Duration) (*scheduler.Scheduler, *cache.SchedulerCache) {
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
@@ -172,11 +190,11 @@ func startScheduler(b *testing.B, kube *kubefake.Clientset, vc *vcfake.Clientset
 	if !sc.WaitForCacheSync(ctx) {
 		b.Fatal("cache did not sync")
 	}
-	return scheduler.New(sc, func() *conf.SchedulerConfiguration { return cfg }, registry, nil, time.Second)
+	return scheduler.New(sc, func() *conf.SchedulerConfiguration { return cfg }, registry, nil, period), sc
 }
 
 // add stores obj as the API server would, with a UID.
-func add(b *testing.B, tracker k8stesting.ObjectTracker, obj runtime.Object) {
+func add(b testing.TB, tracker k8stesting.ObjectTracker, obj runtime.Object) {
 	b.Helper()
 	if m, ok := obj.(metav1.Object); ok && m.GetUID() == "" {
 		m.SetUID(types.UID(m.GetNamespace() + "/" + m.GetName()))
@@ -187,7 +205,7 @@ func add(b *testing.B, tracker k8stesting.ObjectTracker, obj runtime.Object) {
 }
 
 // chartConf is the chart's scheduler configuration (config/volcano-scheduler.conf).
-func chartConf(b *testing.B, registry *framework.Registry) *conf.SchedulerConfiguration {
+func chartConf(b testing.TB, registry *framework.Registry) *conf.SchedulerConfiguration {
 	b.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "config", "volcano-scheduler.conf"))
 	if err != nil {

@@ -271,12 +271,16 @@ func (j *JobInfo) ValidTaskNum() int32 {
 // counts as arriving rather than unschedulable: its controller is still creating its pods.
 const GangArrivalGrace = 30 * time.Second
 
-// Arriving reports whether the job is a gang still being created: fewer pods that may run
+// Arriving reports whether the job is a gang still being created: fewer of its pods exist
 // than its minimum, within GangArrivalGrace of its PodGroup's creation. Nothing is wrong
-// with it yet, so nothing about it is written (no Unschedulable condition or event on the
-// PodGroup or its pods); past the grace it is explained as any other gang.
+// with it yet, so nothing about it is written (no status, no Unschedulable condition or event
+// on the PodGroup or its pods); past the grace it is explained as any other gang. A pod that
+// failed or is being deleted was created all the same: a job short of its minimum because
+// of one is not arriving, and its status says so at once (a job whose only pod failed was
+// left Running until 30 s after its PodGroup's creation; upstream shows it Completed in its
+// next cycle).
 func (j *JobInfo) Arriving(now time.Time) bool {
-	return j.PodGroup != nil && j.ValidTaskNum() < j.MinAvailable &&
+	return j.PodGroup != nil && int32(len(j.Tasks)) < j.MinAvailable &&
 		now.Sub(j.PodGroup.CreationTimestamp.Time) < GangArrivalGrace
 }
 

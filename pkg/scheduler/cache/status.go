@@ -39,7 +39,7 @@ const (
 //     StatusWriteDelay, or startingWriteDelay while bound pods are still to start, and none
 //     is sent while binds of its pods are pending, so that a gang's Inqueue, Running
 //     and its pods starting over a few cycles cost one write, not one per change, unless a
-//     controller waits for it (createsPodsOnInqueue);
+//     controller waits for it (createsPodsOnInqueue) or the job has completed;
 //   - an event on the PodGroup: Warning Unschedulable while it waits, else Normal Scheduled
 //     when its status changed; either only when it differs from the last one emitted on that
 //     PodGroup. Upstream repeats Unschedulable every cycle and Scheduled with every status
@@ -211,14 +211,18 @@ const StatusWriteDelay = 3 * time.Second
 // whether it is written at all yet: not while the gang is arriving, unless its controller
 // waits for it (then at once); not while binds of its pods are pending (Binding; a pipelined
 // job's Allocated tasks are not binds), whose outcome changes it again (under load binds wait
-// seconds for the API server); longer while bound pods are still to start (see
-// startingWriteDelay); else delay.
+// seconds for the API server); at once when the job has completed (every pod it ran has
+// finished: no change of its pods follows to share the write, and users and controllers wait
+// for that phase); longer while bound pods are still to start (see startingWriteDelay); else
+// delay.
 func statusWriteDelay(job *api.JobInfo, arriving bool, delay time.Duration) (time.Duration, bool) {
 	switch {
 	case len(job.Tasks) == 0 && createsPodsOnInqueue(job.PodGroup):
 		return 0, true
 	case arriving, job.TaskCount(api.Binding) > 0:
 		return 0, false
+	case job.Status.Phase == schedulingv1beta1.PodGroupCompleted:
+		return 0, true
 	case job.TaskCount(api.Bound) > 0:
 		return startingWriteDelay(delay), true
 	}

@@ -415,8 +415,9 @@ func TestStatusWriteWaits(t *testing.T) {
 
 // TestStatusWriteDelayByJob: a gang still arriving is not written (its controller's own
 // PodGroup without pods excepted, at once), nor one with binds pending (a pipelined job's
-// placements are not binds); one whose bound pods are yet to start waits longer, so that
-// their running count goes in the same write; others wait the delay.
+// placements are not binds); one that completed is written at once, however young (a failed
+// pod does not make its gang one still arriving); one whose bound pods are yet to start waits
+// longer, so that their running count goes in the same write; others wait the delay.
 func TestStatusWriteDelayByJob(t *testing.T) {
 	const delay = time.Second
 	now := time.Now()
@@ -427,18 +428,22 @@ func TestStatusWriteDelayByJob(t *testing.T) {
 	arriving.CreationTimestamp = metav1.NewTime(now)
 	late := newPodGroup("late", "", 2)
 	late.CreationTimestamp = metav1.NewTime(now.Add(-api.GangArrivalGrace))
-	env.add(t, st.Node("n1", st.Resources("4", "")).Obj(), newQueue("default"), vcjob, arriving, late,
+	failed := newPodGroup("failed", "", 1)
+	failed.CreationTimestamp = metav1.NewTime(now)
+	env.add(t, st.Node("n1", st.Resources("4", "")).Obj(), newQueue("default"), vcjob, arriving, late, failed,
 		newPodGroup("starting", "", 1), newPodGroup("running", "", 1), newPodGroup("binding", "", 1), newPodGroup("pipelined", "", 1),
 		st.Pod("a-0", "1", "").Group("arriving").Obj(), st.Pod("l-0", "1", "").Group("late").Obj(), st.Pod("b-0", "1", "").Group("binding").Obj(),
-		st.Pod("p-0", "1", "").Group("pipelined").Obj(),
+		st.Pod("p-0", "1", "").Group("pipelined").Obj(), st.Pod("f-0", "1", "").Group("failed").Node("n1").Phase(corev1.PodFailed).Obj(),
 		st.Pod("s-0", "1", "").Group("starting").Node("n1").Obj(),
 		st.Pod("r-0", "1", "").Group("running").Node("n1").Phase(corev1.PodRunning).Obj())
 	for _, tc := range []struct {
 		job api.JobID
 		// placed, when set, is the job's pod placed in the session with status placedAs:
 		// Binding (its bind pending) or Allocated (kept as a pipelined job's, no bind).
-		placed    string
-		placedAs  api.TaskStatus
+		placed   string
+		placedAs api.TaskStatus
+		// phase, when set, is the phase the session found.
+		phase     schedulingv1beta1.PodGroupPhase
 		wantDelay time.Duration
 		wantWrite bool
 	}{
@@ -447,6 +452,7 @@ func TestStatusWriteDelayByJob(t *testing.T) {
 		{job: "ns/late", wantDelay: delay, wantWrite: true},
 		{job: "ns/binding", placed: "b-0", placedAs: api.Binding, wantDelay: 0, wantWrite: false},
 		{job: "ns/pipelined", placed: "p-0", placedAs: api.Allocated, wantDelay: delay, wantWrite: true},
+		{job: "ns/failed", phase: schedulingv1beta1.PodGroupCompleted, wantDelay: 0, wantWrite: true},
 		{job: "ns/starting", wantDelay: startingWriteDelay(delay), wantWrite: true},
 		{job: "ns/running", wantDelay: delay, wantWrite: true},
 	} {
@@ -455,6 +461,9 @@ func TestStatusWriteDelayByJob(t *testing.T) {
 			task := taskNamed(t, job, tc.placed)
 			task.NodeName = "n1"
 			job.UpdateTaskStatus(task, tc.placedAs)
+		}
+		if tc.phase != "" {
+			job.Status.Phase = tc.phase
 		}
 		gotDelay, gotWrite := statusWriteDelay(job, job.Arriving(now), delay)
 		if gotDelay != tc.wantDelay || gotWrite != tc.wantWrite {
