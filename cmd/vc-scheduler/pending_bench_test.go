@@ -187,7 +187,7 @@ func add(b *testing.B, tracker k8stesting.ObjectTracker, obj runtime.Object) {
 }
 
 // chartConf is the chart's scheduler configuration (config/volcano-scheduler.conf).
-func chartConf(b *testing.B, registry *framework.Registry) *conf.SchedulerConfiguration {
+func chartConf(b testing.TB, registry *framework.Registry) *conf.SchedulerConfiguration {
 	b.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "config", "volcano-scheduler.conf"))
 	if err != nil {
