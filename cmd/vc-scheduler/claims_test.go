@@ -56,3 +56,27 @@ tiers:
 		t.Errorf("skipped %v, want the DRA switch, saying pods with claims are refused", skipped)
 	}
 }
+
+// A bind timeout the predicates plugin refuses is reported naming the plugin and the key, and
+// the plugin runs with the default; a good one loads without a word.
+func TestBindTimeoutSecondsLoads(t *testing.T) {
+	file := func(value string) []byte {
+		return []byte(`actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: predicates
+    arguments:
+      volumebinding.bindTimeoutSeconds: ` + value + "\n")
+	}
+	if _, skipped, err := conf.Parse(file("1200"), newRegistry(allocate.Options{})); err != nil || len(skipped) != 0 {
+		t.Errorf("1200: skipped %v, error %v; want it loaded as is", skipped, err)
+	}
+	_, skipped, err := conf.Parse(file("-30"), newRegistry(allocate.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `tiers[0].plugins[0]: plugin predicates: argument "volumebinding.bindTimeoutSeconds": -30 seconds: want 0 (no wait for the PV controller) to 9223372036; the plugin's default applies`
+	if len(skipped) != 1 || skipped[0].Error() != want {
+		t.Errorf("skipped %v, want %q", skipped, want)
+	}
+}

@@ -35,6 +35,19 @@ type WaitingStep interface {
 	MayWait()
 }
 
+// ReservingStep is a PreBindStep whose placement took something the scheduler holds in memory
+// before the step runs (kube-scheduler's VolumeBinding assumes the PVs a pod's claims are
+// matched to, so that no other placement takes them). Undone placements give it back through
+// their plugin, a failed PreBind and a step's Undo do so themselves; Unreserve is for a bind
+// the binder drops before the step ran: the pod was deleted, or bound by another scheduler,
+// while its Binding waited. The binder calls it at most once for a placement, and never once
+// PreBind has been called.
+type ReservingStep interface {
+	PreBindStep
+	// Unreserve gives back what the placement reserved for the step.
+	Unreserve(ctx context.Context)
+}
+
 // Undo takes back what one PreBind did against the API server; its error is only logged,
 // the bind having failed already.
 type Undo func(ctx context.Context) error

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -21,8 +22,9 @@ func (c VolumeChecks) Any() bool { return c.Binding || c.Zone || c.Limits }
 // time a configuration switches a check on, so a scheduler whose configuration has none
 // watches no storage object.
 type VolumeSource interface {
-	// Volumes returns the checks' plugins, nil when none is on.
-	Volumes(VolumeChecks) (VolumePlugins, error)
+	// Volumes returns the checks' plugins, nil when none is on; VolumeBinding waits up to
+	// bindTimeout for the PV controller to bind a pod's claims (0: it does not wait).
+	Volumes(checks VolumeChecks, bindTimeout time.Duration) (VolumePlugins, error)
 }
 
 // VolumePlugins decide pods' volumes as kube-scheduler's volume plugins do: VolumeBinding (the

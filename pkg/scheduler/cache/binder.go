@@ -66,21 +66,27 @@ func (sc *SchedulerCache) processNextBind(ctx context.Context) bool {
 	if shutdown {
 		return false
 	}
-	if sc.handingBack.Load() {
-		sc.handedBack.Add(1)
-		sc.binds.Done(ref)
-		return true
-	}
-
 	sc.mu.Lock()
 	t := sc.tasks[ref.UID]
-	if t == nil || t.Status != api.Binding {
-		// Deleted, or being deleted, since Bind accepted it.
+	handingBack := sc.handingBack.Load()
+	if handingBack || t == nil || t.Status != api.Binding {
+		if handingBack {
+			// Stop's time is up: the Binding is not sent, nor are its steps run.
+			sc.handedBack.Add(1)
+			if t != nil {
+				unreserveSteps(t)
+			}
+		}
+		// Otherwise the pod was deleted, or bound elsewhere, since Bind accepted it; the
+		// cache gave back what its steps reserved then (removeTask).
 		sc.mu.Unlock()
 		sc.binds.Done(ref)
 		return true
 	}
 	pod, node, steps := t.Pod, t.NodeName, t.PreBind
+	// The bind owns the steps now: what they reserved is given back by their PreBind or its
+	// undo, not by the cache.
+	t.PreBind = nil
 	binding := newBinding(t)
 	sc.mu.Unlock()
 
@@ -130,6 +136,19 @@ func (sc *SchedulerCache) bind(ctx context.Context, ref podRef, pod *corev1.Pod,
 	sc.metrics.PodBound(pod.CreationTimestamp.Time)
 }
 
+// unreserveSteps gives back what the task's placement reserved for its pre-bind steps
+// (api.ReservingStep), which no bind will run: the task is dropped from the cache, or its bind
+// from the queue. The steps are a cached task's only until a bind takes them
+// (processNextBind), so each placement's reservation is given back once. Called under mu.
+func unreserveSteps(t *api.TaskInfo) {
+	for _, step := range t.PreBind {
+		if r, ok := step.(api.ReservingStep); ok {
+			r.Unreserve(context.Background())
+		}
+	}
+	t.PreBind = nil
+}
+
 // doneStep is a pre-bind step that did its work for the bind under way, and its undo.
 type doneStep struct {
 	name string
@@ -170,7 +189,7 @@ func (sc *SchedulerCache) bindFailed(ref podRef, pod *corev1.Pod, node string, e
 	if t := sc.tasks[ref.UID]; t != nil && t.Status == api.Binding && t.NodeName == node {
 		sc.nodes[node].RemoveTask(t)
 		sc.setTaskStatus(t, api.Pending)
-		t.NodeName, t.BindAnnotations, t.PreBind = "", nil, nil
+		t.NodeName, t.BindAnnotations = "", nil
 		sc.nodeChanged(node)
 	}
 	sc.mu.Unlock()

@@ -181,7 +181,9 @@ func (sc *SchedulerCache) setPod(pod *corev1.Pod) {
 	old := sc.tasks[t.UID]
 	if old != nil {
 		if old.Status == api.Binding && t.Status == api.Pending {
+			// The bind goes on: its placement, and the steps no bind has taken yet, move over.
 			t.Status, t.NodeName, t.BindAnnotations, t.PreBind = api.Binding, old.NodeName, old.BindAnnotations, old.PreBind
+			old.PreBind = nil
 		}
 		oldNode = sc.removeTask(old)
 		if old.Status == api.Releasing && terminated(t.Status) {
@@ -212,10 +214,13 @@ func (sc *SchedulerCache) addTask(t *api.TaskInfo) string {
 	return t.NodeName
 }
 
-// removeTask undoes addTask, dropping a job or node entry nothing holds any more. It returns
-// the node the task was taken off, or "". Called under mu.
+// removeTask undoes addTask, dropping a job or node entry nothing holds any more, and gives
+// back what the task's placement reserved for pre-bind steps no bind has taken (a pod deleted,
+// or bound by another scheduler, while its Binding waited). It returns the node the task was
+// taken off, or "". Called under mu.
 func (sc *SchedulerCache) removeTask(t *api.TaskInfo) string {
 	delete(sc.tasks, t.UID)
+	unreserveSteps(t)
 	if job := sc.jobs[t.Job]; job != nil {
 		job.DeleteTask(t)
 		sc.dropJobIfUnused(job)

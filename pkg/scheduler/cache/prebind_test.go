@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
@@ -187,5 +190,87 @@ func TestStopCountsBindsCutOff(t *testing.T) {
 	}
 	if env.sc.Stop(context.Background()) {
 		t.Error("Stop reports every Binding answered after one was cut off")
+	}
+}
+
+// reservingStep is a pre-bind step whose placement reserved something in the scheduler (as
+// VolumeBinding's assumed PVs): it counts the binder's Unreserve, its own PreBind and the
+// undo of its work, and runs during while it works.
+type reservingStep struct {
+	unreserved, preBound, undone int
+	during                       func()
+}
+
+func (s *reservingStep) Name() string                  { return "reserving" }
+func (s *reservingStep) Unreserve(ctx context.Context) { s.unreserved++ }
+func (s *reservingStep) PreBind(context.Context, *api.PreBindRequest) (api.Undo, error) {
+	s.preBound++
+	if s.during != nil {
+		s.during()
+	}
+	return func(context.Context) error { s.undone++; return nil }, nil
+}
+
+// A placement's reservation is given back exactly once whichever way its bind ends: by the
+// cache when the bind is dropped before its step ran (the pod deleted, or bound by another
+// scheduler, while its Binding waited; Stop's time up), by the step's undo when the step ran
+// and the Binding was refused (the pod deleted while the step worked), and not at all when the
+// pod is bound. The pod's deletion at the end gives back nothing more.
+func TestDroppedBindGivesBackItsReservation(t *testing.T) {
+	pod := st.Pod("p1", "1", "1Gi").Group("pg1").Obj()
+	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-p1"}}}}
+	bound := pod.DeepCopy()
+	bound.Spec.NodeName, bound.Status.Phase = "n2", corev1.PodRunning
+	labelled := pod.DeepCopy()
+	labelled.Labels = map[string]string{"app": "train"}
+	tests := []struct {
+		name string
+		// before runs once Bind accepted the placement, during while the step works.
+		before, during                                         func(env *testEnv)
+		bindErr                                                error
+		wantUnreserved, wantPreBound, wantUndone, wantBindings int
+	}{
+		{name: "deleted before the bind started", before: func(env *testEnv) { env.sc.onPodDelete(pod) },
+			wantUnreserved: 1},
+		{name: "bound by another scheduler before the bind started", before: func(env *testEnv) { env.sc.onPodUpdate(pod, bound) },
+			wantUnreserved: 1},
+		{name: "Stop's time up before the bind started", before: func(env *testEnv) { env.sc.handingBack.Store(true) },
+			wantUnreserved: 1},
+		{name: "updated but still pending", before: func(env *testEnv) { env.sc.onPodUpdate(pod, labelled) },
+			wantPreBound: 1, wantBindings: 1},
+		{name: "deleted while the step works", during: func(env *testEnv) { env.sc.onPodDelete(pod) },
+			bindErr: apierrors.NewNotFound(corev1.Resource("pods"), "p1"), wantPreBound: 1, wantUndone: 1, wantBindings: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := newTestEnv(t, Options{})
+			env.add(t, st.Node("n1", st.Resources("4", "8Gi")).Obj(), st.Node("n2", st.Resources("4", "8Gi")).Obj(),
+				newQueue("default"), newPodGroup("pg1", "", 1), pod.DeepCopy())
+			capture := &bindingCapture{err: tt.bindErr}
+			capture.install(env)
+			step := &reservingStep{}
+			if tt.during != nil {
+				step.during = func() { tt.during(env) }
+			}
+			task := placed(t, env, "p1", "n1", nil)
+			task.AddPreBind(step)
+			if err := env.sc.Bind(task); err != nil {
+				t.Fatalf("Bind: %v", err)
+			}
+			if tt.before != nil {
+				tt.before(env)
+			}
+			env.sc.processNextBind(context.Background())
+			env.sc.onPodDelete(pod)
+
+			if step.unreserved != tt.wantUnreserved || step.preBound != tt.wantPreBound || step.undone != tt.wantUndone {
+				t.Errorf("unreserved %d, pre-bound %d, undone %d; want %d, %d, %d",
+					step.unreserved, step.preBound, step.undone, tt.wantUnreserved, tt.wantPreBound, tt.wantUndone)
+			}
+			if len(capture.bindings) != tt.wantBindings {
+				t.Errorf("sent %d Bindings, want %d", len(capture.bindings), tt.wantBindings)
+			}
+		})
 	}
 }

@@ -319,6 +319,37 @@ func TestCloseSessionNamesTheNodesTouched(t *testing.T) {
 	}
 }
 
+// A session's end functions run once when it ends, whether it is closed or abandoned (a
+// stop), before its jobs go back to the cache; a placement still in the session is there to
+// be seen.
+func TestEndFunctionsRunOnceWhicheverWayTheSessionEnds(t *testing.T) {
+	for name, end := range map[string]func(*framework.Session){"closed": framework.CloseSession, "abandoned": framework.AbandonSession} {
+		t.Run(name, func(t *testing.T) {
+			cache := &frameworktest.Cache{Snap: cluster(1, 2)}
+			ssn := frameworktest.OpenTiers(cache, allocateOnly, []framework.Plugin{&counter{}})
+			task := ssn.Jobs["ns/pg"].Tasks["uid-0"]
+			if err := ssn.NewStatement().Allocate(task, ssn.Nodes["n0"]); err != nil {
+				t.Fatal(err)
+			}
+			var seen []string
+			ssn.AddEndFn(func() {
+				if cache.Released != nil {
+					t.Error("the end function ran after the jobs went back to the cache")
+				}
+				seen = append(seen, task.Status.String())
+			})
+			end(ssn)
+			if len(seen) != 1 || seen[0] != api.Allocated.String() || cache.Released == nil {
+				t.Errorf("end functions saw %v, released %v; want one call seeing the task Allocated, then the release", seen, cache.Released != nil)
+			}
+			framework.AbandonSession(ssn)
+			if len(seen) != 1 {
+				t.Errorf("ending the session again ran the end function again: %v", seen)
+			}
+		})
+	}
+}
+
 // An eviction counts the victim as Releasing on its node and takes it out of the handlers'
 // accounts; Discard gives it back exactly, and nothing reaches the cache.
 func TestDiscardRestoresEvictionExactly(t *testing.T) {

@@ -95,6 +95,8 @@ type Session struct {
 	minimumKeepers map[string]bool
 	// eventHandlers run inside every tentative allocate and its undo.
 	eventHandlers []*EventHandler
+	// endFns run once when the session ends, closed or abandoned (AddEndFn).
+	endFns []func()
 
 	// SkipQueueStatus leaves the queues' status.allocated to a later session: set for cycles
 	// that follow the last one that wrote it by less than a period (see Scheduler).
@@ -200,10 +202,14 @@ func CloseSession(ssn *Session) {
 	AbandonSession(ssn)
 }
 
-// AbandonSession hands the jobs and nodes back to the cache, and nothing more: CloseSession
-// ends with it, and a session cut short by a stop, whose picture of the jobs is half drawn,
-// ends with it alone (no plugin's report, no status write).
+// AbandonSession runs the end functions (AddEndFn) and hands the jobs and nodes back to the
+// cache, and nothing more: CloseSession ends with it, and a session cut short by a stop, whose
+// picture of the jobs is half drawn, ends with it alone (no plugin's report, no status write).
 func AbandonSession(ssn *Session) {
+	for _, fn := range ssn.endFns {
+		fn()
+	}
+	ssn.endFns = nil
 	ssn.cache.Release(&api.Released{Generation: ssn.generation, Jobs: ssn.Jobs, Nodes: ssn.Nodes, Touched: ssn.touched})
 }
 

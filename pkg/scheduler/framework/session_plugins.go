@@ -267,6 +267,15 @@ func (ssn *Session) AddEventHandler(h *EventHandler) {
 	ssn.eventHandlers = append(ssn.eventHandlers, h)
 }
 
+// AddEndFn registers fn to run once when the session ends, closed or abandoned, after the
+// plugins' reports and before the jobs and nodes go back to the cache. It is for what a plugin
+// holds outside the session for a placement (kube-scheduler's assumed volumes): the session's
+// copies are dropped, but a placement neither committed nor discarded (a pipelined gang's
+// allocated pods, which allocate keeps in the session) must give back what it took there.
+func (ssn *Session) AddEndFn(fn func()) {
+	ssn.endFns = append(ssn.endFns, fn)
+}
+
 func jobOrderFlag(o *conf.PluginOption) *bool     { return o.EnabledJobOrder }
 func queueOrderFlag(o *conf.PluginOption) *bool   { return o.EnabledQueueOrder }
 func taskOrderFlag(o *conf.PluginOption) *bool    { return o.EnabledTaskOrder }

@@ -11,8 +11,9 @@ const StepName = "volumebinding"
 
 // step is the pre-bind step of a placement Reserve took on node: it writes the claims'
 // bindings (or their selected node) and waits for the PV controller; its undo, or its own
-// failure, gives the reservation back. It waits for the PV controller, so the binder runs it
-// apart from its bind workers (api.WaitingStep).
+// failure, gives the reservation back, and so does Unreserve when the binder drops the bind
+// before the step ran (api.ReservingStep). It waits for the PV controller, so the binder runs
+// it apart from its bind workers (api.WaitingStep).
 type step struct {
 	p    *Plugins
 	v    *podVolumes
@@ -23,7 +24,13 @@ func (s *step) Name() string { return StepName }
 
 func (s *step) MayWait() {}
 
-var _ api.WaitingStep = (*step)(nil)
+var (
+	_ api.WaitingStep   = (*step)(nil)
+	_ api.ReservingStep = (*step)(nil)
+)
+
+// Unreserve gives back the PVs and claims Reserve took in VolumeBinding's assume cache.
+func (s *step) Unreserve(ctx context.Context) { s.p.Unreserve(ctx, s.v, s.node) }
 
 // PreBind hands VolumeBinding the pod as it will be bound (spec.nodeName set), as
 // kube-scheduler's assumed pod: its wait for the PV controller reads the node from it.

@@ -13,17 +13,22 @@
 // The plugins are built, and their informers started, the first time a configuration switches
 // a volume predicate on, and then live as long as the process: VolumeBinding's assume cache of
 // PVs and PVCs must see every session's choices until the PV controller's own writes come back.
+// So VolumeBinding's bind timeout (the predicates plugin's volumebinding.bindTimeoutSeconds)
+// is that configuration's, as upstream Volcano builds the plugin once with the first session's
+// arguments; a later configuration asking another is told so in the log, once.
 package volumes
 
 import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodevolumelimits"
@@ -37,10 +42,6 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 )
 
-// BindTimeout is how long PreBind waits for the PV controller to bind a pod's claims, as
-// kube-scheduler's default (VolumeBindingArgs.BindTimeoutSeconds).
-const BindTimeout = 600
-
 // Source builds the plugins on first demand (an api.VolumeSource). It is the predicates
 // plugin's framework.Component: Start attaches it to the scheduler cache's informers.
 type Source struct {
@@ -53,6 +54,11 @@ type Source struct {
 	once    sync.Once
 	plugins *plugins
 	err     error
+
+	// mu guards told: the last bind timeout asked for that the plugins do not have, which the
+	// log has been told of.
+	mu   sync.Mutex
+	told time.Duration
 }
 
 var _ api.VolumeSource = (*Source)(nil)
@@ -70,13 +76,15 @@ func (s *Source) Start(ctx context.Context, cache framework.ComponentCache) {
 }
 
 // Volumes returns the plugins checks switches on, building them (and starting their
-// informers) the first time any is on.
-func (s *Source) Volumes(checks api.VolumeChecks) (api.VolumePlugins, error) {
+// informers) the first time any is on, VolumeBinding waiting up to bindTimeout for the PV
+// controller in PreBind. The timeout is the first build's: a different one later is logged,
+// once, and not applied.
+func (s *Source) Volumes(checks api.VolumeChecks, bindTimeout time.Duration) (api.VolumePlugins, error) {
 	if !checks.Any() {
 		return nil, nil
 	}
 	s.once.Do(func() {
-		s.plugins, s.err = newPlugins(s.ctx, s.client, s.factory)
+		s.plugins, s.err = newPlugins(s.ctx, s.client, s.factory, bindTimeout)
 		if s.err == nil {
 			s.factory.Start(s.ctx.Done())
 		}
@@ -84,7 +92,24 @@ func (s *Source) Volumes(checks api.VolumeChecks) (api.VolumePlugins, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
+	if bindTimeout != s.plugins.bindTimeout {
+		s.tellTimeoutKept(bindTimeout)
+	}
 	return &Plugins{plugins: s.plugins, checks: checks}, nil
+}
+
+// tellTimeoutKept logs, once per value in a row, that the bind timeout asked for is not the
+// one VolumeBinding was built with: plugins are built for every session, the log line is
+// for the configuration.
+func (s *Source) tellTimeoutKept(asked time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.told == asked {
+		return
+	}
+	s.told = asked
+	klog.InfoS("The predicates plugin's volumebinding.bindTimeoutSeconds changed; VolumeBinding keeps the one it was built with until the scheduler restarts, as upstream Volcano",
+		"asked", asked, "kept", s.plugins.bindTimeout)
 }
 
 // plugins are kube-scheduler's volume plugins for the life of the process.
@@ -97,12 +122,14 @@ type plugins struct {
 	handle   handle
 	features feature.Features
 	synced   []toolscache.InformerSynced
+	// bindTimeout is VolumeBinding's: how long its PreBind waits for the PV controller.
+	bindTimeout time.Duration
 }
 
-func newPlugins(ctx context.Context, client kubernetes.Interface, factory informers.SharedInformerFactory) (*plugins, error) {
+func newPlugins(ctx context.Context, client kubernetes.Interface, factory informers.SharedInformerFactory, bindTimeout time.Duration) (*plugins, error) {
 	fts := feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)
 	h := newHandle(client, factory)
-	binding, err := volumebinding.New(ctx, &config.VolumeBindingArgs{BindTimeoutSeconds: BindTimeout}, h, fts)
+	binding, err := volumebinding.New(ctx, &config.VolumeBindingArgs{BindTimeoutSeconds: int64(bindTimeout / time.Second)}, h, fts)
 	if err != nil {
 		return nil, fmt.Errorf("kube-scheduler's volume binding: %w", err)
 	}
@@ -117,7 +144,7 @@ func newPlugins(ctx context.Context, client kubernetes.Interface, factory inform
 	core, storage := factory.Core().V1(), factory.Storage().V1()
 	return &plugins{
 		binding: binding.(*volumebinding.VolumeBinding), zone: zone.(*volumezone.VolumeZone),
-		limits: limits.(*nodevolumelimits.CSILimits), handle: h, features: fts,
+		limits: limits.(*nodevolumelimits.CSILimits), handle: h, features: fts, bindTimeout: bindTimeout,
 		synced: []toolscache.InformerSynced{
 			core.PersistentVolumes().Informer().HasSynced, core.PersistentVolumeClaims().Informer().HasSynced,
 			storage.StorageClasses().Informer().HasSynced, storage.CSINodes().Informer().HasSynced,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -109,9 +110,20 @@ func started(ctx context.Context, client kubernetes.Interface, factory informers
 	return s
 }
 
-// pluginsOn returns the plugins checks switch on, over a fake API server holding objs, once
-// their informers have synced.
+// defaultBindTimeout is the predicates plugin's default volumebinding.bindTimeoutSeconds.
+const defaultBindTimeout = 600 * time.Second
+
+// pluginsOn returns the plugins checks switch on, over a fake API server holding objs and the
+// WaitForFirstConsumer class, once their informers have synced.
 func pluginsOn(t *testing.T, checks api.VolumeChecks, objs ...runtime.Object) *Plugins {
+	t.Helper()
+	p, _ := pluginsWithClient(t, checks, defaultBindTimeout, objs...)
+	return p
+}
+
+// pluginsWithClient is pluginsOn with VolumeBinding's bind timeout, returning the fake API
+// server too.
+func pluginsWithClient(t *testing.T, checks api.VolumeChecks, bindTimeout time.Duration, objs ...runtime.Object) (*Plugins, *fake.Clientset) {
 	t.Helper()
 	objs = append(objs, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class},
 		Provisioner: "kubernetes.io/no-provisioner", VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer)})
@@ -119,7 +131,7 @@ func pluginsOn(t *testing.T, checks api.VolumeChecks, objs ...runtime.Object) *P
 	factory := informers.NewSharedInformerFactory(client, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	v, err := started(ctx, client, factory).Volumes(checks)
+	v, err := started(ctx, client, factory).Volumes(checks, bindTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +140,7 @@ func pluginsOn(t *testing.T, checks api.VolumeChecks, objs ...runtime.Object) *P
 			t.Fatalf("informer %v not synced", typ)
 		}
 	}
-	return v.(*Plugins)
+	return v.(*Plugins), client
 }
 
 // A configuration with every volume predicate off builds nothing and lists nothing.
@@ -137,7 +149,7 @@ func TestNoCheckWatchesNothing(t *testing.T) {
 	factory := informers.NewSharedInformerFactory(client, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	v, err := started(ctx, client, factory).Volumes(api.VolumeChecks{})
+	v, err := started(ctx, client, factory).Volumes(api.VolumeChecks{}, defaultBindTimeout)
 	if v != nil || err != nil {
 		t.Fatalf("plugins %v, error %v; want neither", v, err)
 	}
@@ -319,7 +331,7 @@ func TestPodWithVolumesWaitsForTheFirstLists(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	v, err := started(ctx, client, informers.NewSharedInformerFactory(client, 0)).Volumes(allChecks)
+	v, err := started(ctx, client, informers.NewSharedInformerFactory(client, 0)).Volumes(allChecks, defaultBindTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}

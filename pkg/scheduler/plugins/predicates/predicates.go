@@ -24,8 +24,10 @@
 // pkg/scheduler/volumes): VolumeBinding, VolumeZone and NodeVolumeLimits, each with its
 // predicate.<Name>Enable switch, and VolumeRestrictions with any of them. A node the volumes
 // cannot use is refused in kube-scheduler's words, a placement reserves the PVs its claims
-// were matched to (given back if the placement is undone), and the claims are bound in the
-// bind worker before the pod's Binding.
+// were matched to (given back if the placement is undone, or left uncommitted when the
+// session ends: a pipelined gang's allocated pods), and the claims are bound in the bind
+// worker before the pod's Binding, which waits for the PV controller up to
+// volumebinding.bindTimeoutSeconds (upstream's key and default, 600; 0: no wait).
 //
 // Where other pods are is decided by kube-scheduler's InterPodAffinity and PodTopologySpread
 // filters (an api.InterPodPlugins, pkg/scheduler/interpod), each with its predicate.<Name>Enable
@@ -50,9 +52,11 @@ package predicates
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -79,6 +83,16 @@ const (
 	PodTopologySpreadEnable = "predicate.PodTopologySpreadEnable"
 )
 
+// BindTimeoutSeconds is how long, in whole seconds, a pod's bind waits for the PV controller
+// to bind its claims (kube-scheduler's VolumeBindingArgs.BindTimeoutSeconds; 0: it does not
+// wait), DefaultBindTimeoutSeconds unless set, as upstream.
+const (
+	BindTimeoutSeconds        = "volumebinding.bindTimeoutSeconds"
+	DefaultBindTimeoutSeconds = 600
+	// maxBindTimeoutSeconds is the most a time.Duration holds.
+	maxBindTimeoutSeconds = int(math.MaxInt64 / int64(time.Second))
+)
+
 // IgnoredArguments are upstream's switches this plugin does not act on, each with why. A file
 // written for upstream may set them; they are read only so that a malformed value is still
 // reported, and loading says they are not acted on, and why.
@@ -90,11 +104,11 @@ var IgnoredArguments = map[string]string{
 }
 
 // ArgumentKeys are the arguments New reads: the switches, upstream's ignored ones included,
-// and the proportional check's list and rates (ProportionalRatePrefix + <resource>.cpu or
+// the bind timeout, and the proportional check's list and rates (ProportionalRatePrefix + <resource>.cpu or
 // .memory, any resource: readProportional refuses the keys of unlisted ones).
 var ArgumentKeys = append(conf.ArgumentKeys{PodNumberEnable, NodeUnschedulableEnable, NodeAffinityEnable,
 	TaintTolerationEnable, NodePortsEnable, VolumeBindingEnable, VolumeZoneEnable, NodeVolumeLimitsEnable,
-	PodAffinityEnable, PodTopologySpreadEnable, ProportionalEnable, ProportionalResources, ProportionalRatePrefix + "*"},
+	PodAffinityEnable, PodTopologySpreadEnable, BindTimeoutSeconds, ProportionalEnable, ProportionalResources, ProportionalRatePrefix + "*"},
 	slices.Sorted(maps.Keys(IgnoredArguments))...)
 
 // Reasons users see in "0/N nodes are unavailable: ...". All but the pod-number one are
@@ -232,8 +246,12 @@ func build(args conf.Arguments, volumes api.VolumeSource, interPod api.InterPodS
 		return nil, err
 	}
 	p.enabled.proportional = reserves
+	bindTimeout, err := readBindTimeout(args)
+	if err != nil {
+		return nil, err
+	}
 	if volumes != nil {
-		v, err := volumes.Volumes(p.enabled.volumes)
+		v, err := volumes.Volumes(p.enabled.volumes, bindTimeout)
 		if err != nil {
 			return nil, err
 		}
@@ -243,6 +261,19 @@ func build(args conf.Arguments, volumes api.VolumeSource, interPod api.InterPodS
 		p.interPod = interPod.InterPod(p.enabled.interPod)
 	}
 	return p, nil
+}
+
+// readBindTimeout reads BindTimeoutSeconds: a whole number of seconds, 0 or more.
+func readBindTimeout(args conf.Arguments) (time.Duration, error) {
+	seconds := DefaultBindTimeoutSeconds
+	if err := args.GetInt(&seconds, BindTimeoutSeconds); err != nil {
+		return 0, err
+	}
+	if seconds < 0 || seconds > maxBindTimeoutSeconds {
+		return 0, conf.InvalidArgument(BindTimeoutSeconds, seconds,
+			fmt.Sprintf("%d seconds: want 0 (no wait for the PV controller) to %d", seconds, maxBindTimeoutSeconds))
+	}
+	return time.Duration(seconds) * time.Second, nil
 }
 
 func (p *predicatesPlugin) Name() string { return PluginName }
@@ -260,6 +291,7 @@ func (p *predicatesPlugin) OnSessionOpen(ssn *framework.Session) {
 	if p.volumes != nil {
 		p.volumesOf = volumesByTask{m: map[api.TaskID]*taskVolumes{}}
 		ssn.AddEventHandler(&framework.EventHandler{AllocateFunc: p.reserveVolumes, DeallocateFunc: p.unreserveVolumes})
+		ssn.AddEndFn(p.unreserveUncommitted)
 	}
 	if p.interPod != nil {
 		p.interPodOf = interPodByTask{m: map[api.TaskID]api.InterPodState{}}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -392,6 +393,54 @@ func BenchmarkPredicate(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				p.predicate(task, nodes[i%len(nodes)])
+			}
+		})
+	}
+}
+
+// timeoutSource is a VolumeSource that keeps the bind timeout it is asked for and builds
+// nothing.
+type timeoutSource struct{ asked []time.Duration }
+
+func (s *timeoutSource) Volumes(_ api.VolumeChecks, bindTimeout time.Duration) (api.VolumePlugins, error) {
+	s.asked = append(s.asked, bindTimeout)
+	return nil, nil
+}
+
+// volumebinding.bindTimeoutSeconds, upstream's key, is how long VolumeBinding waits for the PV
+// controller: 600 seconds unless set, a whole number of seconds from 0 (no wait); anything
+// else is refused naming the key.
+func TestBindTimeoutSeconds(t *testing.T) {
+	for _, tc := range []struct {
+		value   interface{}
+		want    time.Duration
+		wantErr string
+	}{
+		{value: nil, want: 600 * time.Second},
+		{value: 30, want: 30 * time.Second},
+		{value: "120", want: 120 * time.Second},
+		{value: 0, want: 0},
+		{value: -1, wantErr: `argument "volumebinding.bindTimeoutSeconds": -1 seconds: want 0 (no wait for the PV controller) to 9223372036`},
+		{value: 9223372037, wantErr: `argument "volumebinding.bindTimeoutSeconds": 9223372037 seconds: want 0 (no wait for the PV controller) to 9223372036`},
+		{value: "10m", wantErr: `argument "volumebinding.bindTimeoutSeconds": cannot use 10m (string) as int`},
+		{value: 1.5, wantErr: `argument "volumebinding.bindTimeoutSeconds": cannot use 1.5 (float64) as int`},
+	} {
+		t.Run(fmt.Sprint(tc.value), func(t *testing.T) {
+			args := conf.Arguments{}
+			if tc.value != nil {
+				args[BindTimeoutSeconds] = tc.value
+			}
+			source := &timeoutSource{}
+			_, err := NewBuilder(source, nil)(args)
+			switch {
+			case tc.wantErr != "":
+				if err == nil || err.Error() != tc.wantErr {
+					t.Errorf("error %v, want %q", err, tc.wantErr)
+				}
+			case err != nil:
+				t.Errorf("error %v", err)
+			case len(source.asked) != 1 || source.asked[0] != tc.want:
+				t.Errorf("VolumeBinding asked to wait %v, want %v", source.asked, tc.want)
 			}
 		})
 	}

@@ -11,9 +11,10 @@ import (
 )
 
 // taskVolumes is a task's volumes in the session and, once a placement reserved its claims,
-// the node and the pre-bind step that binds them there.
+// the task placed, the node and the pre-bind step that binds them there.
 type taskVolumes struct {
 	volumes api.PodVolumes
+	task    *api.TaskInfo
 	node    string
 	step    api.PreBindStep
 }
@@ -76,18 +77,35 @@ func (p *predicatesPlugin) reserveVolumes(e *framework.Event) {
 		return
 	}
 	if step != nil {
-		tv.node, tv.step = e.Node.Name, step
+		tv.task, tv.node, tv.step = e.Task, e.Node.Name, step
 		e.Task.AddPreBind(step)
 	}
 }
 
 // unreserveVolumes gives back what reserveVolumes took, when the placement is undone.
 func (p *predicatesPlugin) unreserveVolumes(e *framework.Event) {
-	tv := p.volumesOf.get(e.Task.UID)
-	if tv == nil || tv.step == nil {
-		return
+	if tv := p.volumesOf.get(e.Task.UID); tv != nil && tv.step != nil {
+		p.unreserve(tv)
 	}
+}
+
+// unreserveUncommitted gives back, when the session ends, the reservations of placements it
+// neither committed nor undid: the allocated pods of a pipelined gang, which allocate keeps in
+// the session for its later jobs to see. A committed placement's task is Binding; its
+// reservation is its bind's, which gives it back should it fail.
+func (p *predicatesPlugin) unreserveUncommitted() {
+	p.volumesOf.mu.Lock()
+	defer p.volumesOf.mu.Unlock()
+	for _, tv := range p.volumesOf.m {
+		if tv.step != nil && tv.task.Status == api.Allocated {
+			p.unreserve(tv)
+		}
+	}
+}
+
+// unreserve gives back the reservation tv holds and takes its step off the task.
+func (p *predicatesPlugin) unreserve(tv *taskVolumes) {
 	p.volumes.Unreserve(context.Background(), tv.volumes, tv.node)
-	e.Task.RemovePreBind(tv.step)
-	tv.node, tv.step = "", nil
+	tv.task.RemovePreBind(tv.step)
+	tv.task, tv.node, tv.step = nil, "", nil
 }

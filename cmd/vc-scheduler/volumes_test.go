@@ -1,0 +1,162 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/deviceshare"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/volumes"
+	"github.com/volcano-vgpu/volcano-vgpu/test/workload"
+)
+
+// volumeGang is two nodes of 6 cpu and one 24 GiB GPU split 4, and gang train of 2 pods
+// (minMember 2, minResources as Volcano's job controller sets them) of 4 cpu, 16 GiB and one
+// 8000 MiB vGPU each: train-0 mounts claim data-0 of a WaitForFirstConsumer class, whose only
+// PV is local to node-0000, and train-1 selects node-0001. On node-0001 runs, when
+// releasing, a pod being deleted that holds 4 of its cpu. It returns the snapshot and the
+// volume plugins' source, its informers synced.
+func volumeGang(t *testing.T, releasing bool) (*api.ClusterInfo, *volumes.Source) {
+	t.Helper()
+	w := &workload.Workload{Name: "volumes", Node: workload.NodeShape{CPU: "6", Memory: "64Gi", Pods: 110, GPUs: 1,
+		GPUModel: "NVIDIA A10", GPUMemoryMiB: 24576, Split: 4}}
+	ci := nodeCluster(w, 2)
+	job := w.Job("ns", "volcano", "train", workload.PodShape{Gang: 2, CPU: "4", Memory: "16Gi", VGPUs: 1, MemoryMiB: 8000})
+	job.Pods[0].Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-0"}}}}
+	job.Pods[1].Spec.NodeSelector = map[string]string{corev1.LabelHostname: "node-0001"}
+	addJob(ci, job)
+	if releasing {
+		leaving := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "leaving", UID: "uid-leaving",
+			DeletionTimestamp: ptr.To(metav1.Now())},
+			Spec: corev1.PodSpec{NodeName: "node-0001", Containers: []corev1.Container{{Name: "main",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+		ci.Nodes["node-0001"].AddTask(api.NewTaskInfo(leaving))
+	}
+
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-a"},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName:       "local",
+			PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/mnt/pv-a"}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{"node-0000"}}},
+			}}}},
+		},
+		Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeAvailable}}
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "local"},
+		Provisioner: "kubernetes.io/no-provisioner", VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer)}
+	client := fake.NewClientset(pv, sc, dataClaim("data-0"), dataClaim("data-probe"))
+	factory := informers.NewSharedInformerFactory(client, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	source := volumes.NewSource(client)
+	source.Start(ctx, &frameworktest.ComponentCache{Factory: factory})
+	if _, err := source.Volumes(api.VolumeChecks{Binding: true, Zone: true, Limits: true}, 600*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			t.Fatalf("informer %v not synced", typ)
+		}
+	}
+	return ci, source
+}
+
+// dataClaim is a pending 10 GiB claim of the WaitForFirstConsumer class.
+func dataClaim(name string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: ptr.To("local"), Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}}},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending}}
+}
+
+// pvAAvailable says whether pv-a, as VolumeBinding's assume cache holds it (the API server
+// always has it available here), is free for another claim: a pod mounting data-probe fits
+// node-0000 only if so.
+func pvAAvailable(t *testing.T, source *volumes.Source, nodes []*api.NodeInfo) bool {
+	t.Helper()
+	v, err := source.Volumes(api.VolumeChecks{Binding: true, Zone: true, Limits: true}, 600*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "probe", UID: "uid-probe"},
+		Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-probe"}}}}}}
+	state, s := v.PreFilter(context.Background(), probe, nodes)
+	if s != nil {
+		t.Fatalf("PreFilter probe: %v", s)
+	}
+	for _, n := range nodes {
+		if n.Name == "node-0000" {
+			return v.Filter(context.Background(), state, n) == nil
+		}
+	}
+	t.Fatal("no node-0000")
+	return false
+}
+
+// A gang that is only pipelined (train-1 waits for the pod leaving node-0001) keeps its
+// placements in the session, uncommitted: the PV its allocated pod reserved is given back in
+// the assume cache when the session ends. A gang that is committed keeps its reservation past
+// the session's end, for its bind to use; only the bind's step gives it back, once.
+func TestUncommittedGangGivesBackItsVolumes(t *testing.T) {
+	for _, pipelined := range []bool{true, false} {
+		name := map[bool]string{true: "pipelined", false: "committed"}[pipelined]
+		t.Run(name, func(t *testing.T) {
+			ci, source := volumeGang(t, pipelined)
+			registry := newRegistryWith(allocate.DefaultOptions(), sources{devices: deviceshare.NewStaticShared(), vols: source})
+			cache := &frameworktest.Cache{Snap: ci}
+			ssn := frameworktest.RunActions(t, cache, chartConf(t, registry), registry)
+			job := ssn.Jobs["ns/train"]
+			if pipelined && (job.TaskCount(api.Allocated) != 1 || job.TaskCount(api.Pipelined) != 1 || len(cache.Bound) != 0) {
+				t.Fatalf("allocated %d, pipelined %d, bound %v; want train-0 allocated, train-1 pipelined, nothing bound",
+					job.TaskCount(api.Allocated), job.TaskCount(api.Pipelined), cache.Binds())
+			}
+			if !pipelined && len(cache.Bound) != 2 {
+				t.Fatalf("bound %v, want the whole gang", cache.Binds())
+			}
+			if pvAAvailable(t, source, ssn.NodeList) {
+				t.Fatal("pv-a available in the assume cache while train-0 is placed on node-0000")
+			}
+			framework.CloseSession(ssn)
+			if got := pvAAvailable(t, source, ssn.NodeList); got != pipelined {
+				t.Fatalf("pv-a available after the session: %v, want %v", got, pipelined)
+			}
+			if pipelined {
+				return
+			}
+			var step api.ReservingStep
+			for _, task := range cache.Bound {
+				for _, s := range task.PreBind {
+					if r, ok := s.(api.ReservingStep); ok && task.Name == "train-0" {
+						step = r
+					}
+				}
+			}
+			if step == nil {
+				t.Fatal("train-0 was bound without the volume binding step")
+			}
+			step.Unreserve(context.Background()) // the binder drops the bind: the pod was deleted
+			if !pvAAvailable(t, source, ssn.NodeList) {
+				t.Error("pv-a still taken after the dropped bind's step gave it back")
+			}
+		})
+	}
+}
