@@ -132,14 +132,13 @@ func (s *Scheduler) runOnce(stop <-chan struct{}) {
 		changes = counter.Changes() // before the snapshot: a change it may miss is counted after
 	}
 	s.lastRun = start
-	ssn := framework.OpenSession(s.cache, cfg, s.registry, s.metrics)
+	ssn := framework.OpenSessionUntil(stop, s.cache, cfg, s.registry, s.metrics)
 	// Summing every queue's allocation walks every task: once a period is enough, as
 	// upstream does, however many cycles arriving work brings about in between.
 	ssn.SkipQueueStatus = start.Sub(s.queueStatusAt) < s.period
 	if !ssn.SkipQueueStatus {
 		s.queueStatusAt = start
 	}
-	ssn.StopWhen(stop)
 	for _, name := range cfg.ActionNames() {
 		if ssn.Stopping() {
 			break

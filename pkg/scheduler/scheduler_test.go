@@ -169,3 +169,49 @@ func TestStopCutsTheCycleShort(t *testing.T) {
 		t.Errorf("the cut-short session wrote queue status: %v", c.Allocated)
 	}
 }
+
+// openPlugin is a plugin that runs open when its session opens.
+type openPlugin struct {
+	name string
+	open func()
+}
+
+func (p openPlugin) Name() string                      { return p.name }
+func (p openPlugin) OnSessionOpen(*framework.Session)  { p.open() }
+func (p openPlugin) OnSessionClose(*framework.Session) {}
+
+// A stop while the session opens (the first cycle after a start, whose plugins build their
+// state from every job, is the longest) opens no further plugin and runs no action.
+func TestStopWhileTheSessionOpens(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runs, opened := 0, 0
+	registry := framework.NewRegistry()
+	registry.RegisterAction(counted{&runs})
+	registry.RegisterPlugin("stopping", func(conf.Arguments) (framework.Plugin, error) {
+		return openPlugin{"stopping", cancel}, nil
+	})
+	registry.RegisterPlugin("later", func(conf.Arguments) (framework.Plugin, error) {
+		return openPlugin{"later", func() { opened++ }}, nil
+	})
+	cfg := &conf.SchedulerConfiguration{Actions: "counted", Tiers: []conf.Tier{
+		{Plugins: []conf.PluginOption{{Name: "stopping"}}}, {Plugins: []conf.PluginOption{{Name: "later"}}},
+	}}
+	c := &frameworktest.Cache{Snap: frameworktest.Objects{Queues: []*schedulingv1beta1.Queue{{ObjectMeta: metav1.ObjectMeta{Name: "q"}}}}.ClusterInfo()}
+	done := make(chan struct{})
+	go func() {
+		New(c, func() *conf.SchedulerConfiguration { return cfg }, registry, nil, time.Hour).Run(ctx)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after the stop")
+	}
+	if opened != 0 || runs != 0 {
+		t.Errorf("after a stop in the session's opening, %d plugins opened and %d actions ran, want none", opened, runs)
+	}
+	if c.Released == nil {
+		t.Error("the cut-short session was not handed back to the cache")
+	}
+}

@@ -129,6 +129,14 @@ func (ssn *Session) Stopping() bool {
 // OpenSession snapshots the cache and opens every configured plugin, in tier order. The
 // session, its plugins and its actions record into m (nil: nothing is recorded).
 func OpenSession(cache Cache, cfg *conf.SchedulerConfiguration, registry *Registry, m *metrics.Set) *Session {
+	return OpenSessionUntil(nil, cache, cfg, registry, m)
+}
+
+// OpenSessionUntil is OpenSession for a session that stops once stop is closed (StopWhen):
+// no further plugin is opened, so that SIGTERM in the first cycle after a start, whose plugins
+// build their state from every job, is answered within seconds too. A stopping session is
+// only abandoned (AbandonSession).
+func OpenSessionUntil(stop <-chan struct{}, cache Cache, cfg *conf.SchedulerConfiguration, registry *Registry, m *metrics.Set) *Session {
 	snap := cache.Snapshot()
 	ssn := &Session{
 		UID:            uuid.NewUUID(),
@@ -147,6 +155,7 @@ func OpenSession(cache Cache, cfg *conf.SchedulerConfiguration, registry *Regist
 		fns:            newSessionFns(),
 		minimumKeepers: map[string]bool{},
 		unplaced:       registry.unplaced(cfg),
+		stop:           stop,
 	}
 	for _, a := range cfg.ActionNames() {
 		ssn.EnabledActions[a] = true
@@ -160,6 +169,9 @@ func OpenSession(cache Cache, cfg *conf.SchedulerConfiguration, registry *Regist
 	}
 	for _, tier := range cfg.Tiers {
 		for _, opt := range tier.Plugins {
+			if ssn.Stopping() {
+				return ssn
+			}
 			p, err := registry.Plugin(opt.Name, opt.Arguments)
 			if err != nil {
 				// Validation at load time makes this unreachable for a loaded configuration.
