@@ -1,7 +1,9 @@
 package vgpu
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -26,4 +28,18 @@ func NodeLockHeld(value string, now time.Time) bool {
 // NodeLockedError is the error of a bind refused because node's lock is held.
 func NodeLockedError(node string) error {
 	return fmt.Errorf("node %s has been locked within %.0f minutes", node, NodeLockExpiry.Minutes())
+}
+
+// NodeLockReleasePatch is the one way either half removes a node lock: a JSON patch that
+// removes it only while it still holds value, the lock its sender took or read. A lock taken
+// again in between (the scheduler's next vGPU bind to the node, or one that took over an
+// expired lock) stays: the API server refuses the patch as invalid, and so it does where the
+// node has no lock. Sent as types.JSONPatchType.
+func NodeLockReleasePatch(value string) []byte {
+	path := "/metadata/annotations/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(NodeLockAnnotation)
+	patch, _ := json.Marshal([]map[string]string{ // strings only: cannot fail
+		{"op": "test", "path": path, "value": value},
+		{"op": "remove", "path": path},
+	})
+	return patch
 }

@@ -31,3 +31,13 @@ func TestNodeLockHeld(t *testing.T) {
 		}
 	}
 }
+
+// Both halves release a lock with this patch: it removes the lock only while it holds the
+// value its sender took or read.
+func TestNodeLockReleasePatch(t *testing.T) {
+	got := string(NodeLockReleasePatch("2026-01-02T03:04:05Z"))
+	want := `[{"op":"test","path":"/metadata/annotations/hamivgpu","value":"2026-01-02T03:04:05Z"},{"op":"remove","path":"/metadata/annotations/hamivgpu"}]`
+	if got != want {
+		t.Errorf("NodeLockReleasePatch:\n got %s\nwant %s", got, want)
+	}
+}

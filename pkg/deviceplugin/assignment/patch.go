@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,19 +92,9 @@ func releaseNodeLock(ctx context.Context, client kubernetes.Interface, nodeName 
 	if !locked {
 		return
 	}
-	path := "/metadata/annotations/" + jsonPointerEscape(vgpu.NodeLockAnnotation)
-	patch, _ := json.Marshal([]map[string]string{ // strings only: cannot fail
-		{"op": "test", "path": path, "value": value},
-		{"op": "remove", "path": path},
-	})
-	if _, err := client.CoreV1().Nodes().Patch(ctx, nodeName, types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := client.CoreV1().Nodes().Patch(ctx, nodeName, types.JSONPatchType, vgpu.NodeLockReleasePatch(value), metav1.PatchOptions{}); err != nil {
 		klog.ErrorS(err, "Cannot release the node lock (it may have been taken again)", "node", nodeName, "annotation", vgpu.NodeLockAnnotation)
 		return
 	}
 	klog.V(2).InfoS("Released the node lock", "node", nodeName, "annotation", vgpu.NodeLockAnnotation)
-}
-
-// jsonPointerEscape escapes an object key for a JSON pointer (RFC 6901).
-func jsonPointerEscape(key string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
@@ -52,18 +53,21 @@ func (nodeLock) PreBind(ctx context.Context, r *api.PreBindRequest) (api.Undo, e
 }
 
 // releaseLock removes the node's lock if it is still the one this bind took (value taken):
-// once it has expired, another bind may hold a lock of its own there.
+// once it has expired, another bind may hold a lock of its own there, which is left, whether
+// seen on reading the node or by the patch (the API server refuses it as invalid).
 func releaseLock(ctx context.Context, r *api.PreBindRequest, taken string) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := r.Client.CoreV1().Nodes().Get(ctx, r.Node, metav1.GetOptions{})
-		if err != nil || n.Annotations[vgpu.NodeLockAnnotation] != taken {
-			return err
-		}
-		return patchLock(ctx, r, n.ResourceVersion, nil)
-	})
+	n, err := r.Client.CoreV1().Nodes().Get(ctx, r.Node, metav1.GetOptions{})
+	if err != nil || n.Annotations[vgpu.NodeLockAnnotation] != taken {
+		return err
+	}
+	_, err = r.Client.CoreV1().Nodes().Patch(ctx, r.Node, types.JSONPatchType, vgpu.NodeLockReleasePatch(taken), metav1.PatchOptions{})
+	if apierrors.IsInvalid(err) {
+		return nil
+	}
+	return err
 }
 
-// patchLock sets the node's lock to value (nil: removes it), conditioned on resourceVersion.
+// patchLock sets the node's lock to value, conditioned on resourceVersion.
 func patchLock(ctx context.Context, r *api.PreBindRequest, resourceVersion string, value *string) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"resourceVersion": resourceVersion,
