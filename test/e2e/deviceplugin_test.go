@@ -282,16 +282,59 @@ func waitAdvertised(t *testing.T, cs kubernetes.Interface, gpus []string) {
 // device and waits until it runs with that device's settings.
 func runAssigned(t *testing.T, cs kubernetes.Interface, ns, name string, device vgpu.ContainerDevice) *corev1.Pod {
 	t.Helper()
-	pod := tinyPod(ns, name, "")
-	pod.Spec.Containers = []corev1.Container{vgpuContainer("main", int64(device.UsedMemory), int64(device.UsedCores))}
-	if _, err := cs.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	bind(t, cs, ns, name, realNode, assignment(vgpu.PodDevices{{device}}))
-	got := podPhase(t, cs, ns, name, corev1.PodRunning, 90*time.Second)
-	wantLines(t, name, containerLog(t, cs, ns, name, "main"), "NVIDIA_VISIBLE_DEVICES="+device.UUID,
+	return runAssignedPod(t, cs, podAsking(ns, name, device), device)
+}
+
+// runAssignedPod is runAssigned for a pod of podAsking that the test has changed.
+func runAssignedPod(t *testing.T, cs kubernetes.Interface, pod *corev1.Pod, device vgpu.ContainerDevice) *corev1.Pod {
+	t.Helper()
+	createBound(t, cs, pod, device)
+	got := podPhase(t, cs, pod.Namespace, pod.Name, corev1.PodRunning, 90*time.Second)
+	wantLines(t, pod.Name, containerLog(t, cs, pod.Namespace, pod.Name, "main"), "NVIDIA_VISIBLE_DEVICES="+device.UUID,
 		fmt.Sprintf("CUDA_DEVICE_MEMORY_LIMIT_0=%dm", device.UsedMemory), fmt.Sprintf("CUDA_DEVICE_SM_LIMIT=%d", device.UsedCores))
 	return got
+}
+
+// podAsking is a pod whose one container, "main", asks one vGPU with the device's memory and
+// cores.
+func podAsking(ns, name string, device vgpu.ContainerDevice) *corev1.Pod {
+	pod := tinyPod(ns, name, "")
+	pod.Spec.Containers = []corev1.Container{vgpuContainer("main", int64(device.UsedMemory), int64(device.UsedCores))}
+	return pod
+}
+
+// createBound creates the pod, whose one vGPU container asks the device's slice, and binds it
+// to the real node with that device assigned, as vc-scheduler would.
+func createBound(t *testing.T, cs kubernetes.Interface, pod *corev1.Pod, device vgpu.ContainerDevice) {
+	t.Helper()
+	if _, err := cs.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bind(t, cs, pod.Namespace, pod.Name, realNode, assignment(vgpu.PodDevices{{device}}))
+}
+
+// wantRefusedAtAllocate waits until the device plugin has refused the bound pod at Allocate
+// with the message want: a Warning VGPUAssignmentRefused Event that says exactly want, and the
+// kubelet's rejection (the pod Failed, its message holding want) before any container was
+// made; the pod's hand-off is marked failed.
+func wantRefusedAtAllocate(t *testing.T, cs kubernetes.Interface, ns, name, want string) {
+	t.Helper()
+	waitEvent(t, cs, 60*time.Second, ns, "involvedObject.name="+name+",reason="+assign.EventReasonRefused,
+		"a "+assign.EventReasonRefused+" Event on "+name+" saying "+want, func(ev corev1.Event) bool {
+			return ev.Type == corev1.EventTypeWarning && ev.Message == want
+		})
+	failed := podPhase(t, cs, ns, name, corev1.PodFailed, 60*time.Second)
+	if !strings.Contains(failed.Status.Message, want) {
+		t.Errorf("the kubelet's rejection of %s %q (%s) does not say %q", name, failed.Status.Message, failed.Status.Reason, want)
+	}
+	for _, s := range failed.Status.ContainerStatuses {
+		if s.ContainerID != "" || s.State.Running != nil || s.RestartCount > 0 {
+			t.Errorf("%s: container %s was started: %+v", name, s.Name, s)
+		}
+	}
+	if got := failed.Annotations[vgpu.BindPhaseAnnotation]; got != vgpu.BindPhaseFailed {
+		t.Errorf("%s: bind-phase %q, want %q", name, got, vgpu.BindPhaseFailed)
+	}
 }
 
 // vgpuContainer asks for one vGPU with the memory and cores.
@@ -373,9 +416,7 @@ func TestDevicePluginAllocatesPerContainer(t *testing.T) {
 
 	// The limits reach the container twice: in its environment and in the read-only file
 	// HAMi-core sets over whatever a process exports (docs/gpu-limits-override.md).
-	common := []string{"CUDA_DEVICE_MEMORY_SHARED_CACHE=/tmp/vgpu/*", "mount /tmp/vgpu rw", "mount /tmp/vgpulock rw",
-		"mount /usr/local/vgpu/libvgpu.so ro", "mount /etc/ld.so.preload ro", "mount /overrideEnv ro",
-		"overrideEnv CUDA_DEVICE_MEMORY_SHARED_CACHE=/tmp/vgpu/*"}
+	common := hamiCoreLines()
 	wantLines(t, "first", containerLog(t, cs, ns, pod.Name, "first"), append(common,
 		"NVIDIA_VISIBLE_DEVICES="+gpus[0], "CUDA_DEVICE_MEMORY_LIMIT_0=1000m", "CUDA_DEVICE_SM_LIMIT=20",
 		"overrideEnv CUDA_DEVICE_MEMORY_LIMIT_0=1000m", "overrideEnv CUDA_DEVICE_SM_LIMIT=20", "overrideEnv CUDA_DEVICE_SM_LIMIT_0=20")...)
@@ -390,6 +431,14 @@ func TestDevicePluginAllocatesPerContainer(t *testing.T) {
 	}
 }
 
+// hamiCoreLines are what tiny printenv shows in every vGPU container the device plugin serves:
+// the cache folder's variable, HAMi-core's mounts, and the cache variable in /overrideEnv.
+func hamiCoreLines() []string {
+	return []string{"CUDA_DEVICE_MEMORY_SHARED_CACHE=/tmp/vgpu/*", "mount /tmp/vgpu rw", "mount /tmp/vgpulock rw",
+		"mount /usr/local/vgpu/libvgpu.so ro", "mount /etc/ld.so.preload ro", "mount /overrideEnv ro",
+		"overrideEnv CUDA_DEVICE_MEMORY_SHARED_CACHE=/tmp/vgpu/*"}
+}
+
 // Where the chart's admission policy is not installed (none is here), the device plugin itself
 // refuses a vGPU pod whose container sets a variable of its slice: the Allocate gets an error,
 // so the kubelet rejects the pod before any container is made, and the pod carries a
@@ -398,33 +447,70 @@ func TestDevicePluginRefusesControlVariables(t *testing.T) {
 	cs := client(t)
 	ns := namespace(t, cs)
 	plugin := devicePlugin(t, cs, 1)
+
+	device := vgpu.ContainerDevice{UUID: plugin.gpus[0], Type: vgpu.DeviceTypeNVIDIA, UsedMemory: 1000, UsedCores: 20}
+	pod := podAsking(ns, "sets-sm-limit", device)
+	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: vgpu.EnvSMLimit, Value: "0"}}
+	createBound(t, cs, pod, device)
+	wantRefusedAtAllocate(t, cs, ns, pod.Name, controlEnvRefusal(ns, pod.Name, vgpu.AppContainer, "main", vgpu.EnvSMLimit))
+}
+
+// Where the chart's admission policy is not installed, the device plugin itself refuses a vGPU
+// pod that mounts a volume over HAMi-core's paths (vgpu.CheckMounts), as it refuses control
+// variables: a ConfigMap file with subPath over the preload file or /overrideEnv, an emptyDir
+// over /usr/local (above the library) or at the cache folder. Each is rejected by the kubelet
+// before any container is made, with a VGPUAssignmentRefused Event in vgpu.MountRefusal's
+// words. A pod with ordinary mounts, one of them beside the cache folder in /tmp, runs with
+// HAMi-core's mounts in place.
+func TestDevicePluginRefusesMountsOverHAMiCore(t *testing.T) {
+	cs := client(t)
+	ns := namespace(t, cs)
+	plugin := devicePlugin(t, cs, 1)
 	ctx := context.Background()
 
-	pod := tinyPod(ns, "sets-sm-limit", "")
-	pod.Spec.Containers = []corev1.Container{vgpuContainer("main", 1000, 20)}
-	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: vgpu.EnvSMLimit, Value: "0"}}
-	if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	// What a pod author would put there: an empty preload file, which loads no HAMi-core, and
+	// a memory limit of the whole GPU and more.
+	files := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hami-core-files"}, Data: map[string]string{
+		"ld.so.preload": "", "overrideEnv": vgpu.MemoryLimitEnv(0) + "=81920m\n"}}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, files, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	bind(t, cs, ns, pod.Name, realNode, assignment(vgpu.PodDevices{
-		{{UUID: plugin.gpus[0], Type: vgpu.DeviceTypeNVIDIA, UsedMemory: 1000, UsedCores: 20}}}))
-	want := controlEnvRefusal(ns, pod.Name, vgpu.AppContainer, "main", vgpu.EnvSMLimit)
-	waitEvent(t, cs, 60*time.Second, ns, "involvedObject.name="+pod.Name+",reason="+assign.EventReasonRefused,
-		"a "+assign.EventReasonRefused+" Event naming "+vgpu.EnvSMLimit, func(ev corev1.Event) bool {
-			return ev.Type == corev1.EventTypeWarning && ev.Message == want
-		})
-	failed := podPhase(t, cs, ns, pod.Name, corev1.PodFailed, 60*time.Second)
-	if !strings.Contains(failed.Status.Message, vgpu.EnvSMLimit) {
-		t.Errorf("the kubelet's rejection %q (%s) does not name %s", failed.Status.Message, failed.Status.Reason, vgpu.EnvSMLimit)
-	}
-	for _, s := range failed.Status.ContainerStatuses {
-		if s.ContainerID != "" || s.State.Running != nil || s.RestartCount > 0 {
-			t.Errorf("container %s was started: %+v", s.Name, s)
+	fromConfigMap := corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: files.Name}}}
+	emptyDir := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+	device := vgpu.ContainerDevice{UUID: plugin.gpus[0], Type: vgpu.DeviceTypeNVIDIA, UsedMemory: 500, UsedCores: 10}
+	withMount := func(name string, source corev1.VolumeSource, mounts ...corev1.VolumeMount) *corev1.Pod {
+		pod := podAsking(ns, name, device)
+		for _, m := range mounts {
+			pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: m.Name, VolumeSource: source})
 		}
+		pod.Spec.Containers[0].VolumeMounts = mounts
+		return pod
 	}
-	if got := failed.Annotations[vgpu.BindPhaseAnnotation]; got != vgpu.BindPhaseFailed {
-		t.Errorf("bind-phase %q, want %q", got, vgpu.BindPhaseFailed)
+
+	for _, tc := range []struct {
+		pod    string
+		source corev1.VolumeSource
+		mount  corev1.VolumeMount
+		over   string
+	}{
+		{"preload-file", fromConfigMap, corev1.VolumeMount{Name: "files", MountPath: vgpu.ContainerPreloadPath, SubPath: "ld.so.preload"}, vgpu.ContainerPreloadPath},
+		{"override-env-file", fromConfigMap, corev1.VolumeMount{Name: "files", MountPath: vgpu.OverrideEnvPath, SubPath: "overrideEnv"}, vgpu.OverrideEnvPath},
+		{"usr-local", emptyDir, corev1.VolumeMount{Name: "local", MountPath: "/usr/local"}, vgpu.ContainerLibraryPath},
+		{"cache-folder", emptyDir, corev1.VolumeMount{Name: "cache", MountPath: vgpu.ContainerCachePath}, vgpu.ContainerCachePath},
+	} {
+		t.Run(tc.pod, func(t *testing.T) {
+			createBound(t, cs, withMount(tc.pod, tc.source, tc.mount), device)
+			wantRefusedAtAllocate(t, cs, ns, tc.pod, (&vgpu.MountRefusal{Namespace: ns, Pod: tc.pod, Kind: vgpu.AppContainer,
+				Container: "main", Volume: tc.mount.Name, MountPath: tc.mount.MountPath, Over: tc.over}).Error())
+		})
 	}
+
+	t.Run("ordinary-mounts", func(t *testing.T) {
+		pod := runAssignedPod(t, cs, withMount("ordinary-mounts", emptyDir,
+			corev1.VolumeMount{Name: "data", MountPath: "/data"}, corev1.VolumeMount{Name: "scratch", MountPath: "/tmp/scratch"}), device)
+		wantLines(t, pod.Name, containerLog(t, cs, ns, pod.Name, "main"), append(hamiCoreLines(), "mount /data rw", "mount /tmp/scratch rw",
+			fmt.Sprintf("overrideEnv CUDA_DEVICE_MEMORY_LIMIT_0=%dm", device.UsedMemory))...)
+	})
 }
 
 // A restarted plugin loses nothing: the same annotation, the same allocatable, running pods
@@ -536,19 +622,13 @@ func TestKubeletAndPluginRestartUnderLoad(t *testing.T) {
 	ns := namespace(t, cs)
 	plugin := devicePlugin(t, cs, 2)
 	waitNodeFreeOfOtherVGPUPods(t, ns)
-	ctx := context.Background()
 	const perWave = 6
 	devices := map[string]vgpu.ContainerDevice{}
 	wave := func(prefix string) {
 		for i := range perWave {
 			name := fmt.Sprintf("%s-%d", prefix, i)
 			device := vgpu.ContainerDevice{UUID: plugin.gpus[i%len(plugin.gpus)], Type: vgpu.DeviceTypeNVIDIA, UsedMemory: 500, UsedCores: 5}
-			pod := tinyPod(ns, name, "")
-			pod.Spec.Containers = []corev1.Container{vgpuContainer("main", int64(device.UsedMemory), int64(device.UsedCores))}
-			if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			bind(t, cs, ns, name, realNode, assignment(vgpu.PodDevices{{device}}))
+			createBound(t, cs, podAsking(ns, name, device), device)
 			devices[name] = device
 		}
 	}
