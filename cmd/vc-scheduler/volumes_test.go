@@ -4,6 +4,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -11,9 +13,11 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
@@ -48,21 +52,36 @@ func volumeGang(t *testing.T, releasing bool) (*api.ClusterInfo, *volumes.Source
 			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 		ci.Nodes["node-0001"].AddTask(api.NewTaskInfo(leaving))
 	}
+	return ci, startVolumes(t, wffcClass("local"), localPV("pv-a", "local", "node-0000"), dataClaim("data-0", "local"),
+		dataClaim("data-probe", "local"))
+}
 
-	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-a"},
+// wffcClass is a StorageClass of local volumes: WaitForFirstConsumer, no provisioner.
+func wffcClass(name string) *storagev1.StorageClass {
+	return &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Provisioner: "kubernetes.io/no-provisioner", VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer)}
+}
+
+// localPV is an available 10 GiB local PV of class, reachable only from node.
+func localPV(name, class, node string) *corev1.PersistentVolume {
+	return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PersistentVolumeSpec{
 			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
 			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			StorageClassName:       "local",
-			PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/mnt/pv-a"}},
+			StorageClassName:       class,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/mnt/" + name}},
 			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{"node-0000"}}},
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
 			}}}},
 		},
 		Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeAvailable}}
-	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "local"},
-		Provisioner: "kubernetes.io/no-provisioner", VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer)}
-	client := fake.NewClientset(pv, sc, dataClaim("data-0"), dataClaim("data-probe"))
+}
+
+// startVolumes is the volume plugins' source over a fake API server holding the objects, its
+// informers synced.
+func startVolumes(t *testing.T, objects ...runtime.Object) *volumes.Source {
+	t.Helper()
+	client := fake.NewClientset(objects...)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -76,14 +95,14 @@ func volumeGang(t *testing.T, releasing bool) (*api.ClusterInfo, *volumes.Source
 			t.Fatalf("informer %v not synced", typ)
 		}
 	}
-	return ci, source
+	return source
 }
 
-// dataClaim is a pending 10 GiB claim of the WaitForFirstConsumer class.
-func dataClaim(name string) *corev1.PersistentVolumeClaim {
+// dataClaim is a pending 10 GiB claim of class.
+func dataClaim(name, class string) *corev1.PersistentVolumeClaim {
 	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
 		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			StorageClassName: ptr.To("local"), Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}}},
+			StorageClassName: ptr.To(class), Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}}},
 		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending}}
 }
 
@@ -158,5 +177,35 @@ func TestUncommittedGangGivesBackItsVolumes(t *testing.T) {
 				t.Error("pv-a still taken after the dropped bind's step gave it back")
 			}
 		})
+	}
+}
+
+// Issue 47's per-pod claim case, under the chart's configuration: gang train of 2 pods of one
+// role (volcano.sh/task-spec "worker", as a VolcanoJob's task makes them; minMember 2,
+// minResources as Volcano's job controller sets them), each of 4 cpu, 16 GiB and one 8000 MiB
+// vGPU and mounting a WaitForFirstConsumer claim of its own, data-<i> (a per-pod ephemeral
+// volume's shape), whose only PV (the one of its class, local-<i>) is on the other pod's
+// node: pv-0 on node-0001, pv-1 on node-0000. Both nodes have room for both pods. The gang is placed whole, each pod on its
+// PV's node: allocate's per-role predicate error cache must not refuse train-1 a node for
+// train-0's reason (before, the node that refused train-0's claim was skipped for train-1
+// too, and the gang waited for ever).
+func TestGangWithAClaimPerPodIsPlaced(t *testing.T) {
+	w := &workload.Workload{Name: "volumes", Node: workload.NodeShape{CPU: "16", Memory: "64Gi", Pods: 110, GPUs: 1,
+		GPUModel: "NVIDIA A10", GPUMemoryMiB: 24576, Split: 4}}
+	ci := nodeCluster(w, 2)
+	job := w.Job("ns", "volcano", "train", workload.PodShape{Gang: 2, CPU: "4", Memory: "16Gi", VGPUs: 1, MemoryMiB: 8000})
+	for i, pod := range job.Pods {
+		pod.Annotations[batchv1alpha1.TaskSpecKey] = "worker"
+		pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: fmt.Sprintf("data-%d", i)}}}}
+	}
+	addJob(ci, job)
+	source := startVolumes(t, wffcClass("local-0"), wffcClass("local-1"), localPV("pv-0", "local-0", "node-0001"),
+		localPV("pv-1", "local-1", "node-0000"), dataClaim("data-0", "local-0"), dataClaim("data-1", "local-1"))
+	registry := newRegistryWith(allocate.DefaultOptions(), sources{devices: deviceshare.NewStaticShared(), vols: source})
+	cache := &frameworktest.Cache{Snap: ci}
+	frameworktest.RunActions(t, cache, chartConf(t, registry), registry)
+	if got, want := cache.Binds(), map[string]string{"ns/train-0": "node-0001", "ns/train-1": "node-0000"}; !maps.Equal(got, want) {
+		t.Errorf("bound %v, want %v: each pod on its own PV's node", got, want)
 	}
 }

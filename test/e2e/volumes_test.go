@@ -16,7 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
 // chartConf is the chart's default scheduler configuration.
@@ -184,6 +187,55 @@ func TestClaimThatNoNodeServesWaits(t *testing.T) {
 	if err != nil || pv.Spec.ClaimRef != nil || pv.Status.Phase != corev1.VolumeAvailable {
 		t.Errorf("PV one: %v, claimRef %v, phase %s; want it Available and unclaimed", err, pv.Spec.ClaimRef, pv.Status.Phase)
 	}
+}
+
+// Issue 47's per-pod claim case on two kwok GPU nodes, under the chart's configuration: gang
+// train of 2 pods of one role (volcano.sh/task-spec "worker", as a VolcanoJob's task makes
+// them; cpu, memory and a 2000 MiB vGPU each, minResources as Volcano's job controller
+// computes them), each mounting a WaitForFirstConsumer claim of its own, data-<i>, whose only
+// PV (the one local PV of its class) is on the other pod's node: data-0's on node two,
+// data-1's on node one. Both pods are bound, each to its PV's node, and each claim is bound
+// to its PV. Before, allocate's per-role predicate error cache refused train-1 the node that
+// had refused train-0, and the gang waited for ever.
+func TestGangWithAClaimPerPodBindsBoth(t *testing.T) {
+	e := newSchedulerEnv(t)
+	ctx := context.Background()
+	nodes := map[string][]vgpu.NodeDevice{e.name + "-one": e.gpuNode("one", 1, 10, 24576, 0), e.name + "-two": e.gpuNode("two", 1, 10, 24576, 0)}
+	nodeOf := map[string]string{"train-0": e.name + "-two", "train-1": e.name + "-one"}
+	for i := range 2 {
+		class := e.waitForFirstConsumer(fmt.Sprintf("data-%d", i))
+		e.localPV(fmt.Sprintf("data-%d", i), class, corev1.LabelHostname, nodeOf[fmt.Sprintf("train-%d", i)])
+		e.claim(fmt.Sprintf("data-%d", i), class)
+	}
+	e.scheduler(chartConf(t))
+	req := workerRequest(2000)
+	e.gangWith("train", "", "", 2, 2, "", nil, nil, func(i int, pod *corev1.Pod) {
+		workerResources(pod, req)
+		pod.Annotations[batchv1alpha1.TaskSpecKey] = "worker"
+		mountClaim(fmt.Sprintf("data-%d", i))(pod)
+	})
+	e.waitBound("train-", 2, 60*time.Second)
+	e.noOverbooking(ctx, nodes)
+	for pod, want := range nodeOf {
+		p, err := e.cs.CoreV1().Pods(e.ns).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil || p.Spec.NodeName != want {
+			t.Errorf("%s on node %q (%v), want %s, its PV's node", pod, p.Spec.NodeName, err, want)
+		}
+	}
+	eventually(t, 30*time.Second, "each claim bound to its PV", func(ctx context.Context) (bool, string, error) {
+		var got []string
+		done := true
+		for i := range 2 {
+			name := fmt.Sprintf("data-%d", i)
+			pvc, err := e.cs.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			got = append(got, fmt.Sprintf("%s %s %s", name, pvc.Status.Phase, pvc.Spec.VolumeName))
+			done = done && pvc.Status.Phase == corev1.ClaimBound && pvc.Spec.VolumeName == e.ns+"-"+name
+		}
+		return done, strings.Join(got, ", "), nil
+	})
 }
 
 // labelNode sets a label on the environment's node name.

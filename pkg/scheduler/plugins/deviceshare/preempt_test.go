@@ -369,22 +369,33 @@ func TestEvictAndPipelineDiscard(t *testing.T) {
 	}
 }
 
-// TestSelectVictimsIsMinimal compares selectVictims with every subset of the candidates on
-// small generated nodes: the same minimum (fewest victims, then lowest priorities, then least
-// memory, then earliest in candidate order), always.
+// TestSelectVictimsIsMinimal compares the session's choice of victims with every subset of
+// the running pods on small generated nodes. The pods belong to two or three jobs of
+// priorities 0 to 2, each a gang at its minMember, above it or below it (a pod of it pending
+// again, as after an eviction); a pod's own priority comes from its spec or, for about half,
+// from a volcano.sh/task-priority annotation of up to 1000000. The preemptor's job
+// has priority 10. The candidates are what the plugins (priority, gang, conformance) let go,
+// the sets those that gang lets go together (PreemptTogether). The brute force takes every
+// subset that fits the preemptor and leaves each job it touches at its minimum, and wants the
+// same minimum always: fewest victims, then lowest ranks (each its job's priority, then its
+// own, the highest compared first), then least memory, then earliest in pod order.
 func TestSelectVictimsIsMinimal(t *testing.T) {
 	rng := rand.New(rand.NewSource(38))
-	fp, err := newPlugin(conf.Arguments{VGPUEnableArg: true, SchedulePolicyArg: PolicyBinpack})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := fp.(*plugin)
-	p.open(fixedClock)
 	const split, gpuMemory = 4, 10000
-	for round := range 600 {
+	for round := range 2000 {
 		nGPUs := 1 + rng.Intn(3)
+		type victimJob struct {
+			gpuJob
+			running int32
+		}
+		jobs := make([]victimJob, 2+rng.Intn(2))
+		for j := range jobs {
+			jobs[j].name, jobs[j].priority = fmt.Sprintf("j%d", j), int32(rng.Intn(3))
+		}
 		var pods []*corev1.Pod
-		for i := range 1 + rng.Intn(6) {
+		jobOf := map[int]int{}
+		rankOf := map[int]int64{} // job priority in the high bits, the pod's own below
+		for i := range 1 + rng.Intn(8) {
 			count := 1 + rng.Intn(min(2, nGPUs))
 			memory, cores := 1000*(1+rng.Intn(5)), 10*rng.Intn(6)
 			first := rng.Intn(nGPUs)
@@ -392,15 +403,36 @@ func TestSelectVictimsIsMinimal(t *testing.T) {
 			for v := range count {
 				assignment += dev((first+v)%nGPUs, fmt.Sprint(memory), fmt.Sprint(cores))
 			}
-			v := runningWith(pod(fmt.Sprintf("v%d", i), "low", vgpuCtr("main", count, memory, cores)), "n1", assignment)
+			j := rng.Intn(len(jobs))
+			v := runningWith(pod(fmt.Sprintf("v%d", i), jobs[j].name, vgpuCtr("main", count, memory, cores)), "n1", assignment)
 			prio := int32(rng.Intn(3))
 			v.Spec.Priority = &prio
+			own := int64(prio)
+			if rng.Intn(2) == 0 {
+				own = int64(rng.Intn(3)) * 500000
+				v.Annotations[api.TaskPriorityAnnotation] = fmt.Sprint(own)
+			}
 			pods = append(pods, v)
+			jobs[j].pods = append(jobs[j].pods, v)
+			jobs[j].running++
+			jobOf[i], rankOf[i] = j, int64(jobs[j].priority)<<32|own
 		}
-		node := nodeInfo(gpuNode("n1", 0, gpus(nGPUs, split, gpuMemory, h200)), pods...)
-		if ledgerOf(node) == nil {
-			t.Fatal("no ledger")
+		all := []gpuJob{}
+		for j := range jobs {
+			switch r := jobs[j].running; {
+			case r == 0:
+				continue
+			case r > 1 && rng.Intn(2) == 0: // above its minimum
+				jobs[j].minMember = 1 + int32(rng.Intn(int(r-1)))
+			case rng.Intn(2) == 0: // below: one of its pods is pending again
+				jobs[j].minMember = r + 1
+				jobs[j].pods = append(jobs[j].pods, pod(jobs[j].name+"-again", jobs[j].name, vgpuCtr("main", 1, 1000, 0)))
+			default: // at its minimum
+				jobs[j].minMember = r
+			}
+			all = append(all, jobs[j].gpuJob)
 		}
+
 		want := struct{ count, memory, cores int }{1 + rng.Intn(nGPUs), 1000 * (1 + rng.Intn(9)), 10 * rng.Intn(11)}
 		asks := vgpuCtr("main", want.count, want.memory, want.cores)
 		if rng.Intn(3) == 0 { // a share of each GPU's memory instead
@@ -410,17 +442,26 @@ func TestSelectVictimsIsMinimal(t *testing.T) {
 			asks.Resources.Limits[resPct] = *resource.NewQuantity(int64(pct), resource.DecimalSI)
 			asks.Resources.Requests = asks.Resources.Limits.DeepCopy()
 		}
-		preemptor := api.NewTaskInfo(pod("new", "high", asks))
-		var candidates []*api.TaskInfo
-		for _, pd := range pods {
-			candidates = append(candidates, node.Tasks[api.TaskID(pd.UID)])
+		all = append(all, gpuJob{"high", 10, 1, []*corev1.Pod{pod("new", "high", asks)}})
+		var p *plugin
+		ssn := framework.OpenSession(&frameworktest.Cache{Snap: gpuCluster(gpuNode("n1", 0, gpus(nGPUs, split, gpuMemory, h200)), all...)},
+			preemptTiers(preempt.Name), testRegistry(&p), nil)
+		node := ssn.Nodes["n1"]
+		if ledgerOf(node) == nil {
+			t.Fatal("no ledger")
 		}
-		got, abstain := p.selectVictims(preemptor, node, candidates, nil)
+		preemptor := ssn.Jobs[api.JobID(testNS+"/high")].Tasks["uid-new"]
+		var running []*api.TaskInfo
+		for _, pd := range pods {
+			running = append(running, node.Tasks[api.TaskID(pd.UID)])
+		}
+		got, abstain := p.selectVictims(preemptor, node, ssn.Preemptable(preemptor, running), ssn.PreemptTogether)
 		if abstain {
 			t.Fatalf("round %d: no say on a vGPU preemptor", round)
 		}
 
-		// The brute force: every subset, checked against the rules of a hami-core GPU.
+		// The brute force: every subset, checked against the rules of a hami-core GPU and each
+		// job's minimum.
 		fitsWithout := func(gone map[int]bool) bool {
 			type use struct{ devices, memory, cores int }
 			used := make([]use, nGPUs)
@@ -448,10 +489,22 @@ func TestSelectVictimsIsMinimal(t *testing.T) {
 			}
 			return free >= want.count
 		}
+		keepsMinimums := func(gone map[int]bool) bool {
+			taken := make([]int32, len(jobs))
+			for i := range gone {
+				taken[jobOf[i]]++
+			}
+			for j, n := range taken {
+				if n > 0 && jobs[j].running-n < jobs[j].minMember {
+					return false
+				}
+			}
+			return true
+		}
 		type key struct {
-			set        []int
-			priorities []int32
-			memory     int
+			set    []int
+			ranks  []int64
+			memory int
 		}
 		var best *key
 		for mask := 0; mask < 1<<len(pods); mask++ {
@@ -460,16 +513,16 @@ func TestSelectVictimsIsMinimal(t *testing.T) {
 				if mask&(1<<i) != 0 {
 					gone[i] = true
 					k.set = append(k.set, i)
-					k.priorities = append(k.priorities, *pods[i].Spec.Priority)
+					k.ranks = append(k.ranks, rankOf[i])
 					k.memory += int(node.Tasks[api.TaskID(pods[i].UID)].Resreq.ScalarResources[resMem]) / 1000 * countOf(pods[i])
 				}
 			}
-			if !fitsWithout(gone) {
+			if !fitsWithout(gone) || !keepsMinimums(gone) {
 				continue
 			}
-			slices.Sort(k.priorities)
-			slices.Reverse(k.priorities)
-			if best == nil || lessKey(k.set, k.priorities, k.memory, best.set, best.priorities, best.memory) {
+			slices.Sort(k.ranks)
+			slices.Reverse(k.ranks)
+			if best == nil || lessKey(k.set, k.ranks, k.memory, best.set, best.ranks, best.memory) {
 				best = &k
 			}
 		}
@@ -481,7 +534,7 @@ func TestSelectVictimsIsMinimal(t *testing.T) {
 		case best == nil && len(got) != 0:
 			t.Errorf("round %d: picked %v where no set fits", round, gotSet)
 		case best != nil && !reflect.DeepEqual(gotSet, best.set) && !(len(gotSet) == 0 && len(best.set) == 0):
-			t.Errorf("round %d: picked %v, the minimum is %v (request %+v)", round, gotSet, best.set, want)
+			t.Errorf("round %d: picked %v, the minimum is %v (request %+v, jobs %v, ranks %v)", round, gotSet, best.set, want, jobOf, rankOf)
 		}
 	}
 }
@@ -498,9 +551,9 @@ func countOf(p *corev1.Pod) int {
 	return int(q.Value())
 }
 
-// lessKey orders fitting victim sets: fewer, then lower priorities (highest first), then
-// less memory, then the highest index lower (and so on down).
-func lessKey(a []int, ap []int32, am int, b []int, bp []int32, bm int) bool {
+// lessKey orders fitting victim sets: fewer, then lower ranks (highest first), then less
+// memory, then the highest index lower (and so on down).
+func lessKey(a []int, ap []int64, am int, b []int, bp []int64, bm int) bool {
 	if len(a) != len(b) {
 		return len(a) < len(b)
 	}

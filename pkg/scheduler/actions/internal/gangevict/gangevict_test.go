@@ -251,7 +251,8 @@ func TestGangReclaimTakesSinglePodJobs(t *testing.T) {
 // 2 and 3 held by jobs of priority 20, and a preemptor of priority 10, under the chart's
 // configuration with gangpreempt: the gang's surplus member goes first; a single-pod job, a
 // whole bundle of one, goes with it where the surplus alone makes no room; the gang goes
-// whole (all three pods) only where nothing else makes room. With allowWholeBundle false, no
+// whole (all three pods) only where nothing else makes room, as where the single-pod jobs'
+// priority is not below the preemptor's (above it or equal). With allowWholeBundle false, no
 // whole job goes: only the surplus.
 func TestGangPreemptTakesSurplusFirst(t *testing.T) {
 	gangAndSingles := func(singlesPrio int32) []job {
@@ -271,6 +272,8 @@ func TestGangPreemptTakesSurplusFirst(t *testing.T) {
 		{"a whole GPU: the surplus member and a single-pod job", append(gangAndSingles(1), job{"p", "q", 10, 1, pending(1, gpuMiB)}), "",
 			[]string{"g-2", "s0-0"}},
 		{"a whole GPU, the single-pod jobs ranking higher: the whole gang", append(gangAndSingles(10), job{"p", "q", 5, 1, pending(1, gpuMiB)}), "",
+			[]string{"g-0", "g-1", "g-2"}},
+		{"a whole GPU, the single-pod jobs of the preemptor's priority: the whole gang", append(gangAndSingles(5), job{"p", "q", 5, 1, pending(1, gpuMiB)}), "",
 			[]string{"g-0", "g-1", "g-2"}},
 		{"allowWholeBundle false, half a GPU: the surplus member", append(gangAndSingles(1), job{"p", "q", 10, 1, pending(1, half)}), noWhole,
 			[]string{"g-2"}},
@@ -344,5 +347,34 @@ func TestGangPreemptStaysInsideTheQueue(t *testing.T) {
 	}
 	if placed := pipelined(ssn, "bh"); !slices.Equal(placed, []string{"bh-0"}) {
 		t.Errorf("bh's pipelined pods are %q, want bh-0", placed)
+	}
+}
+
+// gangreclaim takes from other queues only: queue b (weight 3, owed 3 of the 4 GPUs) holds
+// GPUs 2 and 3 with single-pod jobs of priority 1, queue a GPUs 0 and 1 (owed 1). b's 2-pod
+// gang of whole GPUs, priority 10, could run on b's own GPUs, but gangreclaim takes only
+// from a, and a can give only 1 GPU: nothing is evicted. Named beside it, gangpreempt takes
+// b's own two (priority 1, below the gang's).
+func TestGangReclaimTakesFromOtherQueuesOnly(t *testing.T) {
+	for _, tc := range []struct {
+		actions string
+		want    []string
+	}{
+		{"enqueue, allocate, gangreclaim, backfill", nil},
+		{"enqueue, allocate, gangpreempt, gangreclaim, backfill", []string{"b0-0: gangpreempt", "b1-0: gangpreempt"}},
+	} {
+		t.Run(tc.actions, func(t *testing.T) {
+			jobs := append(singles("a", "a", 1, 2, gpuMiB, func(i int) int { return i }),
+				singles("b", "b", 1, 2, gpuMiB, func(i int) int { return i + 2 })...)
+			ci := cluster(t, 4, map[string]int32{"a": 1, "b": 3}, append(jobs, job{"g", "b", 10, 2, pending(2, gpuMiB)})...)
+			reg := registry()
+			got, ssn := runOnce(t, ci, chartConf(t, reg, tc.actions, ""), reg)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("evicted %q, want %q", got, tc.want)
+			}
+			if placed := pipelined(ssn, "g"); len(placed) != len(tc.want) {
+				t.Errorf("g's pipelined pods are %q, want %d", placed, len(tc.want))
+			}
+		})
 	}
 }
