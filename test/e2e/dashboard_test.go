@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
+	assign "github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/assignment"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/monitor/monitortest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
@@ -31,16 +33,17 @@ const (
 	promDevicePluginJob = "vgpu-device-plugin"
 )
 
-// containerSeries need a CUDA process under HAMi-core, whose shared region the device plugin
-// reads; the local cluster's containers run none, so these series cannot exist here, and
-// what reads only them is checked to parse, not to return series.
-var containerSeries = []string{"vGPU_device_memory_usage_in_bytes", "vGPU_device_memory_limit_in_bytes"}
-
 // The chart's dashboard and alerts on the real Prometheus (Debian's, from make tools) scraping
 // the real vc-scheduler (leader election on) and vgpu-device-plugin on the real node: every
-// panel's query and every alert's expression is accepted and finds series, and
-// VolcanoVGPUPodsPending fires for a vGPU pod that cannot fit, with the rules rendered by Helm
-// from the chart's file with a pending limit of 15 s.
+// panel's query and every alert's expression is accepted and finds series, VolcanoVGPUPodsPending
+// fires for a vGPU pod that cannot fit, and VolcanoVGPUContainerOverMemory for a running vGPU
+// container whose shared region holds more than its limit, with the rules rendered by Helm from
+// the chart's file with a pending limit of 15 s and no wait (for: 0s).
+//
+// The container series (vGPU_device_memory_*) come from the region HAMi-core keeps for a
+// container's CUDA processes; the cluster's containers run none, so the test writes the region
+// a process holding 1.2 times its limit would leave, in the container's cache directory under
+// the plugin's hook path, where the plugin's monitor reads it.
 func TestDashboardAndAlertsOnPrometheus(t *testing.T) {
 	prometheus := filepath.Join(repoRoot(), ".cache", "bin", "prometheus")
 	if _, err := os.Stat(prometheus); err != nil {
@@ -49,7 +52,7 @@ func TestDashboardAndAlertsOnPrometheus(t *testing.T) {
 	e := newSchedulerEnv(t)
 	e.claimRealNode()
 	waitNodeFreeOfOtherVGPUPods(t, e.ns)
-	devicePlugin(t, e.cs, 1, e.name)
+	plugin := devicePlugin(t, e.cs, 1, e.name)
 	queue := e.queue("dash", corev1.ResourceList{vgpu.DefaultMemoryResource: resource.MustParse("20000")})
 	schedAddr := freeAddress(t)
 	e.scheduler(seedConf(t), "--enable-metrics", "--listen-address", schedAddr, "--leader-elect=true",
@@ -58,6 +61,19 @@ func TestDashboardAndAlertsOnPrometheus(t *testing.T) {
 	e.vgpuGang("fits", queue, 1, 1000, 10)
 	e.vgpuGang("toobig", queue, 1, 10000, 10)
 	e.waitBound("fits-", 1, 60*time.Second)
+	fits := podPhase(t, e.cs, e.ns, "fits-0", corev1.PodRunning, 90*time.Second)
+	assigned, err := vgpu.DecodePodDevices(fits.Annotations[vgpu.AssignedDevicesAnnotation])
+	if err != nil || len(assigned) != 1 || len(assigned[0]) != 1 {
+		t.Fatalf("pod %s: assignment %q (%v), want one device", fits.Name, fits.Annotations[vgpu.AssignedDevicesAnnotation], err)
+	}
+	// The plugin's memory factor is 1: the booked units are the limit in MiB it gave HAMi-core.
+	gpu, limitMiB := assigned[0][0].UUID, uint64(assigned[0][0].UsedMemory)
+	ctr := fits.Spec.Containers[0].Name
+	// The plugin made the directory in Allocate, before the container started.
+	cacheDir := assign.ContainerCacheDir(plugin.hook, string(fits.UID), ctr)
+	if _, err := monitortest.WriteHolding(cacheDir, gpu, limitMiB*6/5, limitMiB); err != nil {
+		t.Fatal(err)
+	}
 
 	dir := t.TempDir()
 	rules := filepath.Join(dir, "rules.yaml")
@@ -85,25 +101,30 @@ scrape_configs:
 	})
 
 	// Panels: Grafana's variables take values that select everything here (or the device
-	// plugin's job); a query must parse and, unless it reads only container series, find some.
+	// plugin's job); a query must parse and find series.
 	for _, q := range dashboardQueries(t) {
 		expr := substituteVariables(t, q.expr, map[string]string{"node": ".*", "queue": ".*",
 			"device_plugin_job": promDevicePluginJob, "__rate_interval": "1m"})
-		prom.wantSeries(q.panel, expr, !readsOnly(expr, containerSeries))
+		prom.wantSeries(q.panel, expr)
 	}
 
 	// Alerts: every expression parses. Most conditions are false on a healthy cluster, so an
 	// expression's own result proves little; instead each of its metric selectors must find
-	// series, which shows the rule reads metrics that exist under the labels it matches (the
-	// container series excepted, as above). The pending rule's condition is made true below.
+	// series, which shows the rule reads metrics that exist under the labels it matches. The
+	// pending and over-memory rules' conditions are made true, and their alerts fire below.
 	for _, r := range alertRules(t, rules) {
 		prom.wantParses(r.Alert, r.Expr)
 		for _, sel := range selectors(r.Expr) {
-			prom.wantSeries(r.Alert+" selector", sel, !readsOnly(sel, containerSeries))
+			prom.wantSeries(r.Alert+" selector", sel)
 		}
 	}
 	eventually(t, 90*time.Second, "VolcanoVGPUPodsPending fires for toobig", func(ctx context.Context) (bool, string, error) {
 		n, err := prom.series(ctx, fmt.Sprintf(`ALERTS{alertname="VolcanoVGPUPodsPending", alertstate="firing", job_namespace=%q, job_name="toobig"}`, e.ns))
+		return err == nil && n == 1, fmt.Sprintf("%d firing (%v)", n, err), nil
+	})
+	eventually(t, 60*time.Second, "VolcanoVGPUContainerOverMemory fires for "+fits.Name, func(ctx context.Context) (bool, string, error) {
+		n, err := prom.series(ctx, fmt.Sprintf(`ALERTS{alertname="VolcanoVGPUContainerOverMemory", alertstate="firing", podnamespace=%q, podname=%q, ctrname=%q, deviceuuid=%q}`,
+			e.ns, fits.Name, ctr, gpu))
 		return err == nil && n == 1, fmt.Sprintf("%d firing (%v)", n, err), nil
 	})
 }
@@ -251,17 +272,6 @@ func selectors(expr string) []string {
 	return out
 }
 
-// readsOnly: every selector of expr is of one of the metrics.
-func readsOnly(expr string, metrics []string) bool {
-	for _, sel := range selectors(expr) {
-		name, _, _ := strings.Cut(sel, "{")
-		if !slices.Contains(metrics, name) {
-			return false
-		}
-	}
-	return true
-}
-
 // promAPI queries a Prometheus server's HTTP API.
 type promAPI struct {
 	t    *testing.T
@@ -308,13 +318,9 @@ func (p promAPI) wantParses(what, expr string) {
 	}
 }
 
-// wantSeries waits until expr, which must parse, returns a series (when some is wanted).
-func (p promAPI) wantSeries(what, expr string, some bool) {
+// wantSeries waits until expr, which must parse, returns a series.
+func (p promAPI) wantSeries(what, expr string) {
 	p.t.Helper()
-	if !some {
-		p.wantParses(what, expr)
-		return
-	}
 	eventually(p.t, 60*time.Second, fmt.Sprintf("%s: %s returns series", what, expr), func(ctx context.Context) (bool, string, error) {
 		n, err := p.series(ctx, expr)
 		if err != nil && strings.Contains(err.Error(), "refused") {

@@ -522,7 +522,7 @@ func TestDevicePluginRestartLosesNothing(t *testing.T) {
 	plugin := devicePlugin(t, cs, 2)
 	ctx := context.Background()
 	before := runAssigned(t, cs, ns, "before-restart", vgpu.ContainerDevice{UUID: plugin.gpus[0], Type: vgpu.DeviceTypeNVIDIA, UsedMemory: 1000, UsedCores: 20})
-	cacheDir := filepath.Join(assign.ContainerCacheRoot(plugin.hook), string(before.UID)+"_main")
+	cacheDir := assign.ContainerCacheDir(plugin.hook, string(before.UID), "main")
 	node, err := cs.CoreV1().Nodes().Get(ctx, realNode, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

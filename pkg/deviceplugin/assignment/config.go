@@ -69,8 +69,9 @@ func containerDirName(podUID, container string) string {
 	return podUID + "_" + container
 }
 
-// hostCacheDir is the cache directory of one container.
-func hostCacheDir(hookPath, podUID, container string) string {
+// ContainerCacheDir is the host cache directory of one container, mounted
+// at vgpu.ContainerCachePath.
+func ContainerCacheDir(hookPath, podUID, container string) string {
 	return filepath.Join(ContainerCacheRoot(hookPath), containerDirName(podUID, container))
 }
 

@@ -51,7 +51,7 @@ func containerResponse(cfg Config, podUID string, container *corev1.Container, d
 		})
 	}
 	mounts = append(mounts,
-		&pluginapi.Mount{ContainerPath: vgpu.ContainerCachePath, HostPath: hostCacheDir(cfg.HookPath, podUID, container.Name)},
+		&pluginapi.Mount{ContainerPath: vgpu.ContainerCachePath, HostPath: ContainerCacheDir(cfg.HookPath, podUID, container.Name)},
 		&pluginapi.Mount{ContainerPath: vgpu.ContainerLockPath, HostPath: cfg.LockDir},
 		&pluginapi.Mount{ContainerPath: vgpu.OverrideEnvPath, HostPath: hostOverrideFile(cfg.HookPath, podUID, container.Name), ReadOnly: true},
 	)
@@ -126,7 +126,7 @@ func prepareHost(cfg Config, podUID string, container *corev1.Container, envs ma
 			return fmt.Errorf("HAMi-core is not installed on the node: %w", err)
 		}
 	}
-	for _, dir := range []string{hostCacheDir(cfg.HookPath, podUID, container.Name), cfg.LockDir} {
+	for _, dir := range []string{ContainerCacheDir(cfg.HookPath, podUID, container.Name), cfg.LockDir} {
 		if err := os.MkdirAll(dir, 0o777); err != nil {
 			return fmt.Errorf("create %s: %w", dir, err)
 		}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/monitor/monitortest"
 )
 
 // What a pod author can put in the container's cache directory (it is
@@ -75,7 +77,7 @@ func setNewest(t *testing.T, path string) {
 func TestScanHostileEntries(t *testing.T) {
 	root := t.TempDir()
 	outside := t.TempDir()
-	good := h200Region(fixtureV1).build(t)
+	good := monitortest.H200(monitortest.V1).Bytes()
 	// A valid region outside the cache root: were a link followed, it
 	// would show up as the container's region.
 	writeFile(t, filepath.Join(outside, "elsewhere.cache"), good)
@@ -158,7 +160,7 @@ func TestScanHostileEntries(t *testing.T) {
 func TestReadRegionAtRefusesSwappedEntries(t *testing.T) {
 	dir := t.TempDir()
 	outside := filepath.Join(t.TempDir(), "region.cache")
-	writeFile(t, outside, h200Region(fixtureV1).build(t))
+	writeFile(t, outside, monitortest.H200(monitortest.V1).Bytes())
 	mkfifo(t, filepath.Join(dir, "fifo.cache"))
 	symlink(t, outside, filepath.Join(dir, "link.cache"))
 	symlink(t, "/etc/passwd", filepath.Join(dir, "passwd.cache"))
@@ -216,7 +218,7 @@ func TestReadRegionLongFile(t *testing.T) {
 		t.Errorf("mapLength(100) = %d, want 100", got)
 	}
 	path := filepath.Join(t.TempDir(), "long.cache")
-	data := append(h200Region(fixtureV1).build(t), make([]byte, 3<<20)...)
+	data := append(monitortest.H200(monitortest.V1).Bytes(), make([]byte, 3<<20)...)
 	writeFile(t, path, data)
 	r, err := ReadRegion(path)
 	if err != nil || r.Major != 1 || r.Devices[0].Used.Total != 1_616_904_192 {
@@ -242,7 +244,7 @@ func (c *expiringContext) Err() error {
 
 func TestScanStopsWhenBudgetIsSpent(t *testing.T) {
 	root := t.TempDir()
-	good := h200Region(fixtureV1).build(t)
+	good := monitortest.H200(monitortest.V1).Bytes()
 	for _, uid := range []string{"aaaa-1", "bbbb-2", "cccc-3"} {
 		writeFile(t, filepath.Join(root, uid+"_main", "a.cache"), good)
 	}

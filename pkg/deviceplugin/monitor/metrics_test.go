@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/monitor/monitortest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/nvml"
 )
 
@@ -48,30 +49,30 @@ func metricsRoot(t *testing.T) string {
 	root := t.TempDir()
 
 	// The H200 measurement in the v1 layout, with a last kernel time.
-	writeFile(t, filepath.Join(root, uidTrainer+"_main", "a.cache"), h200Region(fixtureV1).build(t))
+	writeFile(t, filepath.Join(root, uidTrainer+"_main", "a.cache"), monitortest.H200(monitortest.V1).Bytes())
 
 	// A v0 region with two GPUs: no last kernel time in that layout.
-	infer := h200Region(fixtureV0)
-	infer.devices = append(infer.devices, fixtureDevice{uuid: gpu1, limit: 1 << 30, smLimit: 100})
-	infer.slots[3] = fixtureSlot{
-		pid: 7, hostPID: 4007, status: 1,
-		used:   map[int]Memory{0: {Data: 100, Total: 100}, 1: {Context: 5, Module: 6, Data: 7, Offset: 8, Total: 26}},
-		smUtil: map[int]uint64{1: 12},
+	infer := monitortest.H200(monitortest.V0)
+	infer.Devices = append(infer.Devices, monitortest.Device{UUID: gpu1, Limit: 1 << 30, SMLimit: 100})
+	infer.Slots[3] = monitortest.Slot{
+		PID: 7, HostPID: 4007, Status: 1,
+		Used:   map[int]monitortest.Memory{0: {Data: 100, Total: 100}, 1: {Context: 5, Module: 6, Data: 7, Offset: 8, Total: 26}},
+		SMUtil: map[int]uint64{1: 12},
 	}
-	writeFile(t, filepath.Join(root, uidInfer+"_worker", "b.cache"), infer.build(t))
+	writeFile(t, filepath.Join(root, uidInfer+"_worker", "b.cache"), infer.Bytes())
 
 	// The pod is gone; its directory is still there.
-	writeFile(t, filepath.Join(root, uidGone+"_main", "c.cache"), h200Region(fixtureV1).build(t))
+	writeFile(t, filepath.Join(root, uidGone+"_main", "c.cache"), monitortest.H200(monitortest.V1).Bytes())
 
 	// Device 0 not set up yet (no UUID), device 1 ready.
-	partial := fixtureRegion{
-		off: fixtureV1, major: 1, minor: 2,
-		devices: []fixtureDevice{{uuid: "", limit: 1 << 30}, {uuid: gpu2, limit: 2 << 30, smLimit: 50}},
-		slots: map[int]fixtureSlot{0: {pid: 9, hostPID: 909, status: 1,
-			used: map[int]Memory{1: {Context: 1 << 20, Data: 3 << 20, Total: 4 << 20}}, smUtil: map[int]uint64{1: 50}}},
-		lastKernel: 1_764_633_640,
+	partial := monitortest.Region{
+		Layout: monitortest.V1, Major: 1, Minor: 2,
+		Devices: []monitortest.Device{{UUID: "", Limit: 1 << 30}, {UUID: gpu2, Limit: 2 << 30, SMLimit: 50}},
+		Slots: map[int]monitortest.Slot{0: {PID: 9, HostPID: 909, Status: 1,
+			Used: map[int]monitortest.Memory{1: {Context: 1 << 20, Data: 3 << 20, Total: 4 << 20}}, SMUtil: map[int]uint64{1: 50}}},
+		LastKernel: 1_764_633_640,
 	}
-	writeFile(t, filepath.Join(root, uidPartial+"_sidecar", "d.cache"), partial.build(t))
+	writeFile(t, filepath.Join(root, uidPartial+"_sidecar", "d.cache"), partial.Bytes())
 
 	// No CUDA process yet, and a directory that is not a container's.
 	for _, dir := range []string{uidWaiting + "_idle", "lost+found"} {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/monitor/monitortest"
 )
 
 func TestLayoutsAreConsistent(t *testing.T) {
@@ -52,21 +54,21 @@ func TestParseRegion(t *testing.T) {
 		MonitorUsedBytes: 1_616_904_192, SMUtil: 37,
 	}}}
 
-	twoGPUs := h200Region(fixtureV1)
-	twoGPUs.devices = append(twoGPUs.devices, fixtureDevice{uuid: "GPU-00000000-0000-0000-0000-000000000001", limit: 1 << 30, smLimit: 100})
-	twoGPUs.slots[3] = fixtureSlot{
-		pid: 7, hostPID: 4007, status: 1,
-		used:   map[int]Memory{0: {Data: 100, Total: 100}, 1: {Context: 5, Module: 6, Data: 7, Offset: 8, Total: 26}},
-		smUtil: map[int]uint64{1: 12},
+	twoGPUs := monitortest.H200(monitortest.V1)
+	twoGPUs.Devices = append(twoGPUs.Devices, monitortest.Device{UUID: "GPU-00000000-0000-0000-0000-000000000001", Limit: 1 << 30, SMLimit: 100})
+	twoGPUs.Slots[3] = monitortest.Slot{
+		PID: 7, HostPID: 4007, Status: 1,
+		Used:   map[int]monitortest.Memory{0: {Data: 100, Total: 100}, 1: {Context: 5, Module: 6, Data: 7, Offset: 8, Total: 26}},
+		SMUtil: map[int]uint64{1: 12},
 	}
 	// A slot whose pid is gone but which still has memory charged is kept.
-	twoGPUs.slots[9] = fixtureSlot{pid: 0, hostPID: 4009, used: map[int]Memory{1: {Data: 4, Total: 4}}}
+	twoGPUs.Slots[9] = monitortest.Slot{PID: 0, HostPID: 4009, Used: map[int]monitortest.Memory{1: {Data: 4, Total: 4}}}
 
-	v0 := h200Region(fixtureV0)
-	v0.smInitFlag = 1 // where v1 keeps major_version; must not confuse the size check
+	v0 := monitortest.H200(monitortest.V0)
+	v0.SMInitFlag = 1 // where v1 keeps major_version; must not confuse the size check
 
-	notText := h200Region(fixtureV1)
-	notText.devices[0].uuid = "\xff\xfe\xfd"
+	notText := monitortest.H200(monitortest.V1)
+	notText.Devices[0].UUID = "\xff\xfe\xfd"
 
 	tests := []struct {
 		name        string
@@ -79,7 +81,7 @@ func TestParseRegion(t *testing.T) {
 	}{
 		{
 			name:        "v1.2 as measured on the H200",
-			data:        h200Region(fixtureV1).build(t),
+			data:        monitortest.H200(monitortest.V1).Bytes(),
 			wantVersion: [2]uint32{1, 2},
 			wantDevices: []Device{measured},
 			wantProcs:   []Process{holder},
@@ -89,9 +91,9 @@ func TestParseRegion(t *testing.T) {
 		{
 			name: "v1.1",
 			data: func() []byte {
-				r := h200Region(fixtureV1)
-				r.minor = 1
-				return r.build(t)
+				r := monitortest.H200(monitortest.V1)
+				r.Minor = 1
+				return r.Bytes()
 			}(),
 			wantVersion: [2]uint32{1, 1},
 			wantDevices: []Device{measured},
@@ -101,7 +103,7 @@ func TestParseRegion(t *testing.T) {
 		},
 		{
 			name:        "v1 with two GPUs sums every slot",
-			data:        twoGPUs.build(t),
+			data:        twoGPUs.Bytes(),
 			wantVersion: [2]uint32{1, 2},
 			wantDevices: []Device{
 				{
@@ -128,7 +130,7 @@ func TestParseRegion(t *testing.T) {
 		},
 		{
 			name:        "v0 has no version and no last kernel time",
-			data:        v0.build(t),
+			data:        v0.Bytes(),
 			wantDevices: []Device{measured},
 			wantProcs:   []Process{holder},
 			wantPrio:    [4]int32{2, 1, 2, 1},
@@ -136,9 +138,9 @@ func TestParseRegion(t *testing.T) {
 		{
 			name: "v0 without the trailing byte",
 			data: func() []byte {
-				r := h200Region(fixtureV0)
-				r.size = 1_197_896
-				return r.build(t)
+				r := monitortest.H200(monitortest.V0)
+				r.Size = 1_197_896
+				return r.Bytes()
 			}(),
 			wantDevices: []Device{measured},
 			wantProcs:   []Process{holder},
@@ -146,7 +148,7 @@ func TestParseRegion(t *testing.T) {
 		},
 		{
 			name: "UUID not written yet",
-			data: notText.build(t),
+			data: notText.Bytes(),
 			wantDevices: []Device{func() Device {
 				d := measured
 				d.UUID = ""
@@ -184,10 +186,10 @@ func TestParseRegion(t *testing.T) {
 }
 
 func TestParseRegionErrors(t *testing.T) {
-	build := func(change func(*fixtureRegion)) []byte {
-		r := h200Region(fixtureV1)
+	build := func(change func(*monitortest.Region)) []byte {
+		r := monitortest.H200(monitortest.V1)
 		change(&r)
-		return r.build(t)
+		return r.Bytes()
 	}
 	tests := []struct {
 		name    string
@@ -196,12 +198,12 @@ func TestParseRegionErrors(t *testing.T) {
 	}{
 		{"empty", nil, "0 bytes, too short"},
 		{"short", []byte{0x4e, 0xf7, 0x2f, 0x01, 1}, "5 bytes, too short"},
-		{"wrong magic", build(func(r *fixtureRegion) { r.magic = 12345 }), "not initialised (flag 12345"},
-		{"unknown major version", build(func(r *fixtureRegion) { r.major = 2 }), "unsupported region version 2.2"},
-		{"v1 truncated", build(func(r *fixtureRegion) { r.size = 1_500_000 }), "1500000 bytes, want at least 2008952: truncated"},
-		{"too many devices", build(func(r *fixtureRegion) {
-			for len(r.devices) < 17 {
-				r.devices = append(r.devices, fixtureDevice{})
+		{"wrong magic", build(func(r *monitortest.Region) { r.Magic = 12345 }), "not initialised (flag 12345"},
+		{"unknown major version", build(func(r *monitortest.Region) { r.Major = 2 }), "unsupported region version 2.2"},
+		{"v1 truncated", build(func(r *monitortest.Region) { r.Size = 1_500_000 }), "1500000 bytes, want at least 2008952: truncated"},
+		{"too many devices", build(func(r *monitortest.Region) {
+			for len(r.Devices) < 17 {
+				r.Devices = append(r.Devices, monitortest.Device{})
 			}
 		}), "device_num 17 exceeds 16"},
 	}
@@ -221,7 +223,7 @@ func TestParseRegionErrors(t *testing.T) {
 func TestReadRegion(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.cache")
-	writeFile(t, good, h200Region(fixtureV1).build(t))
+	writeFile(t, good, monitortest.H200(monitortest.V1).Bytes())
 	r, err := ReadRegion(good)
 	if err != nil {
 		t.Fatalf("ReadRegion: %v", err)
@@ -277,8 +279,8 @@ const patchSize = 11
 // entry per device and in use, device totals that are the sums over the processes listed,
 // UUIDs that are text.
 func FuzzParseRegion(f *testing.F) {
-	v1 := h200Region(fixtureV1).build(f)
-	v0 := h200Region(fixtureV0).build(f)
+	v1 := monitortest.H200(monitortest.V1).Bytes()
+	v0 := monitortest.H200(monitortest.V0).Bytes()
 	patch := func(fromEnd bool, off uint16, value uint64) []byte {
 		p := make([]byte, patchSize)
 		if fromEnd {
@@ -296,13 +298,13 @@ func FuzzParseRegion(f *testing.F) {
 	f.Add(uint8(1), int32(-1), []byte{})
 	f.Add(uint8(1), int32(-2), []byte{})
 	f.Add(uint8(1), int32(4096), []byte{})
-	f.Add(uint8(1), int32(0), patch(false, uint16(fixtureV1.deviceNum), maxDevices))
-	f.Add(uint8(1), int32(0), patch(false, uint16(fixtureV1.deviceNum), maxDevices+1))
-	f.Add(uint8(2), int32(0), patch(false, uint16(fixtureV0.deviceNum), maxDevices))
+	f.Add(uint8(1), int32(0), patch(false, uint16(monitortest.V1.DeviceNum), maxDevices))
+	f.Add(uint8(1), int32(0), patch(false, uint16(monitortest.V1.DeviceNum), maxDevices+1))
+	f.Add(uint8(2), int32(0), patch(false, uint16(monitortest.V0.DeviceNum), maxDevices))
 	f.Add(uint8(1), int32(0), patch(false, 4, 2))
-	f.Add(uint8(1), int32(0), append(patch(false, uint16(fixtureV1.uuids), 0xfffefd), patch(true, 2017, 7)...))
-	f.Add(uint8(1), int32(0), append(patch(false, uint16(fixtureV1.procs+fixtureV1.slotSize*5), 99),
-		patch(false, uint16(fixtureV1.procs+fixtureV1.slotSize*5+fixtureV1.used+fixtureV1.memEntry*3+32), 1<<63)...))
+	f.Add(uint8(1), int32(0), append(patch(false, uint16(monitortest.V1.UUIDs), 0xfffefd), patch(true, 2017, 7)...))
+	f.Add(uint8(1), int32(0), append(patch(false, uint16(monitortest.V1.Procs+monitortest.V1.SlotSize*5), 99),
+		patch(false, uint16(monitortest.V1.Procs+monitortest.V1.SlotSize*5+monitortest.V1.Used+monitortest.V1.MemEntry*3+32), 1<<63)...))
 	f.Fuzz(func(t *testing.T, base uint8, resize int32, fuzzed []byte) {
 		var data []byte
 		switch base % 3 {

@@ -3,9 +3,12 @@ package monitor
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/monitor/monitortest"
 )
 
 func TestParseContainerDirName(t *testing.T) {
@@ -50,8 +53,8 @@ func TestScanRoot(t *testing.T) {
 		}
 		return path
 	}
-	v1 := h200Region(fixtureV1).build(t)
-	v0 := h200Region(fixtureV0).build(t)
+	v1 := monitortest.H200(monitortest.V1).Bytes()
+	v0 := monitortest.H200(monitortest.V0).Bytes()
 
 	// One healthy container.
 	write("aaaa-1_main/1f0e.cache", v1, newer)
@@ -130,4 +133,34 @@ func keys(m map[string]ContainerRegion) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// What monitortest.WriteHolding leaves in a container's directory (the e2e writes it for a
+// pod on the real node) is read as that container holding more than its limit on the GPU,
+// with nothing else left in the directory.
+func TestScanReadsWriteHolding(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "aaaa-1_main")
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	const uuid = "GPU-00000000-0000-0000-0000-000000000007"
+	if _, err := monitortest.WriteHolding(dir, uuid, 1200, 1000); err != nil {
+		t.Fatal(err)
+	}
+	scan, err := ScanRoot(root)
+	if err != nil || len(scan.Containers) != 1 || len(scan.Problems)+len(scan.Refused)+len(scan.Waiting) != 0 {
+		t.Fatalf("scan = %+v, %v; want one container and nothing else", scan, err)
+	}
+	want := []Device{{UUID: uuid, LimitBytes: 1000 << 20, SMLimitPercent: 100,
+		Used: Memory{Data: 1200 << 20, Total: 1200 << 20}, MonitorUsedBytes: 1200 << 20}}
+	if got := scan.Containers[0].Region.Devices; !reflect.DeepEqual(got, want) {
+		t.Errorf("devices %+v, want %+v", got, want)
+	}
+	if files := scan.Containers[0].CacheFiles; len(files) != 1 {
+		t.Errorf("cache files %v, want only the region", files)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 {
+		t.Errorf("the directory holds %v (%v), want only the region", entries, err)
+	}
 }

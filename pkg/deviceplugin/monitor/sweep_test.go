@@ -9,6 +9,8 @@ import (
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/deviceplugin/monitor/monitortest"
 )
 
 // fakePods is a PodActivity over a set of active pod UIDs.
@@ -38,7 +40,7 @@ const (
 func TestSweepRemovesGonePodsAfterGrace(t *testing.T) {
 	root := t.TempDir()
 	outside := t.TempDir()
-	region := h200Region(fixtureV1).build(t)
+	region := monitortest.H200(monitortest.V1).Bytes()
 	live := filepath.Join(root, uidLive+"_main")
 	gone := filepath.Join(root, uidLeft+"_main")
 	writeFile(t, filepath.Join(live, "a.cache"), region)
