@@ -282,6 +282,10 @@ func measureStops(ctx context.Context, r stopRun, leader *child, rep *restartRep
 		return fmt.Errorf("the load's pods were not being bound: %w\n%s", err, leader.log.tail(20))
 	}
 	rep.StopSeconds = leader.terminate()
+	// Its log again, now with how it stopped.
+	if err := os.WriteFile(filepath.Join(r.o.out, "restart-vc-scheduler.log"), []byte(leader.log.String()), 0o644); err != nil {
+		klog.ErrorS(err, "Restarted scheduler's log not saved")
+	}
 	first, err := leaseLeft(ctx, r.cs, leader)
 	if err != nil {
 		return err
