@@ -46,6 +46,10 @@ func TestSIGTERMHandsOverWithinTwoSeconds(t *testing.T) {
 	leader, _ := e.scheduler(seedConf(t), le...)
 	leader.logContains(t, 30*time.Second, leading)
 	standby, _ := e.scheduler(seedConf(t), le...)
+	// A replica runs for the Lease once its informers have synced, after reading the Lease
+	// held: it must catch up when it leads. (One held still before that would start its
+	// informers after the hand-over, and need no catch-up.)
+	standby.logContains(t, 30*time.Second, "Attempting to acquire leader lease")
 	e.waitBoundCount("burst", "at least 40", func(b int) bool { return b >= 40 }, 60*time.Second)
 	// The standby is held still until the leader is gone, so that its pod watch is behind
 	// the leader's last binds when it takes the Lease, as a standby on a loaded node is.
