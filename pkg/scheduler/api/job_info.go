@@ -315,11 +315,16 @@ func (j *JobInfo) roleCounts(counted func(*TaskInfo) bool) map[string]int32 {
 	return counts
 }
 
-// checkRoles: every role with a minTaskMember reaches it. Skipped (true) when the job's
-// minMember is below the roles' total, as upstream: then only minMember binds. A job without
-// roles has nothing to count (gang asks this after every placement).
+// rolesBind: the job has roles with a minTaskMember, and they count. They do not when the
+// job's minMember is below the roles' total, as upstream: then only minMember binds.
+func (j *JobInfo) rolesBind() bool {
+	return len(j.TaskMinAvailable) > 0 && j.MinAvailable >= j.TaskMinAvailableTotal
+}
+
+// checkRoles: every role with a minTaskMember reaches it, or the roles do not bind. A job
+// without roles has nothing to count (gang asks this after every placement).
 func (j *JobInfo) checkRoles(counted func(*TaskInfo) bool) bool {
-	if len(j.TaskMinAvailable) == 0 || j.MinAvailable < j.TaskMinAvailableTotal {
+	if !j.rolesBind() {
 		return true
 	}
 	counts := j.roleCounts(counted)
@@ -338,11 +343,27 @@ func (j *JobInfo) CheckTaskValid() bool {
 	})
 }
 
+// readyForRole: the task counts as placed toward its role's minimum.
+func readyForRole(t *TaskInfo) bool {
+	return AllocatedStatus(t.Status) || t.Status == Succeeded || (t.Status == Pending && t.BestEffort)
+}
+
 // CheckTaskReady: every role has enough tasks placed (or best-effort pending).
-func (j *JobInfo) CheckTaskReady() bool {
-	return j.checkRoles(func(t *TaskInfo) bool {
-		return AllocatedStatus(t.Status) || t.Status == Succeeded || (t.Status == Pending && t.BestEffort)
-	})
+func (j *JobInfo) CheckTaskReady() bool { return j.checkRoles(readyForRole) }
+
+// RoleSurplus is, for each role with a minTaskMember, how many tasks it has placed (as
+// CheckTaskReady counts them) above that minimum, negative when below; nil when the roles do
+// not bind. A role without a minTaskMember is not in it: only minMember bounds its tasks.
+func (j *JobInfo) RoleSurplus() map[string]int32 {
+	if !j.rolesBind() {
+		return nil
+	}
+	counts := j.roleCounts(readyForRole)
+	surplus := make(map[string]int32, len(j.TaskMinAvailable))
+	for role, min := range j.TaskMinAvailable {
+		surplus[role] = counts[role] - min
+	}
+	return surplus
 }
 
 // CheckTaskPipelined: every role has enough tasks placed or waiting.

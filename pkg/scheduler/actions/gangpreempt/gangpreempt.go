@@ -1,8 +1,8 @@
 // Package gangpreempt is Volcano v1.15's gang-aware preemption: a starving job of a queue
 // takes room from lower-priority jobs of the same queue a victim job at a time, a job's
-// surplus over its minMember first and a whole job only when no surplus makes room (unless
-// the allowWholeBundle argument is false), evicting only when its whole gang then has a
-// place (actions/internal/gangevict decides how).
+// surplus over its minMember (and each role's over its minTaskMember) first and a whole job
+// only when no surplus makes room (unless the allowWholeBundle argument is false), evicting
+// only when its whole gang then has a place (actions/internal/gangevict decides how).
 //
 // The plugins' Preemptable, less gang's rule that keeps every victim job at its minimum (the
 // bundles keep it here), says which pods may go: under the chart's configuration, priority

@@ -1,8 +1,9 @@
 // Package gangreclaim is Volcano v1.15's gang-aware reclaim: a starving job of a queue that
 // is not overused takes room back from other, reclaimable queues a victim job at a time, a
-// job's surplus over its minMember first and a whole job only when no surplus makes room
-// (unless the allowWholeBundle argument is false), evicting only when its whole gang then
-// has a place (actions/internal/gangevict decides how).
+// job's surplus over its minMember (and each role's over its minTaskMember) first and a
+// whole job only when no surplus makes room (unless the allowWholeBundle argument is false),
+// evicting only when its whole gang then has a place (actions/internal/gangevict decides
+// how).
 //
 // The queues are reclaim's (reclaim.QueueRules: the plugins' Preemptive, such as proportion's
 // deserved share, for the reclaiming queue; spec.reclaimable for the others), the victims'

@@ -1,6 +1,8 @@
 package gangevict
 
 import (
+	"slices"
+
 	"k8s.io/klog/v2"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/internal/evictsearch"
@@ -139,11 +141,13 @@ func (a action) forJob(ssn *framework.Session, job *api.JobInfo, scope Scope, wh
 	attempt.Stmt.Commit()
 }
 
-// takeWhole evicts the rest of each whole bundle the attempt broke below its job's minimum:
-// the job cannot run without the pods that went.
+// takeWhole evicts the rest of each whole bundle the attempt took pods from and left below
+// its job's minMember or a role below its minTaskMember: the job cannot run without the
+// pods that went.
 func (a action) takeWhole(ssn *framework.Session, stmt *framework.Statement, chosen []*Bundle) {
 	for _, b := range chosen {
-		if !b.Whole || b.Job.ReadyTaskNum() >= b.Job.MinAvailable {
+		taken := slices.ContainsFunc(b.Tasks, func(t *api.TaskInfo) bool { return t.Status == api.Releasing })
+		if !b.Whole || !taken || spareOf(b.Job).intact() {
 			continue
 		}
 		for _, t := range b.Tasks {

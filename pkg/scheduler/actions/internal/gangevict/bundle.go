@@ -1,11 +1,12 @@
 // Package gangevict is what gangpreempt and gangreclaim share, as Volcano v1.15 decides them:
 // a starving job takes its victims a victim job at a time, in bundles. Each victim job gives
-// a surplus bundle (its pods, of which only as many as it has above its minMember may go)
-// and, where losing more would break it, a whole bundle (the whole job goes). Surplus
-// bundles come before whole ones, then the least important victim jobs first (of other
-// queues, the session's victim queue order; then the lower job priority), then those that
-// cover most of the need for what they cost, then job order, reversed; the job evicts only
-// from the fewest bundles, in that order, with which its whole gang then has a place.
+// a surplus bundle (its pods, of which only as many may go as keep it at its minMember and
+// each of its roles at its minTaskMember) and, where losing more would break it, a whole
+// bundle (the whole job goes). Surplus bundles come before whole ones, then the least
+// important victim jobs first (of other queues, the session's victim queue order; then the
+// lower job priority), then those that cover most of the need for what they cost, then job
+// order, reversed; the job evicts only from the fewest bundles, in that order, with which its
+// whole gang then has a place.
 //
 // Upstream ranks by the session's whole job order before what a bundle costs: drf's share
 // there puts a 3-pod gang before a single-pod job of the same priority, so the gang goes
@@ -15,12 +16,13 @@
 // Within the chosen bundles, which pods go is evictsearch's: for each pending task a node
 // where evicting some of them makes room (deviceshare choosing per GPU for a vGPU pod), all
 // in one statement that is kept only when the whole job is then pipelined. A whole bundle
-// that loses a pod then loses the rest of its pods too: a job broken below its minimum cannot
-// run, and its other pods would only hold their room.
+// that loses a pod then loses the rest of its pods too: a job broken below its minimum (or a
+// role below its own) cannot run, and its other pods would only hold their room.
 package gangevict
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"slices"
 
@@ -37,7 +39,8 @@ type Bundle struct {
 	// Tasks are the job's candidates: running or bound pods the action and the plugins let go.
 	Tasks []*api.TaskInfo
 	// Whole: the whole job may go. Otherwise only its surplus may: as many of Tasks as keep
-	// it at its minimum (any number when it is below its minimum already).
+	// it at its minimum, its roles at theirs (any number when it is below its minMember
+	// already).
 	Whole bool
 	// roi is how much of the need its pods cover for what the job loses; +Inf for a surplus
 	// bundle, which costs the job nothing it needs.
@@ -60,11 +63,16 @@ func bundles(ssn *framework.Session, preemptor *api.TaskInfo, need *api.Resource
 	for id, tasks := range byJob {
 		job := ssn.Jobs[id]
 		slices.SortFunc(tasks, func(a, b *api.TaskInfo) int { return cmp.Compare(a.UID, b.UID) })
-		surplus := int(job.ReadyTaskNum() - job.MinAvailable)
-		if surplus != 0 {
+		left := spareOf(job)
+		if left.job < 0 {
 			all = append(all, &Bundle{Job: job, Tasks: tasks, roi: math.Inf(1)})
+			continue
 		}
-		if surplus >= 0 && surplus < len(tasks) && wholeToo {
+		surplus, n := left.surplus(tasks)
+		if len(surplus) > 0 {
+			all = append(all, &Bundle{Job: job, Tasks: surplus, roi: math.Inf(1)})
+		}
+		if n < len(tasks) && wholeToo {
 			all = append(all, &Bundle{Job: job, Tasks: tasks, Whole: true, roi: roi(tasks, job, need)})
 		}
 	}
@@ -134,6 +142,60 @@ func sortBundles(ssn *framework.Session, preemptor *api.TaskInfo, bundles []*Bun
 		}
 		return cmp.Compare(l.Job.UID, r.Job.UID)
 	})
+}
+
+// spare is what a victim job can lose and still run, as gang counts its readiness: its
+// placed pods above minMember, and for each role with a minTaskMember (where the roles bind)
+// that role's placed pods above it. Upstream's bundles (actions/utils/bundle.go in v1.15.1)
+// count the same.
+type spare struct {
+	job   int32
+	roles map[string]int32
+}
+
+func spareOf(job *api.JobInfo) spare {
+	return spare{job: job.ReadyTaskNum() - job.MinAvailable, roles: job.RoleSurplus()}
+}
+
+// allows: a pod of the role may go, the job and the role keeping their minimum.
+func (s spare) allows(role string) bool {
+	n, bound := s.roles[role]
+	return s.job > 0 && (!bound || n > 0)
+}
+
+// take counts a pod of the role gone.
+func (s *spare) take(role string) {
+	s.job--
+	if _, bound := s.roles[role]; bound {
+		s.roles[role]--
+	}
+}
+
+// intact: the job keeps minMember, and each role its minTaskMember.
+func (s spare) intact() bool {
+	for _, n := range s.roles {
+		if n < 0 {
+			return false
+		}
+	}
+	return s.job >= 0
+}
+
+// surplus are the tasks of roles the job can lose a pod of, and n how many of tasks may go
+// together, the job and its roles keeping their minimum.
+func (s spare) surplus(tasks []*api.TaskInfo) (surplus []*api.TaskInfo, n int) {
+	left := spare{job: s.job, roles: maps.Clone(s.roles)}
+	for _, t := range tasks {
+		if !s.allows(t.TaskRole) {
+			continue
+		}
+		surplus = append(surplus, t)
+		if left.allows(t.TaskRole) {
+			left.take(t.TaskRole)
+			n++
+		}
+	}
+	return surplus, n
 }
 
 // roi is how much of need the tasks cover, each dimension of need up to its amount, for
@@ -206,18 +268,24 @@ func choose(bundles []*Bundle) chosen {
 func (c chosen) has(t *api.TaskInfo) bool { return c.tasks[t.UID] }
 
 // together: the victims may all go, each job whose whole bundle is not chosen keeping its
-// minimum. The pods already evicted in the session are gone from what it counts.
+// minimum and its roles theirs. The pods already evicted in the session are gone from what
+// it counts.
 func (c chosen) together(ssn *framework.Session, victims []*api.TaskInfo) bool {
-	taken := map[api.JobID]int32{}
+	left := map[api.JobID]*spare{}
 	for _, v := range victims {
 		job := ssn.JobFor(v)
 		if job == nil || c.whole[job.UID] || c.broken[job.UID] {
 			continue
 		}
-		taken[job.UID]++
-		if job.ReadyTaskNum()-taken[job.UID] < job.MinAvailable {
+		s := left[job.UID]
+		if s == nil {
+			s = new(spareOf(job))
+			left[job.UID] = s
+		}
+		if !s.allows(v.TaskRole) {
 			return false
 		}
+		s.take(v.TaskRole)
 	}
 	return true
 }

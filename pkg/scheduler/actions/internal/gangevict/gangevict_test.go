@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
@@ -39,18 +40,22 @@ import (
 const gpuMiB, half = 24576, 12288
 
 // pod is a pod of a job asking 1 cpu, 1Gi and one vGPU of memory MiB: running on GPU gpu of
-// n0, or pending when gpu is -1; keep marks it volcano.sh/preemptable: "false".
+// n0, or pending when gpu is -1; keep marks it volcano.sh/preemptable: "false"; role, when
+// set, is the VolcanoJob task it is a pod of (its volcano.sh/task-spec annotation).
 type pod struct {
 	memory int32
 	gpu    int
 	keep   bool
+	role   string
 }
 
-// job is a PodGroup of the given queue, priority and minMember, its pods named <name>-<i>.
+// job is a PodGroup of the given queue, priority, minMember and minTaskMember, its pods
+// named <name>-<i>, or <name>-<role>-<i> as a VolcanoJob names its tasks' pods.
 type job struct {
-	name, queue string
-	prio, min   int32
-	pods        []pod
+	name, queue   string
+	prio, min     int32
+	pods          []pod
+	minTaskMember map[string]int32
 }
 
 // singles is n single-pod jobs <prefix><i> of queue, priority prio, each pod of memory MiB on
@@ -58,7 +63,7 @@ type job struct {
 func singles(prefix, queue string, prio int32, n int, memory int32, gpu func(int) int) []job {
 	out := make([]job, n)
 	for i := range out {
-		out[i] = job{fmt.Sprintf("%s%d", prefix, i), queue, prio, 1, []pod{{memory, gpu(i), false}}}
+		out[i] = job{fmt.Sprintf("%s%d", prefix, i), queue, prio, 1, []pod{{memory, gpu(i), false, ""}}, nil}
 	}
 	return out
 }
@@ -67,7 +72,7 @@ func singles(prefix, queue string, prio int32, n int, memory int32, gpu func(int
 func pending(n int, memory int32) []pod {
 	out := make([]pod, n)
 	for i := range out {
-		out[i] = pod{memory, -1, false}
+		out[i] = pod{memory, -1, false, ""}
 	}
 	return out
 }
@@ -100,13 +105,22 @@ func cluster(t *testing.T, gpus int, weights map[string]int32, jobs ...job) *api
 	for _, j := range jobs {
 		phase := schedulingv1beta1.PodGroupInqueue
 		var objs []*corev1.Pod
-		for i, p := range j.pods {
+		index := map[string]int{}
+		for _, p := range j.pods {
+			name := fmt.Sprintf("%s-%d", j.name, index[p.role])
+			if p.role != "" {
+				name = fmt.Sprintf("%s-%s-%d", j.name, p.role, index[p.role])
+			}
+			index[p.role]++
 			asks := st.Resources("1", "1Gi", string(vgpu.DefaultCountResource), "1", string(vgpu.DefaultMemoryResource), fmt.Sprint(p.memory))
-			w := st.MakePod().Namespace("ns").Name(fmt.Sprintf("%s-%d", j.name, i)).UID(fmt.Sprintf("uid-%s-%d", j.name, i)).
+			w := st.MakePod().Namespace("ns").Name(name).UID("uid-" + name).
 				Group(j.name).SchedulerName("volcano").Containers(corev1.Container{Name: "main",
 				Resources: corev1.ResourceRequirements{Limits: asks, Requests: asks.DeepCopy()}})
 			if p.keep {
 				w.Annotation(schedulingv1beta1.PodPreemptable, "false")
+			}
+			if p.role != "" {
+				w.Annotation(batchv1alpha1.TaskSpecKey, p.role)
 			}
 			if p.gpu >= 0 {
 				assignment, err := vgpu.PodDevices{{{UUID: uuid(p.gpu), Type: vgpu.DeviceTypeNVIDIA, UsedMemory: p.memory}}}.Encode()
@@ -120,7 +134,7 @@ func cluster(t *testing.T, gpus int, weights map[string]int32, jobs ...job) *api
 			}
 			objs = append(objs, w.Obj())
 		}
-		pg := st.MakePodGroup().Namespace("ns").Name(j.name).MinMember(j.min).Queue(j.queue).
+		pg := st.MakePodGroup().Namespace("ns").Name(j.name).MinMember(j.min).MinTaskMember(j.minTaskMember).Queue(j.queue).
 			MinResources(minresources.Of(objs, int(j.min))).Phase(phase).Obj()
 		info := api.NewJobInfo(api.NewJobID("ns", j.name))
 		info.Priority = j.prio
@@ -224,7 +238,7 @@ func pipelined(ssn *framework.Session, name string) []string {
 // pods pipelined. Classic reclaim under that configuration takes nothing: gang keeps every
 // single-pod job at its minimum.
 func TestGangReclaimTakesSinglePodJobs(t *testing.T) {
-	jobs := append(singles("a", "a", 1, 8, half, func(i int) int { return i % 4 }), job{"b", "b", 1, 2, pending(2, gpuMiB)})
+	jobs := append(singles("a", "a", 1, 8, half, func(i int) int { return i % 4 }), job{"b", "b", 1, 2, pending(2, gpuMiB), nil})
 	ci := cluster(t, 4, map[string]int32{"a": 1, "b": 1}, jobs...)
 	reg := registry()
 	evicted, ssn := runOnce(t, frameworktest.CloneCluster(ci), chartConf(t, reg, "enqueue, allocate, gangreclaim, backfill", ""), reg)
@@ -258,7 +272,7 @@ func TestGangPreemptTakesSurplusFirst(t *testing.T) {
 	gangAndSingles := func(singlesPrio int32) []job {
 		jobs := append(singles("s", "q", singlesPrio, 3, half, func(i int) int { return i + 1 }),
 			singles("x", "q", 20, 2, half, func(i int) int { return i + 2 })...)
-		return append(jobs, job{"g", "q", 1, 2, []pod{{half, 0, false}, {half, 0, false}, {half, 1, false}}})
+		return append(jobs, job{"g", "q", 1, 2, []pod{{half, 0, false, ""}, {half, 0, false, ""}, {half, 1, false, ""}}, nil})
 	}
 	const noWhole = "configurations:\n- name: gangpreempt\n  arguments:\n    allowWholeBundle: false\n"
 	cases := []struct {
@@ -267,19 +281,19 @@ func TestGangPreemptTakesSurplusFirst(t *testing.T) {
 		configurations string
 		want           []string
 	}{
-		{"half a GPU: the surplus member", append(gangAndSingles(1), job{"p", "q", 10, 1, pending(1, half)}), "",
+		{"half a GPU: the surplus member", append(gangAndSingles(1), job{"p", "q", 10, 1, pending(1, half), nil}), "",
 			[]string{"g-2"}},
-		{"a whole GPU: the surplus member and a single-pod job", append(gangAndSingles(1), job{"p", "q", 10, 1, pending(1, gpuMiB)}), "",
+		{"a whole GPU: the surplus member and a single-pod job", append(gangAndSingles(1), job{"p", "q", 10, 1, pending(1, gpuMiB), nil}), "",
 			[]string{"g-2", "s0-0"}},
-		{"a whole GPU, the single-pod jobs ranking higher: the whole gang", append(gangAndSingles(10), job{"p", "q", 5, 1, pending(1, gpuMiB)}), "",
+		{"a whole GPU, the single-pod jobs ranking higher: the whole gang", append(gangAndSingles(10), job{"p", "q", 5, 1, pending(1, gpuMiB), nil}), "",
 			[]string{"g-0", "g-1", "g-2"}},
-		{"a whole GPU, the single-pod jobs of the preemptor's priority: the whole gang", append(gangAndSingles(5), job{"p", "q", 5, 1, pending(1, gpuMiB)}), "",
+		{"a whole GPU, the single-pod jobs of the preemptor's priority: the whole gang", append(gangAndSingles(5), job{"p", "q", 5, 1, pending(1, gpuMiB), nil}), "",
 			[]string{"g-0", "g-1", "g-2"}},
-		{"allowWholeBundle false, half a GPU: the surplus member", append(gangAndSingles(1), job{"p", "q", 10, 1, pending(1, half)}), noWhole,
+		{"allowWholeBundle false, half a GPU: the surplus member", append(gangAndSingles(1), job{"p", "q", 10, 1, pending(1, half), nil}), noWhole,
 			[]string{"g-2"}},
-		{"allowWholeBundle false, a whole GPU: nothing", append(gangAndSingles(1), job{"p", "q", 10, 1, pending(1, gpuMiB)}), noWhole,
+		{"allowWholeBundle false, a whole GPU: nothing", append(gangAndSingles(1), job{"p", "q", 10, 1, pending(1, gpuMiB), nil}), noWhole,
 			nil},
-		{"allowWholeBundle false, the single-pod jobs ranking higher: nothing", append(gangAndSingles(10), job{"p", "q", 5, 1, pending(1, gpuMiB)}), noWhole,
+		{"allowWholeBundle false, the single-pod jobs ranking higher: nothing", append(gangAndSingles(10), job{"p", "q", 5, 1, pending(1, gpuMiB), nil}), noWhole,
 			nil},
 	}
 	for _, tc := range cases {
@@ -316,7 +330,7 @@ func TestGangReclaimEvictsNothingUnlessTheWholeGangFits(t *testing.T) {
 		t.Run(fmt.Sprintf("%d pods", tc.pods), func(t *testing.T) {
 			a := singles("a", "a", 1, 4, gpuMiB, func(i int) int { return i })
 			a[2].pods[0].keep, a[3].pods[0].keep = true, true
-			ci := cluster(t, 4, map[string]int32{"a": 1, "b": 3}, append(a, job{"b", "b", 1, int32(tc.pods), pending(tc.pods, gpuMiB)})...)
+			ci := cluster(t, 4, map[string]int32{"a": 1, "b": 3}, append(a, job{"b", "b", 1, int32(tc.pods), pending(tc.pods, gpuMiB), nil})...)
 			reg := registry()
 			got, ssn := runOnce(t, ci, chartConf(t, reg, "enqueue, allocate, gangreclaim, backfill", ""), reg)
 			if !slices.Equal(got, tc.want) {
@@ -336,10 +350,10 @@ func TestGangReclaimEvictsNothingUnlessTheWholeGangFits(t *testing.T) {
 // gang cannot run without them.
 func TestGangPreemptStaysInsideTheQueue(t *testing.T) {
 	ci := cluster(t, 3, map[string]int32{"a": 1, "b": 3},
-		job{"a0", "a", 1, 1, []pod{{gpuMiB, 0, false}}},
-		job{"bl", "b", 1, 2, []pod{{half, 1, false}, {half, 1, false}, {half, 2, false}}},
-		job{"bx", "b", 10, 1, []pod{{half, 2, false}}},
-		job{"bh", "b", 10, 1, pending(1, gpuMiB)})
+		job{"a0", "a", 1, 1, []pod{{gpuMiB, 0, false, ""}}, nil},
+		job{"bl", "b", 1, 2, []pod{{half, 1, false, ""}, {half, 1, false, ""}, {half, 2, false, ""}}, nil},
+		job{"bx", "b", 10, 1, []pod{{half, 2, false, ""}}, nil},
+		job{"bh", "b", 10, 1, pending(1, gpuMiB), nil})
 	reg := registry()
 	got, ssn := runOnce(t, ci, chartConf(t, reg, "enqueue, allocate, gangpreempt, backfill", ""), reg)
 	if want := []string{"bl-0: gangpreempt", "bl-1: gangpreempt", "bl-2: gangpreempt"}; !slices.Equal(got, want) {
@@ -366,7 +380,7 @@ func TestGangReclaimTakesFromOtherQueuesOnly(t *testing.T) {
 		t.Run(tc.actions, func(t *testing.T) {
 			jobs := append(singles("a", "a", 1, 2, gpuMiB, func(i int) int { return i }),
 				singles("b", "b", 1, 2, gpuMiB, func(i int) int { return i + 2 })...)
-			ci := cluster(t, 4, map[string]int32{"a": 1, "b": 3}, append(jobs, job{"g", "b", 10, 2, pending(2, gpuMiB)})...)
+			ci := cluster(t, 4, map[string]int32{"a": 1, "b": 3}, append(jobs, job{"g", "b", 10, 2, pending(2, gpuMiB), nil})...)
 			reg := registry()
 			got, ssn := runOnce(t, ci, chartConf(t, reg, tc.actions, ""), reg)
 			if !slices.Equal(got, tc.want) {
@@ -374,6 +388,73 @@ func TestGangReclaimTakesFromOtherQueuesOnly(t *testing.T) {
 			}
 			if placed := pipelined(ssn, "g"); len(placed) != len(tc.want) {
 				t.Errorf("g's pipelined pods are %q, want %d", placed, len(tc.want))
+			}
+		})
+	}
+}
+
+// train is the PodGroup Volcano's job controller writes for a VolcanoJob of minAvailable min
+// with tasks ps (one pod) and worker, minTaskMember those tasks' minAvailable: ps-0 holds
+// the whole of GPU 0, the workers half a GPU each on the GPUs given, in queue, priority 1.
+func train(queue string, min int32, minTaskMember map[string]int32, workerGPUs ...int) job {
+	pods := []pod{{gpuMiB, 0, false, "ps"}}
+	for _, gpu := range workerGPUs {
+		pods = append(pods, pod{half, gpu, false, "worker"})
+	}
+	return job{"train", queue, 1, min, pods, minTaskMember}
+}
+
+// A job's surplus keeps each role at its minTaskMember, as upstream's bundles do: train
+// (minMember 3; ps 1 of minimum 1, workers 4 of minimum 2: workers 0 and 1 on GPU 1, 2 and 3
+// on GPUs 2 and 3 beside single-pod jobs of priority 20) and a single-pod preemptor of
+// priority 10 asking a whole GPU. Its surplus is two workers, never its only ps, though the
+// ps alone frees a GPU with one eviction: workers 0 and 1 go. Where the ps's role has no
+// minTaskMember, or the roles do not bind (minMember 2, below their total 3), only minMember
+// bounds the surplus and the ps goes. With one worker on each of GPUs 1 to 3, only the ps's
+// GPU can be freed: the whole job goes (without allowWholeBundle, nothing). gangreclaim
+// counts the same: queue b reclaiming a GPU from queue a's train takes workers 0 and 1.
+func TestGangEvictionKeepsEachRoleAtItsMinimum(t *testing.T) {
+	roles := map[string]int32{"ps": 1, "worker": 2}
+	paired := func(queue string, min int32, minTaskMember map[string]int32) []job {
+		return append(singles("x", queue, 20, 2, half, func(i int) int { return i + 2 }), train(queue, min, minTaskMember, 1, 1, 2, 3))
+	}
+	spread := append(singles("x", "q", 20, 3, half, func(i int) int { return i + 1 }), train("q", 3, roles, 1, 2, 3))
+	preemptor := func(queue string) job { return job{"p", queue, 10, 1, pending(1, gpuMiB), nil} }
+	const preempt, reclaim = "enqueue, allocate, gangpreempt, backfill", "enqueue, allocate, gangreclaim, backfill"
+	const noWhole = "configurations:\n- name: gangpreempt\n  arguments:\n    allowWholeBundle: false\n"
+	cases := []struct {
+		name, actions, configurations string
+		jobs                          []job
+		want                          []string
+	}{
+		{"ps and workers at their minimum: two workers", preempt, "",
+			append(paired("q", 3, roles), preemptor("q")), []string{"train-worker-0", "train-worker-1"}},
+		{"ps without a minTaskMember: the ps", preempt, "",
+			append(paired("q", 3, map[string]int32{"worker": 2}), preemptor("q")), []string{"train-ps-0"}},
+		{"minMember below the roles' total: the ps", preempt, "",
+			append(paired("q", 2, roles), preemptor("q")), []string{"train-ps-0"}},
+		{"only the ps's GPU can be freed: the whole job", preempt, "",
+			append(spread, preemptor("q")), []string{"train-ps-0", "train-worker-0", "train-worker-1", "train-worker-2"}},
+		{"only the ps's GPU can be freed, allowWholeBundle false: nothing", preempt, noWhole,
+			append(spread, preemptor("q")), nil},
+		{"gangreclaim, ps and workers at their minimum: two workers", reclaim, "",
+			append(paired("a", 3, roles), preemptor("b")), []string{"train-worker-0", "train-worker-1"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := registry()
+			ci := cluster(t, 4, map[string]int32{"q": 1, "a": 1, "b": 1}, tc.jobs...)
+			got, ssn := runOnce(t, ci, chartConf(t, reg, tc.actions, tc.configurations), reg)
+			reason := strings.TrimSuffix(strings.Fields(tc.actions)[2], ",")
+			var want []string
+			for _, w := range tc.want {
+				want = append(want, w+": "+reason)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("evicted %q, want %q", got, want)
+			}
+			if wantPlaced := len(tc.want) > 0; wantPlaced != (len(pipelined(ssn, "p")) == 1) {
+				t.Errorf("p pipelined: %v, want %v", pipelined(ssn, "p"), wantPlaced)
 			}
 		})
 	}
