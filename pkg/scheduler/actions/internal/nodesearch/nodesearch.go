@@ -80,8 +80,9 @@ type SessionSearch struct {
 	// node that lacks it (statuses are read-only once made).
 	insufficient map[corev1.ResourceName]*api.Status
 	// Scratch reused by every search, so that a search allocates nothing when it succeeds.
+	// failures are the statuses of the nodes that failed, in the order examined.
 	feasible []candidate
-	failures []nodeFailure
+	failures []*api.Status
 	// ranked are the feasible nodes best chooses among, and scores their scores.
 	ranked []*api.NodeInfo
 	scores []float64
@@ -117,11 +118,6 @@ type roleKey struct {
 type candidate struct {
 	node *api.NodeInfo
 	now  bool
-}
-
-type nodeFailure struct {
-	node   string
-	status *api.Status
 }
 
 // Open starts searching the session's nodes. cacheErrors turns on the predicate error cache.
@@ -166,7 +162,7 @@ func (s *SessionSearch) Find(task *api.TaskInfo) (*api.NodeInfo, *api.FitErrors)
 		examined++
 		status, now := s.check(task, i, node)
 		if status != nil {
-			s.failures = append(s.failures, nodeFailure{node: node.Name, status: status})
+			s.failures = append(s.failures, status)
 			continue
 		}
 		s.feasible = append(s.feasible, candidate{node: node, now: now})
@@ -178,11 +174,7 @@ func (s *SessionSearch) Find(task *api.TaskInfo) (*api.NodeInfo, *api.FitErrors)
 		s.owner.offset = (start + examined) % n
 	}
 	if len(s.feasible) == 0 {
-		fe := api.NewFitErrors()
-		for _, f := range s.failures {
-			fe.SetNodeError(f.node, f.status)
-		}
-		return nil, fe
+		return nil, countFailures(s.failures)
 	}
 	return s.best(task), nil
 }
@@ -193,10 +185,23 @@ func (s *SessionSearch) FailAllNodes(err error) *api.FitErrors { return FailAll(
 
 // FailAll records err as every node's unresolvable reason.
 func FailAll(nodes []*api.NodeInfo, err error) *api.FitErrors {
-	status := api.NewStatus(api.UnschedulableAndUnresolvable, err.Error())
 	fe := api.NewFitErrors()
-	for _, node := range nodes {
-		fe.SetNodeError(node.Name, status)
+	fe.AddNodes(len(nodes), api.NewStatus(api.UnschedulableAndUnresolvable, err.Error()))
+	return fe
+}
+
+// countFailures records the failed nodes' statuses, one per node: nodes that fail alike share
+// a status (a plugin's verdicts, the search's insufficient ones), so a run of them is counted
+// at once.
+func countFailures(failures []*api.Status) *api.FitErrors {
+	fe := api.NewFitErrors()
+	for i := 0; i < len(failures); {
+		j := i + 1
+		for j < len(failures) && failures[j] == failures[i] {
+			j++
+		}
+		fe.AddNodes(j-i, failures[i])
+		i = j
 	}
 	return fe
 }
