@@ -67,13 +67,13 @@ type SessionSearch struct {
 	scoring bool
 	// errorCache remembers, per job and role, why each node failed (by its position in
 	// nodes; nil until one has): the role's other tasks ask the same of the node and get the
-	// same answer. nil when disabled. A task whose nodes
-	// depend on where other pods are (api.HasPodConstraints) neither reads nor fills it: a
-	// node its spread constraint refused one pod of the role takes the next once another has
-	// gone to the other zone, and one its affinity refused takes it once a pod it selects is
-	// placed there. Nor does a task with volumes the volume plugins read
-	// (api.HasSchedulingVolumes): each pod of a role may have a claim of its own (per-pod
-	// ephemeral volumes), whose only PV sits on another node than its sibling's.
+	// same answer. nil when disabled. A task whose nodes depend on where other pods are
+	// (api.HasPodConstraints) neither reads nor fills it: a node its spread constraint
+	// refused one pod of the role takes the next once another has gone to the other zone,
+	// and one its affinity refused takes it once a pod it selects is placed there. Nor does
+	// a task with volumes the volume plugins read (api.HasSchedulingVolumes): each pod of a
+	// role may have a claim of its own (per-pod ephemeral volumes), whose only PV sits on
+	// another node than its sibling's.
 	errorCache map[roleKey][]*api.Status
 	// caching: the task being searched for reads and fills the cache under role, whose
 	// entry cached is (nil while no node has failed).
