@@ -39,7 +39,13 @@ func (s *Status) Failed() bool {
 
 // FitErrors records why each node failed one task.
 type FitErrors struct {
-	nodes map[string][]string // node -> reasons
+	nodes map[string][]string // node -> reasons, from SetNodeError
+	// counted are the nodes AddNodes recorded, by status: a search that fails on thousands
+	// of nodes records how many failed each way, not each node's name.
+	counted map[*Status]int
+	// message is Error's text, kept until the record changes: a failed task's message is
+	// read for its pod's condition and its job's.
+	message string
 }
 
 // NewFitErrors is an empty record.
@@ -48,16 +54,36 @@ func NewFitErrors() *FitErrors { return &FitErrors{nodes: map[string][]string{}}
 // SetNodeError records the node's failure reasons.
 func (f *FitErrors) SetNodeError(node string, s *Status) {
 	f.nodes[node] = append(f.nodes[node], s.Reasons...)
+	f.message = ""
+}
+
+// AddNodes records n more nodes that failed with s, each of them distinct from every node
+// recorded before (a search visits each node once).
+func (f *FitErrors) AddNodes(n int, s *Status) {
+	if f.counted == nil {
+		f.counted = map[*Status]int{}
+	}
+	f.counted[s] += n
+	f.message = ""
 }
 
 // Nodes is the number of nodes that recorded a failure.
-func (f *FitErrors) Nodes() int { return len(f.nodes) }
+func (f *FitErrors) Nodes() int {
+	n := len(f.nodes)
+	for _, c := range f.counted {
+		n += c
+	}
+	return n
+}
 
 // Error renders upstream's message: "0/<N> nodes are unavailable: <count> <reason>, ... ."
 // N counts the nodes that recorded a failure; reasons are counted over nodes and sorted.
 func (f *FitErrors) Error() string {
-	head := fmt.Sprintf("0/%d nodes are unavailable", len(f.nodes))
-	if len(f.nodes) == 0 {
+	if f.message != "" {
+		return f.message
+	}
+	head := fmt.Sprintf("0/%d nodes are unavailable", f.Nodes())
+	if f.Nodes() == 0 {
 		return head
 	}
 	counts := map[string]int{}
@@ -66,7 +92,13 @@ func (f *FitErrors) Error() string {
 			counts[r]++
 		}
 	}
-	return head + ": " + histogram(counts) + "."
+	for s, n := range f.counted {
+		for _, r := range s.Reasons {
+			counts[r] += n
+		}
+	}
+	f.message = head + ": " + histogram(counts) + "."
+	return f.message
 }
 
 // histogram renders counts as "<count> <name>" entries, sorted as strings, joined by ", ".

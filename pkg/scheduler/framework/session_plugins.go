@@ -20,7 +20,11 @@ type (
 	// PredicateFn returns nil (or a Success status) when the node can take the task. Calls
 	// never run concurrently (see the package comment in plugin.go).
 	PredicateFn func(task *api.TaskInfo, node *api.NodeInfo) *api.Status
-	NodeOrderFn func(task *api.TaskInfo, node *api.NodeInfo) (float64, error)
+	// SamePredicatesFn says whether the plugin's PredicateFn gives tasks a and b the same
+	// verdict on every node, as the session stands: it looks at what the predicate reads of
+	// a task, never at nodes.
+	SamePredicatesFn func(a, b *api.TaskInfo) bool
+	NodeOrderFn      func(task *api.TaskInfo, node *api.NodeInfo) (float64, error)
 	// BatchNodeOrderFn adds to scores[i] its score of nodes[i] for the task. It is for scores
 	// that compare the nodes with one another (kube-scheduler normalizes some over the nodes
 	// it scores), which a NodeOrderFn, seeing one node, cannot give.
@@ -63,6 +67,7 @@ type sessionFns struct {
 	taskOrder                    map[string]TaskCompareFn
 	prePredicate                 map[string]PrePredicateFn
 	predicate                    map[string]PredicateFn
+	samePredicates               map[string]SamePredicatesFn
 	nodeOrder                    map[string]NodeOrderFn
 	batchNodeOrder               map[string]BatchNodeOrderFn
 	overused                     map[string]QueueFn
@@ -85,7 +90,8 @@ func newSessionFns() sessionFns {
 		jobOrder: map[string]JobCompareFn{}, queueOrder: map[string]QueueCompareFn{}, taskOrder: map[string]TaskCompareFn{},
 		victimQueueOrder: map[string]VictimQueueCompareFn{},
 		prePredicate:     map[string]PrePredicateFn{}, predicate: map[string]PredicateFn{},
-		nodeOrder: map[string]NodeOrderFn{}, batchNodeOrder: map[string]BatchNodeOrderFn{}, overused: map[string]QueueFn{},
+		samePredicates: map[string]SamePredicatesFn{},
+		nodeOrder:      map[string]NodeOrderFn{}, batchNodeOrder: map[string]BatchNodeOrderFn{}, overused: map[string]QueueFn{},
 		allocatable: map[string]AllocatableFn{}, jobReady: map[string]JobBoolFn{},
 		jobPipelined: map[string]VoteFn{}, jobEnqueueable: map[string]VoteFn{},
 		jobEnqueued: map[string]JobFn{}, jobValid: map[string]JobValidFn{},
@@ -233,6 +239,9 @@ func (ssn *Session) AddPrePredicateFn(plugin string, fn PrePredicateFn) {
 func (ssn *Session) AddPredicateFn(plugin string, fn PredicateFn) {
 	register(ssn, ssn.fns.predicate, plugin, fn)
 }
+func (ssn *Session) AddSamePredicatesFn(plugin string, fn SamePredicatesFn) {
+	register(ssn, ssn.fns.samePredicates, plugin, fn)
+}
 func (ssn *Session) AddNodeOrderFn(plugin string, fn NodeOrderFn) {
 	register(ssn, ssn.fns.nodeOrder, plugin, fn)
 }
@@ -374,6 +383,20 @@ func (ssn *Session) Predicate(task *api.TaskInfo, node *api.NodeInfo) *api.Statu
 		}
 	}
 	return nil
+}
+
+// SamePredicates says whether every enabled predicate gives tasks a and b the same verdict on
+// every node, as the session stands, so that a search for one answers for the other. Each
+// plugin whose predicate is enabled must say so with its SamePredicatesFn; one that has none
+// says no.
+func (ssn *Session) SamePredicates(a, b *api.TaskInfo) bool {
+	for _, l := range ssn.chains().predicate {
+		same, ok := ssn.fns.samePredicates[l.plugin]
+		if !ok || !same(a, b) {
+			return false
+		}
+	}
+	return true
 }
 
 // NodeOrder sums the enabled node scores.

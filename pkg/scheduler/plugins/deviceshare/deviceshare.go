@@ -173,6 +173,7 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 	}
 	ssn.AddPrePredicateFn(PluginName, p.prePredicate)
 	ssn.AddPredicateFn(PluginName, p.predicate)
+	ssn.AddSamePredicatesFn(PluginName, p.samePredicates)
 	if p.args.weight > 0 {
 		ssn.AddNodeOrderFn(PluginName, p.nodeOrder)
 	}
@@ -263,6 +264,18 @@ func (p *plugin) predicate(task *api.TaskInfo, node *api.NodeInfo) *api.Status {
 		return p.verdicts.constraints[failed]
 	}
 	return nil
+}
+
+// samePredicates says whether predicate answers tasks a and b alike on every node: it reads
+// a readable request's shape alone (a pod-group spread request has a shape of its own).
+func (p *plugin) samePredicates(a, b *api.TaskInfo) bool {
+	ra := p.request(a)
+	if ra.err != nil {
+		return false
+	}
+	shape := ra.shape
+	rb := p.request(b)
+	return rb.err == nil && rb.shape == shape
 }
 
 // unusable says why a node's ledger cannot take vGPUs now, or nil.

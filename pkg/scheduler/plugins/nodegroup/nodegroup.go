@@ -136,6 +136,12 @@ func (p *nodeGroupPlugin) OnSessionOpen(ssn *framework.Session) {
 	ssn.AddPredicateFn(PluginName, func(task *api.TaskInfo, node *api.NodeInfo) *api.Status {
 		return p.predicate(ssn, task, node)
 	})
+	ssn.AddSamePredicatesFn(PluginName, func(a, b *api.TaskInfo) bool {
+		// The predicate reads a task's queue alone.
+		qa, oka := queueOf(ssn, a)
+		qb, okb := queueOf(ssn, b)
+		return oka == okb && qa == qb
+	})
 	ssn.AddNodeOrderFn(PluginName, func(task *api.TaskInfo, node *api.NodeInfo) (float64, error) {
 		return p.score(ssn, task, node), nil
 	})

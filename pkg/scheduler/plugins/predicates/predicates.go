@@ -282,6 +282,7 @@ func (p *predicatesPlugin) OnSessionOpen(ssn *framework.Session) {
 	p.nodes = ssn.NodeList
 	ssn.AddPrePredicateFn(PluginName, p.prePredicate)
 	ssn.AddPredicateFn(PluginName, p.predicate)
+	ssn.AddSamePredicatesFn(PluginName, p.samePredicates)
 	if p.enabled.hostPorts {
 		ssn.AddEventHandler(&framework.EventHandler{
 			AllocateFunc:   func(e *framework.Event) { p.trackPorts(e, 1) },
@@ -357,6 +358,21 @@ func (p *predicatesPlugin) predicate(task *api.TaskInfo, node *api.NodeInfo) *ap
 		return p.filterInterPod(task, node)
 	}
 	return nil
+}
+
+// samePredicates says whether predicate answers tasks a and b alike on every node: it reads
+// their pods' facts (sameFacts) and, for the proportional check, their requests. Tasks whose
+// volumes the volume plugins check, or whose place among other pods the inter-pod plugins
+// check (their own constraints, or a placed pod's required anti-affinity that may select
+// them), are not compared.
+func (p *predicatesPlugin) samePredicates(a, b *api.TaskInfo) bool {
+	if p.volumes != nil && (api.HasSchedulingVolumes(a.Pod) || api.HasSchedulingVolumes(b.Pod)) {
+		return false
+	}
+	if p.interPod != nil && (p.repelling.Some() || api.HasPodConstraints(a.Pod) || api.HasPodConstraints(b.Pod)) {
+		return false
+	}
+	return p.enabled.proportional.same(a.Resreq, b.Resreq) && sameFacts(a.Pod, b.Pod)
 }
 
 // facts returns the task's facts, computing them when the task is not the last one seen.

@@ -143,6 +143,23 @@ func (p proportional) hasRateKey(key string) bool {
 // that requests any listed resource goes anywhere (it is what the reserve is kept for), and
 // a node without a listed resource keeps nothing back for it. Amounts are the node's Idle
 // and the task's Resreq, as upstream's; a shortfall under api.Tolerance does not count.
+// same says whether check answers tasks requesting a and b alike: it reads their cpu, memory
+// and listed resources.
+func (p proportional) same(a, b *api.Resource) bool {
+	if len(p) == 0 {
+		return true
+	}
+	if a.MilliCPU != b.MilliCPU || a.Memory != b.Memory {
+		return false
+	}
+	for _, r := range p {
+		if a.ScalarResources[r.resource] != b.ScalarResources[r.resource] {
+			return false
+		}
+	}
+	return true
+}
+
 func (p proportional) check(task *api.TaskInfo, node *api.NodeInfo) *api.Status {
 	for _, r := range p {
 		if task.Resreq.ScalarResources[r.resource] > 0 {

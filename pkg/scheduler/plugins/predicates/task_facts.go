@@ -1,7 +1,11 @@
 package predicates
 
 import (
+	"maps"
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
@@ -48,10 +52,28 @@ func newTaskFacts(task *api.TaskInfo, logger klog.Logger) *taskFacts {
 	if len(pod.Spec.NodeSelector) > 0 {
 		f.nodeSelector = labels.SelectorFromSet(pod.Spec.NodeSelector)
 	}
-	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		f.requiredAffinity, f.affinityErr = nodeselector.NewRequired(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution)
+	if required := requiredNodeAffinity(pod); required != nil {
+		f.requiredAffinity, f.affinityErr = nodeselector.NewRequired(required)
 	}
 	return f
+}
+
+// sameFacts says whether two pods give the checks the same facts: newTaskFacts reads their
+// tolerations, host ports, node selector and required node affinity, and whether they have
+// volumes or constraints on other pods, which the caller compares.
+func sameFacts(a, b *corev1.Pod) bool {
+	return maps.Equal(a.Spec.NodeSelector, b.Spec.NodeSelector) &&
+		equality.Semantic.DeepEqual(a.Spec.Tolerations, b.Spec.Tolerations) &&
+		equality.Semantic.DeepEqual(requiredNodeAffinity(a), requiredNodeAffinity(b)) &&
+		slices.Equal(appendHostPorts(nil, a), appendHostPorts(nil, b))
+}
+
+// requiredNodeAffinity is the pod's required node affinity, nil when it has none.
+func requiredNodeAffinity(pod *corev1.Pod) *corev1.NodeSelector {
+	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil {
+		return a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	return nil
 }
 
 // matchesNode reports whether the node satisfies the pod's node selector and required node

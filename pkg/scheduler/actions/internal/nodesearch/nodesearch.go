@@ -65,23 +65,35 @@ type SessionSearch struct {
 	// scoring: some plugin ranks nodes. Without one any feasible node is as good as the next,
 	// so the search stops at the first node that can run the task now.
 	scoring bool
-	// errorCache remembers, per job and role, why a node failed: the role's other tasks ask
-	// the same of the node and get the same answer. nil when disabled. A task whose nodes
-	// depend on where other pods are (api.HasPodConstraints) neither reads nor fills it: a
-	// node its spread constraint refused one pod of the role takes the next once another has
-	// gone to the other zone, and one its affinity refused takes it once a pod it selects is
-	// placed there. Nor does a task with volumes the volume plugins read
-	// (api.HasSchedulingVolumes): each pod of a role may have a claim of its own (per-pod
-	// ephemeral volumes), whose only PV sits on another node than its sibling's.
-	errorCache map[roleKey]map[string]*api.Status
-	// uncached: the task being searched for is such a task.
-	uncached bool
+	// errorCache remembers, per job and role, why each node failed (by its position in
+	// nodes; nil until one has): the role's other tasks ask the same of the node and get the
+	// same answer. nil when disabled. A task whose nodes depend on where other pods are
+	// (api.HasPodConstraints) neither reads nor fills it: a node its spread constraint
+	// refused one pod of the role takes the next once another has gone to the other zone,
+	// and one its affinity refused takes it once a pod it selects is placed there. Nor does
+	// a task with volumes the volume plugins read (api.HasSchedulingVolumes): each pod of a
+	// role may have a claim of its own (per-pod ephemeral volumes), whose only PV sits on
+	// another node than its sibling's.
+	errorCache map[roleKey][]*api.Status
+	// caching: the task being searched for reads and fills the cache under role, whose
+	// entry cached is (nil while no node has failed).
+	caching bool
+	role    roleKey
+	cached  []*api.Status
+	// unplaceable are the searches that found no node since the last placement or undo
+	// (forget drops them), newest last: a task that every predicate answers as it answered
+	// one of them (Session.SamePredicates) and that asks the same resources finds no node
+	// either, for the same reasons, and is not searched again. Pending gangs of one shape
+	// that cannot fit are the case: each was searched over every node in turn, cycle after
+	// cycle. At most maxUnplaceable are kept, so that a task is compared with few.
+	unplaceable []unplaceable
 	// insufficient holds one "Insufficient <name>" status per resource name, shared by every
 	// node that lacks it (statuses are read-only once made).
 	insufficient map[corev1.ResourceName]*api.Status
 	// Scratch reused by every search, so that a search allocates nothing when it succeeds.
+	// failures are the statuses of the nodes that failed, in the order examined.
 	feasible []candidate
-	failures []nodeFailure
+	failures []*api.Status
 	// ranked are the feasible nodes best chooses among, and scores their scores.
 	ranked []*api.NodeInfo
 	scores []float64
@@ -107,6 +119,18 @@ type roomMemo struct {
 	short   corev1.ResourceName
 }
 
+// maxUnplaceable bounds SessionSearch.unplaceable.
+const maxUnplaceable = 8
+
+// unplaceable is a search that found no node: the task, the resources it asked, each node's
+// status (by position) and the record Find returned.
+type unplaceable struct {
+	task      *api.TaskInfo
+	demands   []demand
+	statuses  []*api.Status
+	fitErrors *api.FitErrors
+}
+
 type roleKey struct {
 	job  api.JobID
 	role string
@@ -117,11 +141,6 @@ type roleKey struct {
 type candidate struct {
 	node *api.NodeInfo
 	now  bool
-}
-
-type nodeFailure struct {
-	node   string
-	status *api.Status
 }
 
 // Open starts searching the session's nodes. cacheErrors turns on the predicate error cache.
@@ -135,17 +154,20 @@ func (s *NodeSearch) Open(ssn *framework.Session, cacheErrors bool) *SessionSear
 		insufficient: map[corev1.ResourceName]*api.Status{},
 	}
 	if cacheErrors {
-		ss.errorCache = map[roleKey]map[string]*api.Status{}
+		ss.errorCache = map[roleKey][]*api.Status{}
 	}
 	ssn.AddEventHandler(&framework.EventHandler{AllocateFunc: ss.forget, DeallocateFunc: ss.forget})
 	return ss
 }
 
-// forget drops the memo of the node a task was placed on or taken from.
+// forget drops the memo of the node a task was placed on or taken from, and the searches
+// that found no node: the node may take one of them now.
 func (s *SessionSearch) forget(e *framework.Event) {
 	if i, ok := s.positions[e.Node]; ok {
 		s.rooms[i] = roomMemo{}
 	}
+	clear(s.unplaceable)
+	s.unplaceable = s.unplaceable[:0]
 }
 
 // Find returns the node the task should go to, or nil and why every node examined failed.
@@ -156,7 +178,25 @@ func (s *SessionSearch) Find(task *api.TaskInfo) (*api.NodeInfo, *api.FitErrors)
 	}
 	s.feasible, s.failures = s.feasible[:0], s.failures[:0]
 	s.setDemands(task)
-	s.uncached = api.HasPodConstraints(task.Pod) || api.HasSchedulingVolumes(task.Pod)
+	s.caching = s.errorCache != nil && task.TaskRole != "" &&
+		!api.HasPodConstraints(task.Pod) && !api.HasSchedulingVolumes(task.Pod)
+	s.cached = nil
+	if s.caching {
+		s.role = roleKey{job: task.Job, role: task.TaskRole}
+		s.cached = s.errorCache[s.role]
+	}
+	// A role's cached statuses may be older than the session's last change: a search that
+	// read them neither answers from another search nor answers for one.
+	fresh := s.cached == nil
+	if fresh {
+		if u := s.sameAsUnplaceable(task); u != nil {
+			if s.caching {
+				s.cached = u.statuses
+				s.errorCache[s.role] = u.statuses
+			}
+			return nil, u.fitErrors
+		}
+	}
 	n := len(s.nodes)
 	start := s.owner.offset
 	examined := 0
@@ -166,7 +206,7 @@ func (s *SessionSearch) Find(task *api.TaskInfo) (*api.NodeInfo, *api.FitErrors)
 		examined++
 		status, now := s.check(task, i, node)
 		if status != nil {
-			s.failures = append(s.failures, nodeFailure{node: node.Name, status: status})
+			s.failures = append(s.failures, status)
 			continue
 		}
 		s.feasible = append(s.feasible, candidate{node: node, now: now})
@@ -178,13 +218,39 @@ func (s *SessionSearch) Find(task *api.TaskInfo) (*api.NodeInfo, *api.FitErrors)
 		s.owner.offset = (start + examined) % n
 	}
 	if len(s.feasible) == 0 {
-		fe := api.NewFitErrors()
-		for _, f := range s.failures {
-			fe.SetNodeError(f.node, f.status)
+		fe := countFailures(s.failures)
+		if fresh {
+			s.addUnplaceable(task, start, fe)
 		}
 		return nil, fe
 	}
 	return s.best(task), nil
+}
+
+// sameAsUnplaceable returns the search that found no node for a task asking the same
+// resources that every predicate answers alike, or nil.
+func (s *SessionSearch) sameAsUnplaceable(task *api.TaskInfo) *unplaceable {
+	for i := len(s.unplaceable) - 1; i >= 0; i-- {
+		u := &s.unplaceable[i]
+		if slices.Equal(u.demands, s.demands) && s.ssn.SamePredicates(u.task, task) {
+			return u
+		}
+	}
+	return nil
+}
+
+// addUnplaceable keeps the search that just failed on every node, starting at node start,
+// for the tasks that would fail alike.
+func (s *SessionSearch) addUnplaceable(task *api.TaskInfo, start int, fe *api.FitErrors) {
+	n := len(s.nodes)
+	statuses := make([]*api.Status, n)
+	for k, status := range s.failures {
+		statuses[(start+k)%n] = status
+	}
+	if len(s.unplaceable) == maxUnplaceable {
+		s.unplaceable = slices.Delete(s.unplaceable, 0, 1)
+	}
+	s.unplaceable = append(s.unplaceable, unplaceable{task: task, demands: slices.Clone(s.demands), statuses: statuses, fitErrors: fe})
 }
 
 // FailAllNodes is the record of a task that failed before any node was looked at (a
@@ -193,10 +259,23 @@ func (s *SessionSearch) FailAllNodes(err error) *api.FitErrors { return FailAll(
 
 // FailAll records err as every node's unresolvable reason.
 func FailAll(nodes []*api.NodeInfo, err error) *api.FitErrors {
-	status := api.NewStatus(api.UnschedulableAndUnresolvable, err.Error())
 	fe := api.NewFitErrors()
-	for _, node := range nodes {
-		fe.SetNodeError(node.Name, status)
+	fe.AddNodes(len(nodes), api.NewStatus(api.UnschedulableAndUnresolvable, err.Error()))
+	return fe
+}
+
+// countFailures records the failed nodes' statuses, one per node: nodes that fail alike share
+// a status (a plugin's verdicts, the search's insufficient ones), so a run of them is counted
+// at once.
+func countFailures(failures []*api.Status) *api.FitErrors {
+	fe := api.NewFitErrors()
+	for i := 0; i < len(failures); {
+		j := i + 1
+		for j < len(failures) && failures[j] == failures[i] {
+			j++
+		}
+		fe.AddNodes(j-i, failures[i])
+		i = j
 	}
 	return fe
 }
@@ -240,15 +319,8 @@ func (s *SessionSearch) setDemands(task *api.TaskInfo) {
 // then every predicate, through the error cache of the task's job and role. When it can,
 // now says whether it has the room at once.
 func (s *SessionSearch) check(task *api.TaskInfo, i int, node *api.NodeInfo) (status *api.Status, now bool) {
-	var cached map[string]*api.Status
-	if s.errorCache != nil && task.TaskRole != "" && !s.uncached {
-		key := roleKey{job: task.Job, role: task.TaskRole}
-		if cached = s.errorCache[key]; cached == nil {
-			cached = map[string]*api.Status{}
-			s.errorCache[key] = cached
-		} else if status, ok := cached[node.Name]; ok {
-			return status, false
-		}
+	if s.cached != nil && s.cached[i] != nil {
+		return s.cached[i], false
 	}
 	m := &s.rooms[i]
 	if m.demands != s.demandsID {
@@ -261,8 +333,12 @@ func (s *SessionSearch) check(task *api.TaskInfo, i int, node *api.NodeInfo) (st
 	} else {
 		status = s.insufficientStatus(short)
 	}
-	if status != nil && cached != nil {
-		cached[node.Name] = status
+	if status != nil && s.caching {
+		if s.cached == nil {
+			s.cached = make([]*api.Status, len(s.nodes))
+			s.errorCache[s.role] = s.cached
+		}
+		s.cached[i] = status
 	}
 	return status, now
 }

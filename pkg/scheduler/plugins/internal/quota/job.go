@@ -10,14 +10,24 @@ import (
 // and never below zero. A gated pod cannot start, so the quota it would take stays free for
 // other jobs. r is not changed.
 func WithoutGated(job *api.JobInfo, r *api.Resource) *api.Resource {
-	gated := api.EmptyResource()
+	return withoutGatedOwned(job, r.Clone())
+}
+
+// withoutGatedOwned is WithoutGated of an r the caller owns: it returns r itself where no pod
+// is gated (nearly every job), so that summing every job's reservation each session does not
+// copy each one again.
+func withoutGatedOwned(job *api.JobInfo, r *api.Resource) *api.Resource {
+	var gated *api.Resource
 	for _, t := range job.Tasks {
 		if t.SchGated {
+			if gated == nil {
+				gated = api.EmptyResource()
+			}
 			gated.Add(t.Resreq)
 		}
 	}
-	if gated.IsEmpty() {
-		return r.Clone()
+	if gated == nil || gated.IsEmpty() {
+		return r
 	}
 	return ExceededPart(r, gated)
 }
@@ -43,7 +53,7 @@ func Reserved(job *api.JobInfo) *api.Resource {
 		return WithoutGated(job, minReq)
 	case schedulingv1beta1.PodGroupRunning:
 		if placedTasks(job) >= job.MinAvailable {
-			return WithoutGated(job, ExceededPart(minReq, job.Allocated))
+			return withoutGatedOwned(job, ExceededPart(minReq, job.Allocated))
 		}
 	}
 	return api.EmptyResource()
@@ -63,11 +73,5 @@ func AddElastic(dst *api.Resource, job *api.JobInfo) *api.Resource {
 
 // placedTasks counts the job's tasks that hold a node (Allocated, Binding, Bound, Running).
 func placedTasks(job *api.JobInfo) int32 {
-	var n int32
-	for status, tasks := range job.TaskStatusIndex {
-		if api.AllocatedStatus(status) {
-			n += int32(len(tasks))
-		}
-	}
-	return n
+	return job.TaskCount(api.Allocated) + job.TaskCount(api.Binding) + job.TaskCount(api.Bound) + job.TaskCount(api.Running)
 }
