@@ -148,17 +148,7 @@ func TestStopCutsTheCycleShort(t *testing.T) {
 	registry.RegisterAction(stopper{cancel})
 	registry.RegisterAction(counted{&runs})
 	cfg := &conf.SchedulerConfiguration{Actions: "stopper, counted"}
-	c := &frameworktest.Cache{Snap: frameworktest.Objects{Queues: []*schedulingv1beta1.Queue{{ObjectMeta: metav1.ObjectMeta{Name: "q"}}}}.ClusterInfo()}
-	done := make(chan struct{})
-	go func() {
-		New(c, func() *conf.SchedulerConfiguration { return cfg }, registry, nil, time.Hour).Run(ctx)
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after the stop")
-	}
+	c := runUntilStopped(t, ctx, registry, cfg)
 	if runs != 0 {
 		t.Errorf("the action after the stop ran %d times", runs)
 	}
@@ -197,6 +187,19 @@ func TestStopWhileTheSessionOpens(t *testing.T) {
 	cfg := &conf.SchedulerConfiguration{Actions: "counted", Tiers: []conf.Tier{
 		{Plugins: []conf.PluginOption{{Name: "stopping"}}}, {Plugins: []conf.PluginOption{{Name: "later"}}},
 	}}
+	c := runUntilStopped(t, ctx, registry, cfg)
+	if opened != 0 || runs != 0 {
+		t.Errorf("after a stop in the session's opening, %d plugins opened and %d actions ran, want none", opened, runs)
+	}
+	if c.Released == nil {
+		t.Error("the cut-short session was not handed back to the cache")
+	}
+}
+
+// runUntilStopped runs a scheduler over a cache of one queue until ctx ends, which something
+// the configuration runs must bring about, and returns the cache.
+func runUntilStopped(t *testing.T, ctx context.Context, registry *framework.Registry, cfg *conf.SchedulerConfiguration) *frameworktest.Cache {
+	t.Helper()
 	c := &frameworktest.Cache{Snap: frameworktest.Objects{Queues: []*schedulingv1beta1.Queue{{ObjectMeta: metav1.ObjectMeta{Name: "q"}}}}.ClusterInfo()}
 	done := make(chan struct{})
 	go func() {
@@ -208,10 +211,5 @@ func TestStopWhileTheSessionOpens(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return after the stop")
 	}
-	if opened != 0 || runs != 0 {
-		t.Errorf("after a stop in the session's opening, %d plugins opened and %d actions ran, want none", opened, runs)
-	}
-	if c.Released == nil {
-		t.Error("the cut-short session was not handed back to the cache")
-	}
+	return c
 }
