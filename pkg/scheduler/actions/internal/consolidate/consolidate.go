@@ -1,4 +1,4 @@
-// Package consolidate is the search the consolidation step will call (issue 52: free a GPU for
+// Package consolidate is the search the consolidation step will call (to free a GPU for
 // a job whose pod fits in the cluster's free vGPU memory but on no single GPU). Given every
 // GPU's slices and one waiting request, it says which movable pods to move to which GPUs so
 // that the request then fits on one GPU. It is pure: it reads no session and changes nothing.

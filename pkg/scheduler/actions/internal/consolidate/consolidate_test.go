@@ -8,10 +8,10 @@ import (
 	"testing"
 )
 
-// gpuMiB is each GPU's memory in the shape (a 24 GiB card).
+// gpuMiB is each GPU's memory in the fragmented shape (a 24 GiB card).
 const gpuMiB = 24576
 
-// fragmented is the shape: 4 GPUs on 2 nodes, each holding 3 single-pod jobs of 6000
+// fragmented is the shape a consolidation exists for: 4 GPUs on 2 nodes, each holding 3 single-pod jobs of 6000
 // MiB and 25 % of the cores that a controller recreates. 26,304 MiB are free in all, 6,576 on
 // each GPU.
 func fragmented() []GPU {
