@@ -24,6 +24,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/deviceshare"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/volumes"
 	"github.com/volcano-vgpu/volcano-vgpu/test/workload"
 )
@@ -52,7 +53,7 @@ func volumeGang(t *testing.T, releasing bool) (*api.ClusterInfo, *volumes.Source
 			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 		ci.Nodes["node-0001"].AddTask(api.NewTaskInfo(leaving))
 	}
-	return ci, startVolumes(t, wffcClass("local"), localPV("pv-a", "local", "node-0000"), dataClaim("data-0", "local"),
+	return ci, startVolumes(t, wffcClass("local"), st.LocalPV("pv-a", "local", "node-0000", "10Gi"), dataClaim("data-0", "local"),
 		dataClaim("data-probe", "local"))
 }
 
@@ -60,21 +61,6 @@ func volumeGang(t *testing.T, releasing bool) (*api.ClusterInfo, *volumes.Source
 func wffcClass(name string) *storagev1.StorageClass {
 	return &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Provisioner: "kubernetes.io/no-provisioner", VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer)}
-}
-
-// localPV is an available 10 GiB local PV of class, reachable only from node.
-func localPV(name, class, node string) *corev1.PersistentVolume {
-	return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.PersistentVolumeSpec{
-			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
-			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			StorageClassName:       class,
-			PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/mnt/" + name}},
-			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
-			}}}},
-		},
-		Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeAvailable}}
 }
 
 // startVolumes is the volume plugins' source over a fake API server holding the objects, its
@@ -200,8 +186,8 @@ func TestGangWithAClaimPerPodIsPlaced(t *testing.T) {
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: fmt.Sprintf("data-%d", i)}}}}
 	}
 	addJob(ci, job)
-	source := startVolumes(t, wffcClass("local-0"), wffcClass("local-1"), localPV("pv-0", "local-0", "node-0001"),
-		localPV("pv-1", "local-1", "node-0000"), dataClaim("data-0", "local-0"), dataClaim("data-1", "local-1"))
+	source := startVolumes(t, wffcClass("local-0"), wffcClass("local-1"), st.LocalPV("pv-0", "local-0", "node-0001", "10Gi"),
+		st.LocalPV("pv-1", "local-1", "node-0000", "10Gi"), dataClaim("data-0", "local-0"), dataClaim("data-1", "local-1"))
 	registry := newRegistryWith(allocate.DefaultOptions(), sources{devices: deviceshare.NewStaticShared(), vols: source})
 	cache := &frameworktest.Cache{Snap: ci}
 	frameworktest.RunActions(t, cache, chartConf(t, registry), registry)

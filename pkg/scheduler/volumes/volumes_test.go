@@ -20,6 +20,7 @@ import (
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 )
 
 const (
@@ -51,19 +52,7 @@ func session(nodes []*corev1.Node, pods map[string][]*corev1.Pod) []*api.NodeInf
 }
 
 // localPV is an available 1 GiB PV of the class that only node n reaches.
-func localPV(name, n string) *corev1.PersistentVolume {
-	return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.PersistentVolumeSpec{
-			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			StorageClassName:       class,
-			PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/mnt/" + name}},
-			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{n}}},
-			}}}},
-		},
-		Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeAvailable}}
-}
+func localPV(name, n string) *corev1.PersistentVolume { return st.LocalPV(name, class, n, "1Gi") }
 
 // csiPV is a CSI volume bound to claim, with labels (a zone).
 func csiPV(name, claim string, labels map[string]string) *corev1.PersistentVolume {
