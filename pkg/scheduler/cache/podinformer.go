@@ -16,8 +16,8 @@ import (
 // them when the list is served, never a watch cache's possibly older copy. client-go first
 // asks for a consistent watch-list; where the API server refuses it, the reflector falls back
 // to a list at resourceVersion "0" ("any version"), which this turns into "" (the latest).
-// HandedOver relies on it: a cache whose informers started after the previous leader handed
-// the Lease over holds every bind that leader made.
+// A new leader relies on it (leaseAtStart, in cmd/vc-scheduler): a cache whose informers
+// started after the previous leader handed the Lease over holds every bind that leader made.
 func usePodInformer(factory informers.SharedInformerFactory) {
 	factory.InformerFor(&corev1.Pod{}, func(kube kubernetes.Interface, resync time.Duration) toolscache.SharedIndexInformer {
 		return coreinformers.NewFilteredPodInformer(kube, metav1.NamespaceAll, resync,
