@@ -38,23 +38,9 @@ func (sc *SchedulerCache) Bind(task *api.TaskInfo) error {
 		return fmt.Errorf("bind pod %s to %s: the node's idle resources cannot take it: insufficient %v",
 			task.Key(), task.NodeName, cur.InitResreq.Exceeding(node.Idle, api.MissingAsZero))
 	}
-	sc.setTaskStatus(cur, api.Binding)
-	cur.NodeName = node.Name
-	cur.BindAnnotations = maps.Clone(task.BindAnnotations)
-	cur.PreBind = task.PreBind
-	node.AddTask(cur)
-	sc.nodeChanged(node.Name)
+	sc.startBinding(cur, node, task)
 	sc.binds.Add(refOf(cur))
 	return nil
-}
-
-// setTaskStatus moves a cached task to a status, through its job's indexes. Called under mu.
-func (sc *SchedulerCache) setTaskStatus(t *api.TaskInfo, status api.TaskStatus) {
-	if job := sc.jobs[t.Job]; job != nil && job.Tasks[t.UID] == t {
-		job.UpdateTaskStatus(t, status)
-		return
-	}
-	t.Status = status
 }
 
 // processNextBind sends one Binding; false once the cache is shut down. A task with a step
@@ -186,12 +172,7 @@ func (sc *SchedulerCache) bindFailed(ref podRef, pod *corev1.Pod, node string, e
 	sc.setPodUnscheduled(pod, api.ReasonSchedulerError, fmt.Sprintf("failed to bind to node %s: %v", node, err))
 
 	sc.mu.Lock()
-	if t := sc.tasks[ref.UID]; t != nil && t.Status == api.Binding && t.NodeName == node {
-		sc.nodes[node].RemoveTask(t)
-		sc.setTaskStatus(t, api.Pending)
-		t.NodeName, t.BindAnnotations = "", nil
-		sc.nodeChanged(node)
-	}
+	sc.undoBinding(ref.UID, node)
 	sc.mu.Unlock()
 	sc.changed()
 	sc.resyncs.AddRateLimited(ref)

@@ -3,8 +3,12 @@
 // carries the session's decisions back to the API server: binds, PodGroup and Queue status,
 // pod conditions and events. It implements framework.Cache.
 //
-// One mutex guards the cluster maps. Informer handlers and Bind change them under it; Snapshot
-// copies them under it. API requests are made by worker goroutines, never under the mutex.
+// One mutex guards the cluster maps; Snapshot copies them under it. Tasks, jobs and nodes are
+// added, moved and dropped under it by bookkeeping.go only, whose functions the informer
+// handlers (event_handlers.go) call with what an event shows, Bind and Evict with what a
+// session committed, and the bind and evict workers (binder.go, evictor.go) with what the API
+// server answered; deriver.go derives the nodes' device state. API requests are made by worker
+// goroutines, never under the mutex.
 package cache
 
 import (

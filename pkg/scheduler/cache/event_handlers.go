@@ -154,147 +154,9 @@ func (sc *SchedulerCache) onPodDelete(obj any) {
 		return
 	}
 	sc.mu.Lock()
-	if t := sc.tasks[api.TaskID(pod.UID)]; t != nil {
-		sc.nodeChanged(sc.removeTask(t))
-		if t.Status == api.Releasing {
-			sc.noteReleased()
-		}
-	}
-	delete(sc.evicting, api.TaskID(pod.UID))
+	sc.removePod(pod)
 	sc.mu.Unlock()
 	sc.conditions.forget(pod.UID)
-}
-
-// setPod adds or replaces the pod's task. Called under mu.
-//
-// A pod whose bind is in flight still shows no node: its task keeps the Binding placement
-// until the informer shows the result, or a failed bind undoes it. Otherwise an unrelated
-// update (a label, a condition) would make the pod look Pending and a session would place it
-// a second time. Likewise a pod being evicted stays Releasing until the informer shows it
-// deleted, so that the condition written before the delete does not make it a victim again.
-func (sc *SchedulerCache) setPod(pod *corev1.Pod) {
-	t := api.NewTaskInfo(pod)
-	if _, evicting := sc.evicting[t.UID]; evicting && api.AllocatedStatus(t.Status) {
-		t.Status = api.Releasing
-	}
-	var oldNode string
-	old := sc.tasks[t.UID]
-	if old != nil {
-		if old.Status == api.Binding && t.Status == api.Pending {
-			// The bind goes on: its placement, and the steps no bind has taken yet, move over.
-			t.Status, t.NodeName, t.BindAnnotations, t.PreBind = api.Binding, old.NodeName, old.BindAnnotations, old.PreBind
-			old.PreBind = nil
-		}
-		oldNode = sc.removeTask(old)
-		if old.Status == api.Releasing && terminated(t.Status) {
-			sc.noteReleased()
-		}
-	}
-	newNode := sc.addTask(t)
-	sc.nodeChanged(newNode)
-	if oldNode != newNode {
-		sc.nodeChanged(oldNode)
-	}
-	if old == nil && t.Status == api.Pending {
-		sc.noteArrival(sc.jobs[t.Job])
-	}
-}
-
-// addTask puts a task into the indexes, its job and (unless it has terminated) its node. It
-// returns the node it was put on, or "". Called under mu.
-func (sc *SchedulerCache) addTask(t *api.TaskInfo) string {
-	sc.tasks[t.UID] = t
-	if t.Job != "" {
-		sc.jobEntry(t.Job).AddTask(t)
-	}
-	if t.NodeName == "" || terminated(t.Status) {
-		return ""
-	}
-	sc.nodeEntry(t.NodeName).AddTask(t)
-	return t.NodeName
-}
-
-// removeTask undoes addTask, dropping a job or node entry nothing holds any more, and gives
-// back what the task's placement reserved for pre-bind steps no bind has taken (a pod deleted,
-// or bound by another scheduler, while its Binding waited). It returns the node the task was
-// taken off, or "". Called under mu.
-func (sc *SchedulerCache) removeTask(t *api.TaskInfo) string {
-	delete(sc.tasks, t.UID)
-	unreserveSteps(t)
-	if job := sc.jobs[t.Job]; job != nil {
-		job.DeleteTask(t)
-		sc.dropJobIfUnused(job)
-	}
-	n := sc.nodes[t.NodeName]
-	if n == nil {
-		return ""
-	}
-	if _, on := n.Tasks[t.UID]; !on {
-		return ""
-	}
-	n.RemoveTask(t)
-	if n.Node == nil && len(n.Tasks) == 0 {
-		delete(sc.nodes, n.Name)
-	}
-	return n.Name
-}
-
-// noteArrival signals Arrivals when a pod or PodGroup that just arrived leaves its job with a
-// PodGroup and at least its minimum of pods: a gang whose last pod came, a single pod, a
-// PodGroup created after its pods. Called under mu.
-func (sc *SchedulerCache) noteArrival(job *api.JobInfo) {
-	if job == nil || job.PodGroup == nil || job.ValidTaskNum() < job.MinAvailable {
-		return
-	}
-	sc.signalArrival()
-}
-
-// noteReleased signals Arrivals when a releasing pod (a victim of preempt or reclaim, or one
-// being deleted) has stopped or is gone: a preemptor pipelined onto its room can now be
-// bound, and would otherwise wait up to a period. Called under mu.
-func (sc *SchedulerCache) noteReleased() { sc.signalArrival() }
-
-func (sc *SchedulerCache) signalArrival() {
-	select {
-	case sc.arrivals <- struct{}{}:
-	default: // one signal already waits
-	}
-}
-
-// Arrivals reports newly schedulable work (see noteArrival and noteReleased), for
-// Scheduler.WakeOn.
-func (sc *SchedulerCache) Arrivals() <-chan struct{} { return sc.arrivals }
-
-// terminated tasks no longer hold their node.
-func terminated(s api.TaskStatus) bool { return s == api.Succeeded || s == api.Failed }
-
-// jobEntry returns the job, creating an empty one (no PodGroup yet). Called under mu.
-func (sc *SchedulerCache) jobEntry(id api.JobID) *api.JobInfo {
-	job := sc.jobs[id]
-	if job == nil {
-		job = api.NewJobInfo(id)
-		sc.jobs[id] = job
-	}
-	return job
-}
-
-// dropJobIfUnused forgets a job that has neither a PodGroup nor pods. Called under mu.
-func (sc *SchedulerCache) dropJobIfUnused(job *api.JobInfo) {
-	if job.PodGroup == nil && len(job.Tasks) == 0 {
-		delete(sc.jobs, job.UID)
-	}
-}
-
-// nodeEntry returns the node, creating one known only from its pods (not scheduled onto
-// until its object arrives). Called under mu.
-func (sc *SchedulerCache) nodeEntry(name string) *api.NodeInfo {
-	n := sc.nodes[name]
-	if n == nil {
-		n = api.NewNodeInfo(nil)
-		n.Name = name
-		sc.nodes[name] = n
-	}
-	return n
 }
 
 // nodeWanted: the node matches --node-selector.
@@ -310,15 +172,9 @@ func (sc *SchedulerCache) onNodeSet(obj any) {
 	}
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	sc.nodeEntry(node.Name).SetNode(node)
-	sc.nodeChanged(node.Name)
-	for _, d := range sc.derivers {
-		sc.claim(d, node)
-	}
+	sc.setNode(node)
 }
 
-// onNodeDelete forgets the node object. Pods still on it keep their accounting, so that
-// the node is right if it comes back before they go.
 func (sc *SchedulerCache) onNodeDelete(obj any) {
 	node, ok := unwrap[*corev1.Node](obj)
 	if !ok {
@@ -327,19 +183,7 @@ func (sc *SchedulerCache) onNodeDelete(obj any) {
 	}
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	for _, nodes := range sc.claimed {
-		delete(nodes, node.Name)
-	}
-	n := sc.nodes[node.Name]
-	if n == nil {
-		return
-	}
-	if len(n.Tasks) == 0 {
-		delete(sc.nodes, node.Name)
-	} else {
-		// Derived device state is rebuilt when the node object comes back.
-		n.Node, n.Devices = nil, nil
-	}
+	sc.removeNode(node)
 }
 
 func (sc *SchedulerCache) onPodGroupSet(obj any) {
@@ -349,16 +193,11 @@ func (sc *SchedulerCache) onPodGroupSet(obj any) {
 	}
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	job := sc.jobEntry(api.NewJobID(pg.Namespace, pg.Name))
-	first := job.PodGroup == nil
-	job.SetPodGroup(pg, sc.defaultQueue)
-	if first {
-		sc.noteArrival(job)
-	}
+	sc.setPodGroup(pg)
 }
 
-// onPodGroupDelete leaves the job's pods in the cache (they still count on their nodes) but
-// takes the job out of every snapshot.
+// onPodGroupDelete also drops what the cache remembers having sent about the PodGroup: it is
+// kept per UID, which no later PodGroup has.
 func (sc *SchedulerCache) onPodGroupDelete(obj any) {
 	pg, ok := unwrap[*schedulingv1beta1.PodGroup](obj)
 	if !ok {
@@ -370,10 +209,7 @@ func (sc *SchedulerCache) onPodGroupDelete(obj any) {
 	sc.jobEvents.forget(pg.UID)
 	sc.podGroupStatuses.forget(pg.UID)
 	sc.settings.forget(pg.UID)
-	if job := sc.jobs[api.NewJobID(pg.Namespace, pg.Name)]; job != nil {
-		job.PodGroup = nil
-		sc.dropJobIfUnused(job)
-	}
+	sc.removePodGroup(pg)
 }
 
 func (sc *SchedulerCache) onQueueSet(obj any) {

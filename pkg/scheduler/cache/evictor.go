@@ -42,10 +42,7 @@ func (sc *SchedulerCache) Evict(task *api.TaskInfo, reason string) error {
 	if node == nil {
 		return fmt.Errorf("evict pod %s: its node %q is not in the cache", task.Key(), cur.NodeName)
 	}
-	sc.setTaskStatus(cur, api.Releasing)
-	node.AddTask(cur)
-	sc.nodeChanged(node.Name)
-	sc.evicting[cur.UID] = reason
+	sc.startEviction(cur, node, reason)
 	sc.evictions.Add(refOf(cur))
 	return nil
 }
@@ -78,10 +75,7 @@ func (sc *SchedulerCache) processNextEvict(ctx context.Context) bool {
 	if err := sc.evict(ctx, pod, reason); err != nil && !apierrors.IsNotFound(err) {
 		klog.ErrorS(err, "Eviction failed; the pod keeps its place", "pod", klog.KObj(pod))
 		sc.mu.Lock()
-		delete(sc.evicting, ref.UID)
-		if t := sc.tasks[ref.UID]; t != nil {
-			sc.setPod(t.Pod)
-		}
+		sc.undoEviction(ref.UID)
 		sc.mu.Unlock()
 		sc.changed()
 		return true
