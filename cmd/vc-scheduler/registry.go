@@ -11,6 +11,7 @@ import (
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/backfill"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/consolidate"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/enqueue"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/gangpreempt"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/gangreclaim"
@@ -79,6 +80,7 @@ func newRegistryWith(allocateOpts allocate.Options, src sources) *framework.Regi
 	r.RegisterAction(reclaim.New())
 	r.RegisterAction(gangpreempt.New())
 	r.RegisterAction(gangreclaim.New())
+	r.RegisterAction(consolidate.New())
 	for name, spec := range map[string]framework.PluginSpec{
 		priority.PluginName:      {Build: priority.New, Arguments: priority.ArgumentKeys},
 		gang.PluginName:          {Build: gang.New, Arguments: gang.ArgumentKeys},

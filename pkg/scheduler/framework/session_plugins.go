@@ -83,6 +83,7 @@ type sessionFns struct {
 	preemptive                   map[string]AllocatableFn
 	jobStarving                  map[string]JobBoolFn
 	victimSelect                 map[string]VictimSelectFn
+	room                         map[string]RoomFn
 }
 
 func newSessionFns() sessionFns {
@@ -99,7 +100,7 @@ func newSessionFns() sessionFns {
 		preemptable: map[string]EvictableFn{}, reclaimable: map[string]EvictableFn{}, victimFilter: map[string]VictimFilterFn{},
 		victimSet:  map[string]VictimSetFn{},
 		preemptive: map[string]AllocatableFn{}, jobStarving: map[string]JobBoolFn{},
-		victimSelect: map[string]VictimSelectFn{},
+		victimSelect: map[string]VictimSelectFn{}, room: map[string]RoomFn{},
 	}
 }
 
@@ -172,6 +173,9 @@ type sessionChains struct {
 	preemptive                           chain[AllocatableFn]
 	jobStarving                          chain[JobBoolFn]
 	victimSelect                         chain[VictimSelectFn]
+	room                                 chain[RoomFn]
+	// moveFilter is every victim filter, whatever its plugin's flags (MovesAllowed).
+	moveFilter chain[VictimFilterFn]
 }
 
 // chains returns the session's chains, laying them out again after a registration. The
@@ -209,6 +213,8 @@ func (ssn *Session) chains() *sessionChains {
 		preemptive:        newChain(tiers, f.preemptive, preemptiveFlag),
 		jobStarving:       newChain(tiers, f.jobStarving, jobStarvingFlag),
 		victimSelect:      newChain(tiers, f.victimSelect, nil),
+		room:              newChain(tiers, f.room, nil),
+		moveFilter:        newChain(tiers, f.victimFilter, nil),
 	}
 	return ssn.linked
 }

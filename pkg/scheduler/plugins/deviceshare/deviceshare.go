@@ -108,6 +108,10 @@ type plugin struct {
 	// jobPriority is the priority of a task's job (its PodGroup's PriorityClass), which ranks
 	// victims of different jobs; 0 for a task without one.
 	jobPriority func(*api.TaskInfo) int32
+	// jobs are the session's jobs; heldFor the room the pods this session moves are to find
+	// elsewhere (room.go).
+	jobs    map[api.JobID]*api.JobInfo
+	heldFor map[api.TaskID]heldRoom
 }
 
 // placement is a task's placement in the session: its assignment, and, where it holds some
@@ -165,6 +169,7 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 		return
 	}
 	p.open(p.now())
+	p.jobs = ssn.Jobs
 	p.jobPriority = func(t *api.TaskInfo) int32 {
 		if job := ssn.JobFor(t); job != nil {
 			return job.Priority
@@ -180,6 +185,7 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 	ssn.AddEventHandler(&framework.EventHandler{AllocateFunc: p.allocate, DeallocateFunc: p.deallocate})
 	ssn.AddQueueUsageFn(PluginName, p.queueUsage(ssn.Nodes))
 	ssn.AddVictimSelectFn(PluginName, p.selectVictims)
+	ssn.AddRoomFn(PluginName, p.makeRoom)
 }
 
 // open reads what the session holds to: the resource names of the device configuration in

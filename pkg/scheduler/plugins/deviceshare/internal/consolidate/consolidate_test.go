@@ -220,7 +220,34 @@ func generate(rng *rand.Rand) Problem {
 	if rng.IntN(4) == 0 {
 		p.Request.Nodes = []string{"node-1"}
 	}
+	// Sometimes a GPU the request may not use, or on which it books more (a share of the
+	// GPU, a context reserve), and pods that only some GPUs may host.
+	for g := range p.GPUs {
+		switch rng.IntN(8) {
+		case 0:
+			p.GPUs[g].Closed = true
+		case 1:
+			p.GPUs[g].RequestMemory = p.Request.Memory + 500
+		}
+	}
+	if rng.IntN(4) == 0 {
+		p.Hosts = hostsByName
+	}
 	return p
+}
+
+// hostsByName lets a pod whose name ends in an odd digit go only to gpu-0 and gpu-2: a
+// filter that differs between GPUs alike, as a pod's node or type filters do.
+func hostsByName(s *Slice, g *GPU) bool {
+	if (s.Pod[len(s.Pod)-1]-'0')%2 == 0 {
+		return true
+	}
+	return g.ID == "gpu-0" || g.ID == "gpu-2"
+}
+
+// requestOn is the request's slice on GPU g.
+func requestOn(p Problem, g int) Slice {
+	return Slice{Pod: "request", Memory: p.Request.memoryOn(&p.GPUs[g]), Cores: p.Request.Cores}
 }
 
 type cost struct {
@@ -303,7 +330,7 @@ func bruteForce(p Problem) (cost, bool) {
 			continue
 		}
 		for t := range p.GPUs {
-			if len(p.Request.Nodes) > 0 && !slices.Contains(p.Request.Nodes, p.GPUs[t].Node) {
+			if p.GPUs[t].Closed || (len(p.Request.Nodes) > 0 && !slices.Contains(p.Request.Nodes, p.GPUs[t].Node)) {
 				continue
 			}
 			var left []Slice
@@ -312,7 +339,7 @@ func bruteForce(p Problem) (cost, bool) {
 					left = append(left, s)
 				}
 			}
-			if !holds(p.GPUs[t], append(left, Slice{Memory: p.Request.Memory, Cores: p.Request.Cores})) {
+			if !holds(p.GPUs[t], append(left, requestOn(p, t))) {
 				continue
 			}
 			if placeAll(p, set, t, make([][]Slice, len(p.GPUs))) {
@@ -332,7 +359,7 @@ func placeAll(p Problem, set []ref, freed int, incoming [][]Slice) bool {
 	}
 	r := set[0]
 	for g := range p.GPUs {
-		if g == freed || g == r.gpu {
+		if g == freed || g == r.gpu || (p.Hosts != nil && !p.Hosts(&p.GPUs[r.gpu].Slices[r.slice], &p.GPUs[g])) {
 			continue
 		}
 		incoming[g] = append(incoming[g], p.GPUs[r.gpu].Slices[r.slice])
@@ -375,8 +402,8 @@ func validate(p Problem, plan Plan) error {
 	if !ok {
 		return fmt.Errorf("plan %+v: no GPU %s", plan, plan.GPU)
 	}
-	if len(p.Request.Nodes) > 0 && !slices.Contains(p.Request.Nodes, p.GPUs[freed].Node) {
-		return fmt.Errorf("plan %+v: node %s is not one the request may use", plan, p.GPUs[freed].Node)
+	if p.GPUs[freed].Closed || (len(p.Request.Nodes) > 0 && !slices.Contains(p.Request.Nodes, p.GPUs[freed].Node)) {
+		return fmt.Errorf("plan %+v: %s is not a GPU the request may use", plan, plan.GPU)
 	}
 	incoming := make([][]Slice, len(p.GPUs))
 	moved := map[string]bool{}
@@ -397,6 +424,9 @@ func validate(p Problem, plan Plan) error {
 		if !s.Movable {
 			return fmt.Errorf("plan %+v: %s may not move", plan, m.Pod)
 		}
+		if p.Hosts != nil && !p.Hosts(&s, &p.GPUs[to]) {
+			return fmt.Errorf("plan %+v: %s may not go to %s", plan, m.Pod, m.To)
+		}
 		if lost[s.Job]++; lost[s.Job] > p.Budget[s.Job] {
 			return fmt.Errorf("plan %+v: job %s loses %d pods, more than its %d", plan, s.Job, lost[s.Job], p.Budget[s.Job])
 		}
@@ -408,7 +438,7 @@ func validate(p Problem, plan Plan) error {
 			return fmt.Errorf("plan %+v: %s is over memory, cores or split", plan, p.GPUs[g].ID)
 		}
 	}
-	left := []Slice{{Pod: "request", Memory: p.Request.Memory, Cores: p.Request.Cores}}
+	left := []Slice{requestOn(p, freed)}
 	for _, s := range p.GPUs[freed].Slices {
 		if !moved[s.Pod] {
 			left = append(left, s)

@@ -1,10 +1,10 @@
-// Package consolidate is the search the consolidation step will call (to free a GPU for
-// a job whose pod fits in the cluster's free vGPU memory but on no single GPU). Given every
-// GPU's slices and one waiting request, it says which movable pods to move to which GPUs so
-// that the request then fits on one GPU. It is pure: it reads no session and changes nothing.
-// The step that calls it says which pods may move (recreated by a controller, not
-// volcano.sh/preemptable: "false", old enough) and how many pods each job may lose and stay at
-// its minimum, and carries the moves out.
+// Package consolidate is the search behind the consolidate action (deviceshare's room-maker,
+// to free a GPU for a pod that fits in the cluster's free vGPU memory but on no single GPU).
+// Given every GPU's slices and one waiting request, it says which movable pods to move to
+// which GPUs so that the request then fits on one GPU. It is pure: it reads no session and
+// changes nothing. The caller says which pods may move (recreated by a controller, not
+// volcano.sh/preemptable: "false"), how many pods each job may lose and stay at its minimum,
+// and where each may go, and carries the moves out.
 //
 // A moved pod takes only room that is free before any move, never room another move frees:
 // no GPU is over memory, cores or split whatever order the evictions and re-creations happen
@@ -38,6 +38,20 @@ type GPU struct {
 	// Split is the most slices the GPU holds at once.
 	Split  int
 	Slices []Slice
+	// Closed: the request may not use this GPU (its filters, or its node's), though the
+	// GPU may take moved slices.
+	Closed bool
+	// RequestMemory is what the request books here when that differs from Request.Memory
+	// (a share of the GPU's memory, a context reserve); 0: Request.Memory.
+	RequestMemory int64
+}
+
+// memoryOn is what the request books on g.
+func (r Request) memoryOn(g *GPU) int64 {
+	if g.RequestMemory > 0 {
+		return g.RequestMemory
+	}
+	return r.Memory
 }
 
 // Slice is one pod's share of a GPU. A pod with slices on several GPUs is given as not
@@ -68,6 +82,9 @@ type Problem struct {
 	GPUs    []GPU
 	Budget  map[string]int
 	Request Request
+	// Hosts says whether GPU g may take slice s (the pod's own GPU and node filters); nil:
+	// any GPU with room.
+	Hosts func(s *Slice, g *GPU) bool
 }
 
 // Move sends Pod's slice from GPU From to GPU To (GPU IDs).
@@ -101,7 +118,7 @@ func Search(p Problem, l Limits) (Plan, bool) {
 	type target struct{ gpu, least int }
 	var targets []target
 	for i := range p.GPUs {
-		if len(p.Request.Nodes) > 0 && !slices.Contains(p.Request.Nodes, p.GPUs[i].Node) {
+		if p.GPUs[i].Closed || (len(p.Request.Nodes) > 0 && !slices.Contains(p.Request.Nodes, p.GPUs[i].Node)) {
 			continue
 		}
 		if least, ok := s.leastToFree(i); ok {
@@ -204,7 +221,8 @@ func (s *search) leastToFree(i int) (int, bool) {
 			rest = rest.add(sl)
 		}
 	}
-	if !fits(g, rest, r.Memory, r.Cores) {
+	need := r.memoryOn(g)
+	if !fits(g, rest, need, r.Cores) {
 		return 0, false
 	}
 	u := s.used[i]
@@ -221,7 +239,7 @@ func (s *search) leastToFree(i int) (int, bool) {
 		}
 		return n
 	}
-	least = max(least, fewest(u.memory, g.Memory-r.Memory, func(sl Slice) int64 { return sl.Memory }))
+	least = max(least, fewest(u.memory, g.Memory-need, func(sl Slice) int64 { return sl.Memory }))
 	coreLimit := int64(wholeGPUCores - r.Cores)
 	if r.Cores == 0 {
 		coreLimit = wholeGPUCores - 1
@@ -249,7 +267,7 @@ func (s *search) tryGPU(i, k int) {
 			return
 		}
 		if len(set) == k {
-			if fits(g, u, r.Memory, r.Cores) {
+			if fits(g, u, r.memoryOn(g), r.Cores) {
 				c := candidate{gpu: i, slices: slices.Clone(set)}
 				for _, j := range set {
 					c.memory += g.Slices[j].Memory
@@ -311,14 +329,17 @@ func (s *search) place(c *candidate) bool {
 				return false
 			}
 			dst := &s.p.GPUs[t]
-			if t == c.gpu || !fits(dst, u[t], sl.Memory, sl.Cores) {
+			if t == c.gpu || !fits(dst, u[t], sl.Memory, sl.Cores) || (s.p.Hosts != nil && !s.p.Hosts(&sl, dst)) {
 				continue
 			}
-			st := state{dst.Memory, dst.Split, u[t]}
-			if slices.Contains(tried, st) {
-				continue
+			// GPUs alike are alike for the pods placed after this one only while any GPU
+			// with room may host them.
+			if st := (state{dst.Memory, dst.Split, u[t]}); s.p.Hosts == nil {
+				if slices.Contains(tried, st) {
+					continue
+				}
+				tried = append(tried, st)
 			}
-			tried = append(tried, st)
 			u[t] = u[t].add(sl)
 			to[order[n]] = t
 			ok := next(n + 1)

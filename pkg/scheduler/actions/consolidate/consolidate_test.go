@@ -1,0 +1,308 @@
+package consolidate_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/allocate"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/backfill"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/consolidate"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/enqueue"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/binpack"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/conformance"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/deviceshare"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/drf"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/gang"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/nodeorder"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/overcommit"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/predicates"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/priority"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/proportion"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
+	"github.com/volcano-vgpu/volcano-vgpu/test/minresources"
+)
+
+// gpuMiB is each GPU's memory (a 24 GiB card); three 6000 MiB slices leave 6576 MiB free.
+const gpuMiB, slice = 24576, 6000
+
+// owner is who recreates a pod: a ReplicaSet, a StatefulSet, or nobody (a bare pod).
+type owner string
+
+const (
+	replicaSet  owner = "ReplicaSet"
+	statefulSet owner = "StatefulSet"
+	bare        owner = ""
+)
+
+// runner is a running pod of slice MiB on GPU gpu (node gpu/2, two GPUs a node).
+type runner struct {
+	gpu   int
+	owner owner
+	keep  bool
+}
+
+// group is a PodGroup of minMember min and its running pods; a pending pod of memory MiB
+// and cpu cores each when pending > 0.
+type group struct {
+	name          string
+	min           int32
+	running       []runner
+	pending       int
+	memory, cores int
+}
+
+func uuid(i int) string { return fmt.Sprintf("GPU-%08d-0000-0000-0000-000000000000", i) }
+
+// fragmented is the shape the action exists for: 2 nodes of 2 GPUs, each GPU holding three
+// single-pod jobs of 6000 MiB that a ReplicaSet recreates (a Deployment's pods), 26,304 MiB
+// free in all and 6,576 on each GPU.
+func fragmented() []group {
+	var gs []group
+	for g := range 4 {
+		for p := range 3 {
+			gs = append(gs, group{name: fmt.Sprintf("d-%d-%d", g, p), min: 1, running: []runner{{gpu: g, owner: replicaSet}}})
+		}
+	}
+	return gs
+}
+
+// cluster builds the nodes (16 cpus, 64Gi), queue default and the groups, each PodGroup with
+// the minResources Volcano's controllers give it, the GPU ledgers derived as the cache does.
+func cluster(t *testing.T, groups ...group) *api.ClusterInfo {
+	t.Helper()
+	objs := frameworktest.Objects{Queues: []*schedulingv1beta1.Queue{st.MakeQueue().Name("default").Weight(1).Obj()}}
+	objs.Queues[0].Status.State = schedulingv1beta1.QueueStateOpen
+	for n := range 2 {
+		devices := []vgpu.NodeDevice{}
+		for g := 2 * n; g < 2*n+2; g++ {
+			devices = append(devices, vgpu.NodeDevice{UUID: uuid(g), Count: 10, Memory: gpuMiB, Type: "NVIDIA-NVIDIA L4", Healthy: true, Mode: vgpu.ModeHAMiCore})
+		}
+		register, err := vgpu.EncodeNodeDevices(devices)
+		if err != nil {
+			t.Fatal(err)
+		}
+		allocatable := st.Resources("16", "64Gi", "pods", "110", string(vgpu.DefaultCountResource), "20",
+			string(vgpu.DefaultMemoryResource), fmt.Sprint(2*gpuMiB), string(vgpu.DefaultCoresResource), "200")
+		objs.Nodes = append(objs.Nodes, st.MakeNode().Name(fmt.Sprintf("n%d", n)).Annotation(vgpu.NodeDevicesAnnotation, register).
+			Allocatable(allocatable).Capacity(allocatable).Obj())
+	}
+	for _, g := range groups {
+		var pods []*corev1.Pod
+		podOf := func(i int, memory, cores int) *st.PodWrapper {
+			asks := st.Resources(fmt.Sprint(cores), "2Gi", string(vgpu.DefaultCountResource), "1", string(vgpu.DefaultMemoryResource), fmt.Sprint(memory))
+			name := fmt.Sprintf("%s-%d", g.name, i)
+			return st.MakePod().Namespace("ns").Name(name).UID("uid-"+name).Group(g.name).SchedulerName("volcano").
+				Containers(corev1.Container{Name: "main", Resources: corev1.ResourceRequirements{Limits: asks, Requests: asks.DeepCopy()}})
+		}
+		phase := schedulingv1beta1.PodGroupInqueue
+		for i, r := range g.running {
+			w := podOf(i, slice, 1)
+			if r.owner != bare {
+				controller := true
+				w.Owner(metav1.OwnerReference{APIVersion: "apps/v1", Kind: string(r.owner), Name: g.name, UID: types.UID("owner-" + g.name), Controller: &controller})
+			}
+			if r.keep {
+				w.Annotation(schedulingv1beta1.PodPreemptable, "false")
+			}
+			assignment, err := vgpu.PodDevices{{{UUID: uuid(r.gpu), Type: vgpu.DeviceTypeNVIDIA, UsedMemory: slice}}}.Encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Node(fmt.Sprintf("n%d", r.gpu/2)).Phase(corev1.PodRunning).Annotation(vgpu.AssignedNodeAnnotation, fmt.Sprintf("n%d", r.gpu/2)).
+				Annotation(vgpu.AssignedDevicesAnnotation, assignment).Annotation(vgpu.DevicesToAllocateAnnotation, "").
+				Annotation(vgpu.BindPhaseAnnotation, vgpu.BindPhaseSuccess)
+			pods = append(pods, w.Obj())
+			phase = schedulingv1beta1.PodGroupRunning
+		}
+		for i := range g.pending {
+			pods = append(pods, podOf(len(g.running)+i, g.memory, g.cores).Obj())
+		}
+		objs.PodGroups = append(objs.PodGroups, st.MakePodGroup().Namespace("ns").Name(g.name).MinMember(g.min).Queue("default").
+			MinResources(minresources.Of(pods, int(g.min))).Phase(phase).Obj())
+		objs.Pods = append(objs.Pods, pods...)
+	}
+	ci := objs.ClusterInfo()
+	for _, n := range ci.NodeList {
+		n.Devices = map[string]api.Devices{deviceshare.PluginName: deviceshare.NewDeriver().Derive(n)}
+	}
+	return ci
+}
+
+// registry has every action and plugin the chart's configuration names, and consolidate.
+func registry() *framework.Registry {
+	reg := framework.NewRegistry()
+	for _, a := range []framework.Action{enqueue.New(), allocate.New(), backfill.New(), consolidate.New()} {
+		reg.RegisterAction(a)
+	}
+	for name, build := range map[string]framework.PluginBuilder{
+		priority.PluginName: priority.New, gang.PluginName: gang.New, conformance.PluginName: conformance.New,
+		overcommit.PluginName: overcommit.New, drf.PluginName: drf.New, predicates.PluginName: predicates.New,
+		proportion.PluginName: proportion.New, nodeorder.PluginName: nodeorder.New, binpack.PluginName: binpack.New,
+		deviceshare.PluginName: deviceshare.NewBuilder(deviceshare.NewStaticShared()),
+	} {
+		reg.RegisterPlugin(name, build)
+	}
+	return reg
+}
+
+// chartConf is the chart's configuration (config/volcano-scheduler.conf) with actions in
+// place of its own.
+func chartConf(t *testing.T, reg *framework.Registry, actions string) *conf.SchedulerConfiguration {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "config", "volcano-scheduler.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(data), `"enqueue, allocate, backfill"`, `"`+actions+`"`, 1)
+	cfg, skipped, err := conf.Parse([]byte(text), reg)
+	if err != nil || len(skipped) > 0 || !strings.Contains(string(data), `"enqueue, allocate, backfill"`) {
+		t.Fatalf("config/volcano-scheduler.conf with actions %q: skipped %v, err %v", actions, skipped, err)
+	}
+	return cfg
+}
+
+// outcome is what one cycle did: the pods evicted ("pod: reason", sorted), the GPU each ran
+// on, and the pods pipelined, by node.
+type outcome struct {
+	evicted   []string
+	gpus      map[string]bool
+	pipelined map[string]string
+}
+
+// cycle runs the configuration's actions once over ci.
+func cycle(t *testing.T, ci *api.ClusterInfo, actions string) outcome {
+	t.Helper()
+	out := outcome{gpus: map[string]bool{}, pipelined: map[string]string{}}
+	cache := &frameworktest.Cache{Snap: frameworktest.CloneCluster(ci), OnEvict: func(task *api.TaskInfo, reason string) error {
+		out.evicted = append(out.evicted, task.Name+": "+reason)
+		devices, err := vgpu.DecodePodDevices(task.Pod.Annotations[vgpu.AssignedDevicesAnnotation])
+		if err != nil {
+			t.Error(err)
+		}
+		for _, c := range devices {
+			for _, d := range c {
+				out.gpus[d.UUID] = true
+			}
+		}
+		return nil
+	}}
+	reg := registry()
+	ssn := frameworktest.RunActions(t, cache, chartConf(t, reg, actions), reg)
+	slices.Sort(out.evicted)
+	for _, job := range ssn.Jobs {
+		for _, task := range job.TaskStatusIndex[api.Pipelined] {
+			out.pipelined[task.Name] = task.NodeName
+		}
+	}
+	return out
+}
+
+const withConsolidate = "enqueue, allocate, consolidate, backfill"
+
+// A pod of 20,000 MiB in the fragmented cluster waits for ever under the chart's actions;
+// with consolidate, the three pods of one GPU move (each to a GPU with room for it now) and
+// the pod is pipelined onto that GPU's node: 3 evictions, all on one GPU.
+func TestFragmentedGPUsMakeRoomForAPod(t *testing.T) {
+	ci := cluster(t, append(fragmented(), group{name: "big", min: 1, pending: 1, memory: 20000, cores: 2})...)
+	if out := cycle(t, ci, "enqueue, allocate, backfill"); len(out.evicted) > 0 || len(out.pipelined) > 0 {
+		t.Fatalf("without consolidate: evicted %q, pipelined %v; want nothing", out.evicted, out.pipelined)
+	}
+	out := cycle(t, ci, withConsolidate)
+	if len(out.evicted) != 3 || len(out.gpus) != 1 {
+		t.Fatalf("evicted %q on GPUs %v; want the 3 pods of one GPU", out.evicted, out.gpus)
+	}
+	for _, e := range out.evicted {
+		if !strings.HasSuffix(e, ": "+consolidate.Name) {
+			t.Errorf("evicted %q, want the reason %q", e, consolidate.Name)
+		}
+	}
+	var freed int
+	fmt.Sscanf(strings.TrimPrefix(slices.Collect(mapKeys(out.gpus))[0], "GPU-"), "%d", &freed)
+	if node := out.pipelined["big-0"]; node != fmt.Sprintf("n%d", freed/2) {
+		t.Errorf("big-0 pipelined onto %q, want the freed GPU's node n%d (pipelined %v)", node, freed/2, out.pipelined)
+	}
+}
+
+func mapKeys(m map[string]bool) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// Pods that may not move stay: GPU 0 holds a bare pod, GPU 1 a 3-pod StatefulSet gang at
+// its minimum, GPU 2 a pod marked volcano.sh/preemptable: "false"; only GPU 3's pods move.
+func TestPodsThatMayNotMoveStay(t *testing.T) {
+	groups := fragmented()
+	groups[0].running[0].owner = bare
+	groups = slices.DeleteFunc(groups, func(g group) bool { return g.name == "d-1-0" || g.name == "d-1-1" || g.name == "d-1-2" })
+	groups = append(groups, group{name: "gang", min: 3, running: []runner{{1, statefulSet, false}, {1, statefulSet, false}, {1, statefulSet, false}}})
+	for i := range groups {
+		if groups[i].name == "d-2-1" {
+			groups[i].running[0].keep = true
+		}
+	}
+	ci := cluster(t, append(groups, group{name: "big", min: 1, pending: 1, memory: 20000, cores: 2})...)
+	out := cycle(t, ci, withConsolidate)
+	if len(out.evicted) != 3 || !out.gpus[uuid(3)] || len(out.gpus) != 1 {
+		t.Fatalf("evicted %q on GPUs %v; want GPU 3's three pods", out.evicted, out.gpus)
+	}
+	if out.pipelined["big-0"] != "n1" {
+		t.Errorf("big-0 pipelined %v, want onto n1", out.pipelined)
+	}
+}
+
+// A gang of two such pods needs two GPUs freed, and the fragmented cluster has room for the
+// moved pods of one only: nothing moves (no move that does not end with the job placed).
+func TestNoMoveUnlessTheWholeJobIsPlaced(t *testing.T) {
+	ci := cluster(t, append(fragmented(), group{name: "pair", min: 2, pending: 2, memory: 20000, cores: 2})...)
+	if out := cycle(t, ci, withConsolidate); len(out.evicted) > 0 || len(out.pipelined) > 0 {
+		t.Fatalf("evicted %q, pipelined %v; want nothing", out.evicted, out.pipelined)
+	}
+}
+
+// A pod that also lacks CPU on every node waits for more than GPU room: nothing moves,
+// though moving a GPU's pods would free their CPU too.
+func TestNoMoveForWhatIsNotGPURoom(t *testing.T) {
+	ci := cluster(t, append(fragmented(), group{name: "big", min: 1, pending: 1, memory: 20000, cores: 12})...)
+	if out := cycle(t, ci, withConsolidate); len(out.evicted) > 0 || len(out.pipelined) > 0 {
+		t.Fatalf("evicted %q, pipelined %v; want nothing", out.evicted, out.pipelined)
+	}
+}
+
+// The room a moved pod is to find is held for it within the cycle: GPU 0 has room for one
+// more pod (6576 MiB free), GPU 1 for none (four pods), GPUs 2 and 3 hold one pod each. A
+// gang of two 20,000 MiB pods needs both of those pods moved, and only one has somewhere to
+// go: nothing moves. (Counting room free before the cycle, each move on its own finds GPU 0.)
+func TestRoomForMovedPodsIsHeld(t *testing.T) {
+	var groups []group
+	for i, gpu := range []int{0, 0, 0, 1, 1, 1, 1, 2, 3} {
+		groups = append(groups, group{name: fmt.Sprintf("d-%d", i), min: 1, running: []runner{{gpu: gpu, owner: replicaSet}}})
+	}
+	ci := cluster(t, append(groups, group{name: "pair", min: 2, pending: 2, memory: 20000, cores: 2})...)
+	if out := cycle(t, ci, withConsolidate); len(out.evicted) > 0 || len(out.pipelined) > 0 {
+		t.Fatalf("evicted %q, pipelined %v; want nothing", out.evicted, out.pipelined)
+	}
+	// One such pod alone moves one pod.
+	ci = cluster(t, append(groups, group{name: "one", min: 1, pending: 1, memory: 20000, cores: 2})...)
+	if out := cycle(t, ci, withConsolidate); len(out.evicted) != 1 || len(out.pipelined) != 1 {
+		t.Fatalf("evicted %q, pipelined %v; want one pod moved and one pipelined", out.evicted, out.pipelined)
+	}
+}
