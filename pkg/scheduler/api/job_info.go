@@ -103,6 +103,15 @@ func (j *JobInfo) SetPodGroup(pg *schedulingv1beta1.PodGroup, defaultQueue strin
 	j.CreationTimestamp = pg.CreationTimestamp
 }
 
+// Preemptable is false where the job's PodGroup is annotated, or where it has no such
+// annotation labelled, volcano.sh/preemptable: "false", the value read as a pod's is (see
+// NewTaskInfo). gangpreempt and gangreclaim then take none of its pods, whatever the pods' own
+// marks, as upstream v1.15.1's do; preempt and reclaim read only the pods' marks, as
+// upstream's. Read from the PodGroup, which a session never modifies, so clones agree.
+func (j *JobInfo) Preemptable() bool {
+	return j.PodGroup == nil || annotationOrLabel(&j.PodGroup.ObjectMeta, schedulingv1beta1.PodPreemptable) != "false"
+}
+
 // AddTask adds (or replaces) a task.
 func (j *JobInfo) AddTask(t *TaskInfo) {
 	if old, ok := j.Tasks[t.UID]; ok {

@@ -318,3 +318,42 @@ func TestRefreshComparesEveryField(t *testing.T) {
 		}
 	}
 }
+
+// A PodGroup's volcano.sh/preemptable is read as a pod's: the annotation, or where there is
+// none the label, and only "false" marks it; a job without a PodGroup is preemptable.
+func TestJobPreemptableReadsThePodGroupAsAPod(t *testing.T) {
+	key := schedulingv1beta1.PodPreemptable
+	for _, tc := range []struct {
+		name                string
+		annotations, labels map[string]string
+		want                bool
+	}{
+		{"unmarked", nil, nil, true},
+		{"annotated false", map[string]string{key: "false"}, nil, false},
+		{"labelled false", nil, map[string]string{key: "false"}, false},
+		{"annotated true over a label false", map[string]string{key: "true"}, map[string]string{key: "false"}, true},
+		{"annotated other than false", map[string]string{key: "no"}, map[string]string{key: "false"}, true},
+		{"labelled False", nil, map[string]string{key: "False"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pg := st.MakePodGroup().Namespace("ns").Name("pg1").MinMember(1).Obj()
+			pg.Annotations, pg.Labels = tc.annotations, tc.labels
+			job := NewJobInfo("ns/pg1")
+			job.SetPodGroup(pg, "default")
+			if got := job.Preemptable(); got != tc.want {
+				t.Errorf("job Preemptable = %v, want %v", got, tc.want)
+			}
+			if got := job.Clone().Preemptable(); got != tc.want {
+				t.Errorf("clone's Preemptable = %v, want %v", got, tc.want)
+			}
+			pod := testPod("ns", "p", "", corev1.PodPending, "1")
+			pod.Annotations, pod.Labels = tc.annotations, tc.labels
+			if got := NewTaskInfo(pod).Preemptable; got != tc.want {
+				t.Errorf("a pod marked alike: Preemptable = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if !NewJobInfo("ns/none").Preemptable() {
+		t.Error("a job without a PodGroup is not preemptable")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -77,13 +78,13 @@ func NewTaskInfo(pod *corev1.Pod) *TaskInfo {
 		UID:         TaskID(pod.UID),
 		Name:        pod.Name,
 		Namespace:   pod.Namespace,
-		TaskRole:    annotationOrLabel(pod, batchv1alpha1.TaskSpecKey),
+		TaskRole:    annotationOrLabel(&pod.ObjectMeta, batchv1alpha1.TaskSpecKey),
 		Resreq:      req,
 		InitResreq:  initReq,
 		NodeName:    pod.Spec.NodeName,
 		Status:      PodTaskStatus(pod),
 		Priority:    taskPriority(pod),
-		Preemptable: annotationOrLabel(pod, schedulingv1beta1.PodPreemptable) != "false",
+		Preemptable: annotationOrLabel(&pod.ObjectMeta, schedulingv1beta1.PodPreemptable) != "false",
 		BestEffort:  bestEffort,
 		SchGated:    len(pod.Spec.SchedulingGates) > 0,
 		Pod:         pod,
@@ -194,11 +195,13 @@ func taskPriority(pod *corev1.Pod) int32 {
 	return 0
 }
 
-func annotationOrLabel(pod *corev1.Pod, key string) string {
-	if v, ok := pod.Annotations[key]; ok {
+// annotationOrLabel is the object's annotation key, or its label key where it has no such
+// annotation (pods and PodGroups are read alike).
+func annotationOrLabel(meta *metav1.ObjectMeta, key string) string {
+	if v, ok := meta.Annotations[key]; ok {
 		return v
 	}
-	return pod.Labels[key]
+	return meta.Labels[key]
 }
 
 // CompareTasksByName is the default task order: the index after the last "-" of a

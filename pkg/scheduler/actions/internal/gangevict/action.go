@@ -30,7 +30,8 @@ type Scope struct {
 	MayEvict func(*api.TaskInfo) error
 	// Candidates accepts the pods a preemptor job may take from, among those that may be
 	// victims at all (running or bound, asking for something, not volcano.sh/preemptable:
-	// "false"); pods of the preemptor's own job are never taken.
+	// "false", nor of a job whose PodGroup is: api.JobInfo.Preemptable); pods of the
+	// preemptor's own job are never taken.
 	Candidates func(preemptor *api.JobInfo, t *api.TaskInfo) bool
 	// Allow is the plugins' say on the candidates (Session.BundlePreemptable or
 	// BundleReclaimable), for the preemptor's first pending task.
@@ -103,7 +104,12 @@ func (a action) forJob(ssn *framework.Session, job *api.JobInfo, scope Scope, wh
 	for _, t := range pending {
 		need.Add(t.InitResreq)
 	}
-	filter := func(t *api.TaskInfo) bool { return t.Job != job.UID && scope.Candidates(job, t) }
+	filter := func(t *api.TaskInfo) bool {
+		if victim := ssn.Jobs[t.Job]; victim != nil && !victim.Preemptable() {
+			return false
+		}
+		return t.Job != job.UID && scope.Candidates(job, t)
+	}
 	all := bundles(ssn, pending[0], need, filter, scope.Allow, wholeToo)
 	try := func(n int) *evictsearch.Attempt {
 		c := choose(all[:n])

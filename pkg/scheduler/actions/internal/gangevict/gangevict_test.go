@@ -17,6 +17,8 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/enqueue"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/gangpreempt"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/gangreclaim"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/preempt"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/actions/reclaim"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
@@ -154,10 +156,11 @@ func cluster(t *testing.T, gpus int, weights map[string]int32, jobs ...job) *api
 	return ci
 }
 
-// registry has every action and plugin the chart's configuration names, and the gang actions.
+// registry has every action and plugin the chart's configuration names, and the eviction
+// actions.
 func registry() *framework.Registry {
 	reg := framework.NewRegistry()
-	for _, a := range []framework.Action{enqueue.New(), allocate.New(), backfill.New(), gangpreempt.New(), gangreclaim.New()} {
+	for _, a := range []framework.Action{enqueue.New(), allocate.New(), backfill.New(), gangpreempt.New(), gangreclaim.New(), preempt.New(), reclaim.New()} {
 		reg.RegisterAction(a)
 	}
 	for name, build := range map[string]framework.PluginBuilder{
@@ -455,6 +458,115 @@ func TestGangEvictionKeepsEachRoleAtItsMinimum(t *testing.T) {
 			}
 			if wantPlaced := len(tc.want) > 0; wantPlaced != (len(pipelined(ssn, "p")) == 1) {
 				t.Errorf("p pipelined: %v, want %v", pipelined(ssn, "p"), wantPlaced)
+			}
+		})
+	}
+}
+
+// markPodGroup gives job name's PodGroup in ci the annotations and labels, as its author
+// writes them on the PodGroup (its pods keep none).
+func markPodGroup(t *testing.T, ci *api.ClusterInfo, name string, annotations, labels map[string]string) {
+	t.Helper()
+	job := ci.Jobs[api.NewJobID("ns", name)]
+	if job == nil {
+		t.Fatalf("no job %s", name)
+	}
+	pg := job.PodGroup.DeepCopy()
+	pg.Annotations, pg.Labels = annotations, labels
+	job.SetPodGroup(pg, pg.Spec.Queue)
+}
+
+// A PodGroup annotated, or labelled, volcano.sh/preemptable: "false" keeps all its pods from
+// gangreclaim and gangpreempt (its pods carry no mark of their own), as upstream's
+// PodGroup-level check: the action takes another job's pods instead, or nothing. The
+// annotation, where present, is read before the label; a value other than "false" is read
+// as a pod's is and shields nothing.
+//
+// gangreclaim: queue b (weight 3, owed 3 of the 4 GPUs) reclaims 2 whole GPUs for a 2-pod
+// gang from queue a, whose single-pod jobs a0..a3 hold a GPU each (unmarked, a2 and a3 go).
+// gangpreempt: TestGangPreemptTakesSurplusFirst's cluster, gang g (3 pods at minMember 2)
+// marked: the preemptor of half a GPU takes a single-pod job instead of g's surplus member;
+// one of a whole GPU finds no GPU freed without g's pods and takes nothing. Classic preempt
+// and reclaim read only the pods' marks, as upstream's: they still take a marked gang's
+// surplus member (reclaim: queue a's gang g of 2 whole-GPU pods at minMember 1, beside two
+// single-pod jobs that gang's rule keeps, gives queue b one GPU).
+func TestGangEvictionSparesPodGroupsMarkedNotPreemptable(t *testing.T) {
+	annotated := map[string]string{schedulingv1beta1.PodPreemptable: "false"}
+	type mark struct {
+		job                 string
+		annotations, labels map[string]string
+	}
+	reclaimCluster := func(t *testing.T) *api.ClusterInfo {
+		a := singles("a", "a", 1, 4, gpuMiB, func(i int) int { return i })
+		return cluster(t, 4, map[string]int32{"a": 1, "b": 3}, append(a, job{"b", "b", 1, 2, pending(2, gpuMiB), nil})...)
+	}
+	preemptCluster := func(memory int32) func(t *testing.T) *api.ClusterInfo {
+		return func(t *testing.T) *api.ClusterInfo {
+			jobs := append(singles("s", "q", 1, 3, half, func(i int) int { return i + 1 }),
+				singles("x", "q", 20, 2, half, func(i int) int { return i + 2 })...)
+			jobs = append(jobs, job{"g", "q", 1, 2, []pod{{half, 0, false, ""}, {half, 0, false, ""}, {half, 1, false, ""}}, nil},
+				job{"p", "q", 10, 1, pending(1, memory), nil})
+			return cluster(t, 4, map[string]int32{"q": 1}, jobs...)
+		}
+	}
+	gangReclaimCluster := func(t *testing.T) *api.ClusterInfo {
+		jobs := append(singles("a", "a", 1, 2, gpuMiB, func(i int) int { return i }),
+			job{"g", "a", 1, 1, []pod{{gpuMiB, 2, false, ""}, {gpuMiB, 3, false, ""}}, nil}, job{"b", "b", 1, 1, pending(1, gpuMiB), nil})
+		return cluster(t, 4, map[string]int32{"a": 1, "b": 3}, jobs...)
+	}
+	const gangReclaim, gangPreempt = "enqueue, allocate, gangreclaim, backfill", "enqueue, allocate, gangpreempt, backfill"
+	const classicReclaim, classicPreempt = "enqueue, allocate, reclaim, backfill", "enqueue, allocate, preempt, backfill"
+	cases := []struct {
+		name, actions, placed string
+		cluster               func(*testing.T) *api.ClusterInfo
+		marks                 []mark
+		want                  []string
+	}{
+		{"gangreclaim, none marked: a2 and a3", gangReclaim, "b", reclaimCluster, nil,
+			[]string{"a2-0", "a3-0"}},
+		{"gangreclaim, a2 and a3 annotated: a0 and a1", gangReclaim, "b", reclaimCluster,
+			[]mark{{"a2", annotated, nil}, {"a3", annotated, nil}}, []string{"a0-0", "a1-0"}},
+		{"gangreclaim, a2 labelled, a3 annotated: a0 and a1", gangReclaim, "b", reclaimCluster,
+			[]mark{{"a2", nil, annotated}, {"a3", annotated, nil}}, []string{"a0-0", "a1-0"}},
+		{"gangreclaim, a3's annotation true over its label, a1 and a2 annotated: a0 and a3", gangReclaim, "b", reclaimCluster,
+			[]mark{{"a3", map[string]string{schedulingv1beta1.PodPreemptable: "true"}, annotated}, {"a1", annotated, nil}, {"a2", annotated, nil}},
+			[]string{"a0-0", "a3-0"}},
+		{"gangreclaim, a2 and a3 marked other than false: a2 and a3", gangReclaim, "b", reclaimCluster,
+			[]mark{{"a2", map[string]string{schedulingv1beta1.PodPreemptable: "no"}, nil}, {"a3", nil, map[string]string{schedulingv1beta1.PodPreemptable: "true"}}},
+			[]string{"a2-0", "a3-0"}},
+		{"gangreclaim, a1 to a3 annotated, one GPU left to free: nothing", gangReclaim, "b", reclaimCluster,
+			[]mark{{"a1", annotated, nil}, {"a2", annotated, nil}, {"a3", annotated, nil}}, nil},
+		{"gangpreempt, half a GPU, none marked: g's surplus member", gangPreempt, "p", preemptCluster(half), nil,
+			[]string{"g-2"}},
+		{"gangpreempt, half a GPU, g annotated: a single-pod job", gangPreempt, "p", preemptCluster(half),
+			[]mark{{"g", annotated, nil}}, []string{"s2-0"}},
+		{"gangpreempt, half a GPU, g labelled: a single-pod job", gangPreempt, "p", preemptCluster(half),
+			[]mark{{"g", nil, annotated}}, []string{"s2-0"}},
+		{"gangpreempt, a whole GPU, g annotated: nothing", gangPreempt, "p", preemptCluster(gpuMiB),
+			[]mark{{"g", annotated, nil}}, nil},
+		{"classic preempt, g annotated: g's surplus member all the same", classicPreempt, "p", preemptCluster(half),
+			[]mark{{"g", annotated, nil}}, []string{"g-2"}},
+		{"classic reclaim, g annotated: g's surplus member all the same", classicReclaim, "b", gangReclaimCluster,
+			[]mark{{"g", annotated, nil}}, []string{"g-1"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ci := tc.cluster(t)
+			for _, m := range tc.marks {
+				markPodGroup(t, ci, m.job, m.annotations, m.labels)
+			}
+			reg := registry()
+			got, ssn := runOnce(t, ci, chartConf(t, reg, tc.actions, ""), reg)
+			reason := strings.TrimSuffix(strings.Fields(tc.actions)[2], ",")
+			var want []string
+			for _, w := range tc.want {
+				want = append(want, w+": "+reason)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("evicted %q, want %q", got, want)
+			}
+			if placed := pipelined(ssn, tc.placed); (len(placed) > 0) != (len(tc.want) > 0) {
+				t.Errorf("%s's pipelined pods are %q, want them placed: %v", tc.placed, placed, len(tc.want) > 0)
 			}
 		})
 	}
