@@ -10,11 +10,11 @@
 // preemption victim's).
 //
 // A pod may move when a controller recreates it (its controller is a ReplicaSet or a
-// StatefulSet), it is not volcano.sh/preemptable: "false", every victim filter allows it (a
-// PodDisruptionBudget, where the pdb plugin is on), and its job stays at its minimum: a gang
-// (minMember above 1) loses at most its pods above minMember; a job of minMember 1 or 0 is a
-// pod on its own (a Deployment's), whose replacement is a job of its own. A bare pod, or a
-// Volcano Job's, never moves.
+// StatefulSet), neither it nor its PodGroup is volcano.sh/preemptable: "false", every victim
+// filter allows it (a PodDisruptionBudget, where the pdb plugin is on), and its job stays at
+// its minimum: a gang (minMember above 1) loses at most its pods above minMember; a job of
+// minMember 1 or 0 is a pod on its own (a Deployment's), whose replacement is a job of its
+// own. A bare pod, or a Volcano Job's, never moves.
 //
 // The name is not Volcano's shuffle: that action evicts what the rescheduling plugin picks by
 // node utilisation, whatever its pods' devices; a conf naming it would get moves it never
@@ -68,7 +68,8 @@ func forJob(ssn *framework.Session, job *api.JobInfo) {
 			stmt.Discard()
 			return
 		}
-		room, ok := ssn.MakeRoom(task, movable, func(id api.JobID) int { return budget(ssn.Jobs[id]) })
+		room, ok := ssn.MakeRoom(task, func(t *api.TaskInfo) bool { return movable(ssn.Jobs[t.Job], t) },
+			func(id api.JobID) int { return budget(ssn.Jobs[id]) })
 		if !ok {
 			stmt.Discard()
 			return
@@ -106,10 +107,10 @@ func forJob(ssn *framework.Session, job *api.JobInfo) {
 	stmt.Commit()
 }
 
-// movable: a controller recreates the pod (ReplicaSet, StatefulSet) and it is not marked
-// volcano.sh/preemptable: "false".
-func movable(t *api.TaskInfo) bool {
-	if t.Pod == nil || !t.Preemptable {
+// movable: a controller recreates the pod (ReplicaSet, StatefulSet) and neither it nor its
+// PodGroup is marked volcano.sh/preemptable: "false".
+func movable(job *api.JobInfo, t *api.TaskInfo) bool {
+	if t.Pod == nil || !t.Preemptable || job == nil || !job.Preemptable() {
 		return false
 	}
 	owner := metav1.GetControllerOf(t.Pod)

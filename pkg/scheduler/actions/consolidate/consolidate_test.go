@@ -63,6 +63,8 @@ type group struct {
 	running       []runner
 	pending       int
 	memory, cores int
+	// keep marks the PodGroup volcano.sh/preemptable: "false".
+	keep bool
 }
 
 func uuid(i int) string { return fmt.Sprintf("GPU-%08d-0000-0000-0000-000000000000", i) }
@@ -105,7 +107,7 @@ func cluster(t *testing.T, groups ...group) *api.ClusterInfo {
 		podOf := func(i int, memory, cores int) *st.PodWrapper {
 			asks := st.Resources(fmt.Sprint(cores), "2Gi", string(vgpu.DefaultCountResource), "1", string(vgpu.DefaultMemoryResource), fmt.Sprint(memory))
 			name := fmt.Sprintf("%s-%d", g.name, i)
-			return st.MakePod().Namespace("ns").Name(name).UID("uid-"+name).Group(g.name).SchedulerName("volcano").
+			return st.MakePod().Namespace("ns").Name(name).UID("uid-" + name).Group(g.name).SchedulerName("volcano").
 				Containers(corev1.Container{Name: "main", Resources: corev1.ResourceRequirements{Limits: asks, Requests: asks.DeepCopy()}})
 		}
 		phase := schedulingv1beta1.PodGroupInqueue
@@ -131,8 +133,12 @@ func cluster(t *testing.T, groups ...group) *api.ClusterInfo {
 		for i := range g.pending {
 			pods = append(pods, podOf(len(g.running)+i, g.memory, g.cores).Obj())
 		}
-		objs.PodGroups = append(objs.PodGroups, st.MakePodGroup().Namespace("ns").Name(g.name).MinMember(g.min).Queue("default").
-			MinResources(minresources.Of(pods, int(g.min))).Phase(phase).Obj())
+		pg := st.MakePodGroup().Namespace("ns").Name(g.name).MinMember(g.min).Queue("default").
+			MinResources(minresources.Of(pods, int(g.min))).Phase(phase).Obj()
+		if g.keep {
+			pg.Annotations = map[string]string{schedulingv1beta1.PodPreemptable: "false"}
+		}
+		objs.PodGroups = append(objs.PodGroups, pg)
 		objs.Pods = append(objs.Pods, pods...)
 	}
 	ci := objs.ClusterInfo()
@@ -248,24 +254,28 @@ func mapKeys(m map[string]bool) func(func(string) bool) {
 }
 
 // Pods that may not move stay: GPU 0 holds a bare pod, GPU 1 a 3-pod StatefulSet gang at
-// its minimum, GPU 2 a pod marked volcano.sh/preemptable: "false"; only GPU 3's pods move.
+// its minimum, GPU 2 a pod marked volcano.sh/preemptable: "false" (on the pod, or on its
+// PodGroup); only GPU 3's pods move.
 func TestPodsThatMayNotMoveStay(t *testing.T) {
-	groups := fragmented()
-	groups[0].running[0].owner = bare
-	groups = slices.DeleteFunc(groups, func(g group) bool { return g.name == "d-1-0" || g.name == "d-1-1" || g.name == "d-1-2" })
-	groups = append(groups, group{name: "gang", min: 3, running: []runner{{1, statefulSet, false}, {1, statefulSet, false}, {1, statefulSet, false}}})
-	for i := range groups {
-		if groups[i].name == "d-2-1" {
-			groups[i].running[0].keep = true
+	for _, mark := range []string{"pod", "podgroup"} {
+		groups := fragmented()
+		groups[0].running[0].owner = bare
+		groups = slices.DeleteFunc(groups, func(g group) bool { return g.name == "d-1-0" || g.name == "d-1-1" || g.name == "d-1-2" })
+		groups = append(groups, group{name: "gang", min: 3, running: []runner{{1, statefulSet, false}, {1, statefulSet, false}, {1, statefulSet, false}}})
+		for i := range groups {
+			if groups[i].name == "d-2-1" {
+				groups[i].running[0].keep = mark == "pod"
+				groups[i].keep = mark == "podgroup"
+			}
 		}
-	}
-	ci := cluster(t, append(groups, group{name: "big", min: 1, pending: 1, memory: 20000, cores: 2})...)
-	out := cycle(t, ci, withConsolidate)
-	if len(out.evicted) != 3 || !out.gpus[uuid(3)] || len(out.gpus) != 1 {
-		t.Fatalf("evicted %q on GPUs %v; want GPU 3's three pods", out.evicted, out.gpus)
-	}
-	if out.pipelined["big-0"] != "n1" {
-		t.Errorf("big-0 pipelined %v, want onto n1", out.pipelined)
+		ci := cluster(t, append(groups, group{name: "big", min: 1, pending: 1, memory: 20000, cores: 2})...)
+		out := cycle(t, ci, withConsolidate)
+		if len(out.evicted) != 3 || !out.gpus[uuid(3)] || len(out.gpus) != 1 {
+			t.Fatalf("marked on the %s: evicted %q on GPUs %v; want GPU 3's three pods", mark, out.evicted, out.gpus)
+		}
+		if out.pipelined["big-0"] != "n1" {
+			t.Errorf("marked on the %s: big-0 pipelined %v, want onto n1", mark, out.pipelined)
+		}
 	}
 }
 
