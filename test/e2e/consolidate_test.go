@@ -96,14 +96,17 @@ func perGPU(gpus map[string]string) map[string]int {
 // Issue 52's shape: 4 GPUs of 24 GiB, each holding three 6000 MiB pods of a Deployment
 // (6576 MiB free on each, 26,304 in all); a pod asking 20,000 MiB fits no GPU. With the
 // consolidate action the three pods of one GPU are evicted (upstream's Warning Evict event,
-// for consolidate), the Deployment recreates them on the other GPUs, the pod binds on the GPU
-// they left, all 12 replicas run again, and no GPU is ever over its memory, cores or split.
+// "because of consolidate: moved to free <GPU> on node <node> for podgroup <ns>/big"), the
+// PodGroup gets a Normal Consolidated event naming them, the Deployment recreates them on the
+// other GPUs, the pod binds on the GPU they left, all 12 replicas run again, no GPU is ever
+// over its memory, cores or split, and /metrics counts 3 pods moved and 1 GPU freed.
 func TestConsolidateFreesAGPUForAPod(t *testing.T) {
 	e := newSchedulerEnv(t)
 	ctx := context.Background()
 	nodes := map[string][]vgpu.NodeDevice{e.name + "-gpus": e.gpuNode("gpus", 4, 10, 24576, 0)}
 	e.neverOverbooked(nodes)
-	e.scheduler(spreadConfWithConsolidate(t))
+	addr := freeAddress(t)
+	e.scheduler(spreadConfWithConsolidate(t), "--enable-metrics", "--listen-address", addr)
 	e.gpuDeployment("serve", 12, 6000)
 	e.waitBound("serve-", 12, 60*time.Second)
 	before := e.gpuOf(ctx, "serve-")
@@ -114,13 +117,24 @@ func TestConsolidateFreesAGPUForAPod(t *testing.T) {
 	}
 
 	e.vgpuGangOfClass("big", "", "", 1, 1, 20000, 0)
-	evicted := e.waitEvicted("consolidate", 3)
+	evicted := e.waitEvicted("consolidate: ", 3)
 	freed := map[string]bool{}
 	for _, name := range evicted {
 		freed[before[name]] = true
 	}
 	if len(freed) != 1 {
 		t.Fatalf("moved %v from GPUs %v, want the three pods of one GPU", evicted, freed)
+	}
+	for gpu := range freed {
+		detail := fmt.Sprintf("consolidate: moved to free %s on node %s for podgroup %s/big", gpu, e.name+"-gpus", e.ns)
+		if exact, err := e.evictedFor(ctx, detail); err != nil || len(exact) != 3 {
+			t.Errorf("Evict events saying %q: %v (%v), want the 3 moved pods", detail, exact, err)
+		}
+		prefix := fmt.Sprintf("moved 3 pods to free %s on node %s: ", gpu, e.name+"-gpus")
+		waitEvent(t, e.cs, 20*time.Second, e.ns, "involvedObject.kind=PodGroup,involvedObject.name=big", "Consolidated event on big",
+			func(ev corev1.Event) bool {
+				return ev.Type == corev1.EventTypeNormal && ev.Reason == "Consolidated" && strings.HasPrefix(ev.Message, prefix)
+			})
 	}
 	e.waitBound("big-", 1, 60*time.Second)
 	e.waitBoundCount("serve-", "12 of serve's pods bound, the moved ones recreated", func(n int) bool { return n == 12 }, 60*time.Second)
@@ -134,6 +148,12 @@ func TestConsolidateFreesAGPUForAPod(t *testing.T) {
 		}
 	}
 	e.noOverbooking(ctx, nodes)
+	families := parseScrape(t, scrape(t, "http://"+addr+"/metrics"))
+	for name, want := range map[string]float64{"volcano_consolidation_moved_pods_total": 3, "volcano_consolidation_freed_gpus_total": 1} {
+		if got := sum(families[name]); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
 }
 
 // What never moves: on 2 GPUs of 24 GiB, six 6000 MiB pods that no controller recreates
@@ -160,7 +180,7 @@ func TestConsolidateNeverMovesBarePodsOrAGangAtItsMinimum(t *testing.T) {
 				c := condition(pg, schedulingv1beta1.PodGroupUnschedulableType)
 				return c != nil && c.Status == corev1.ConditionTrue
 			})
-			if evicted, err := e.evictedFor(ctx, "consolidate"); err != nil || len(evicted) != 0 {
+			if evicted, err := e.evictedFor(ctx, "consolidate: "); err != nil || len(evicted) != 0 {
 				t.Errorf("consolidate evicted %v (%v), want none", evicted, err)
 			}
 			if bound, pending, err := e.boundPods(ctx, shape); err != nil || bound != 6 {

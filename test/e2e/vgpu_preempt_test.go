@@ -38,7 +38,9 @@ func (e *schedulerEnv) evictedPods(ctx context.Context) ([]string, error) {
 	return e.evictedFor(ctx, "preempt")
 }
 
-// evictedFor are the pods with upstream's Warning Evict event for the action, sorted.
+// evictedFor are the pods with upstream's Warning Evict event for the action, sorted. action
+// may end with ": " and the start of the detail that follows it (consolidate's "moved to
+// free ...").
 func (e *schedulerEnv) evictedFor(ctx context.Context, action string) ([]string, error) {
 	events, err := e.cs.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=Evict"})
 	if err != nil {
@@ -46,7 +48,8 @@ func (e *schedulerEnv) evictedFor(ctx context.Context, action string) ([]string,
 	}
 	var names []string
 	for _, ev := range events.Items {
-		if ev.Type == corev1.EventTypeWarning && ev.Message == "Pod is evicted, because of "+action {
+		message := "Pod is evicted, because of " + action
+		if ev.Type == corev1.EventTypeWarning && (ev.Message == message || strings.HasSuffix(action, ": ") && strings.HasPrefix(ev.Message, message)) {
 			names = append(names, ev.InvolvedObject.Name)
 		}
 	}

@@ -21,11 +21,13 @@ type RoomAsk struct {
 	Budget  func(api.JobID) int
 }
 
-// Room is a RoomFn's answer: the node that takes the task once Moves (tasks of the node's
-// Tasks) are gone, each having room elsewhere that is free now.
+// Room is a RoomFn's answer: the node that takes the task once Moves (tasks of the nodes'
+// Tasks) are gone, each having room elsewhere that is free now, and the device the room is
+// made on, as the plugin names it (a GPU's UUID).
 type Room struct {
-	Node  *api.NodeInfo
-	Moves []*api.TaskInfo
+	Node   *api.NodeInfo
+	Device string
+	Moves  []*api.TaskInfo
 }
 
 // RoomFn finds the fewest moves that make room for ask.Task, which no node takes now for

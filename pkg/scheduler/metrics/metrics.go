@@ -54,6 +54,9 @@ type Set struct {
 	preemptionAttempts prometheus.Counter
 	// bindFailures counts failed binds (each is rolled back and retried).
 	bindFailures prometheus.Counter
+	// consolidationMoves and consolidationFreed count the pods the consolidate action moved
+	// and the devices (GPUs) it freed by moving them; ours, upstream has no such action.
+	consolidationMoves, consolidationFreed prometheus.Counter
 
 	jobs   jobMetrics
 	queues queueMetrics
@@ -81,6 +84,10 @@ func New() *Set {
 		preemptionVictims:  prometheus.NewGauge(gaugeOpts("pod_preemption_victims", "Number of victims chosen by the last preemption or reclaim attempt")),
 		preemptionAttempts: prometheus.NewCounter(counterOpts("total_preemption_attempts", "Number of preemption and reclaim attempts since the scheduler started")),
 		bindFailures:       prometheus.NewCounter(counterOpts("bind_failures_total", "Number of bind requests the API server refused")),
+		consolidationMoves: prometheus.NewCounter(counterOpts("consolidation_moved_pods_total",
+			"Number of running pods the consolidate action evicted to free a GPU for a waiting job")),
+		consolidationFreed: prometheus.NewCounter(counterOpts("consolidation_freed_gpus_total",
+			"Number of GPUs the consolidate action freed for a waiting pod by moving others")),
 		jobs:               newJobMetrics(),
 		queues:             newQueueMetrics(),
 	}
@@ -111,7 +118,7 @@ func histogramOpts(name, help string, buckets []float64) prometheus.HistogramOpt
 func (m *Set) Collectors() []prometheus.Collector {
 	c := []prometheus.Collector{m.e2eSchedulingLatency, m.e2eJobSchedulingLatency, m.pluginLatency, m.actionLatency,
 		m.taskSchedulingLatency, m.unscheduleTaskCount, m.unscheduleJobCount, m.jobRetryCounts, m.scheduleAttempts,
-		m.scheduledPods, m.bindFailures, m.preemptionVictims, m.preemptionAttempts}
+		m.scheduledPods, m.bindFailures, m.preemptionVictims, m.preemptionAttempts, m.consolidationMoves, m.consolidationFreed}
 	c = append(c, m.jobs.collectors()...)
 	return append(c, m.queues.collectors()...)
 }

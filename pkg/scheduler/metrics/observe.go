@@ -71,6 +71,14 @@ func (m *Set) VictimsChosen(n int) {
 	}
 }
 
+// Consolidated counts a GPU the consolidate action freed by moving pods.
+func (m *Set) Consolidated(pods int) {
+	if m != nil {
+		m.consolidationMoves.Add(float64(pods))
+		m.consolidationFreed.Inc()
+	}
+}
+
 // CountPreemptionAttempt counts one preemption or reclaim attempt of a preemptor on a node.
 func (m *Set) CountPreemptionAttempt() {
 	if m != nil {

@@ -22,6 +22,12 @@
 package consolidate
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
@@ -33,32 +39,117 @@ import (
 // Name is the action's name in volcano-scheduler.conf.
 const Name = "consolidate"
 
+// The action's arguments, under its name in the configuration's configurations:
+const (
+	// MaxMovesPerCycleArg bounds the pods moved in one cycle (default 8); a job whose moves
+	// would pass it gets none.
+	MaxMovesPerCycleArg = "maxMovesPerCycle"
+	// MaxMovesPerHourArg bounds the pods moved in any hour (default 60; 0: no bound).
+	MaxMovesPerHourArg = "maxMovesPerHour"
+	// MinPodAgeArg is how long a pod must have run before it may move (a duration such as
+	// "10m"; default 0).
+	MinPodAgeArg = "minPodAge"
+	// QueuesArg, a comma-separated list of queue names, is the queues that take part: only
+	// their jobs get moves and only their pods move (default: every queue).
+	QueuesArg = "queues"
+)
+
+// limits are the arguments as read for one cycle.
+type limits struct {
+	perCycle, perHour int
+	minAge            time.Duration
+	queues            map[string]bool
+}
+
 // New is the action.
-func New() framework.Action { return action{} }
+func New() framework.Action { return &action{now: time.Now} }
 
-type action struct{}
+// action remembers when it moved pods, for the hourly bound; sessions run one at a time.
+type action struct {
+	now   func() time.Time
+	moves []time.Time
+}
 
-func (action) Name() string { return Name }
+func (*action) Name() string { return Name }
 
 // Execute gives every starving job its turn, queues in queue order and each queue's jobs in
-// job order, as preempt does.
-func (action) Execute(ssn *framework.Session) {
+// job order, as preempt does, within the limits.
+func (a *action) Execute(ssn *framework.Session) {
+	l := arguments(ssn)
+	now := a.now()
+	a.moves = slices.DeleteFunc(a.moves, func(t time.Time) bool { return now.Sub(t) >= time.Hour })
+	left := l.perCycle
+	if l.perHour > 0 {
+		left = min(left, l.perHour-len(a.moves))
+	}
 	queues, starving := evictsearch.StarvingJobs(ssn)
 	for _, queue := range queues {
+		if l.queues != nil && !l.queues[queue.Name] {
+			continue
+		}
 		for _, job := range starving[queue.UID] {
-			if ssn.Stopping() {
+			if ssn.Stopping() || left <= 0 {
 				return
 			}
-			forJob(ssn, job)
+			moved := forJob(ssn, job, l, now, left)
+			left -= moved
+			for range moved {
+				a.moves = append(a.moves, now)
+			}
 		}
 	}
 }
 
+// arguments reads the action's arguments; a malformed one is reported and leaves its default.
+func arguments(ssn *framework.Session) limits {
+	l := limits{perCycle: 8, perHour: 60}
+	for _, cfg := range ssn.Configurations {
+		if cfg.Name != Name {
+			continue
+		}
+		for key, ptr := range map[string]*int{MaxMovesPerCycleArg: &l.perCycle, MaxMovesPerHourArg: &l.perHour} {
+			if err := cfg.Arguments.GetInt(ptr, key); err != nil {
+				klog.ErrorS(err, "Ignoring a malformed action argument", "action", Name)
+			}
+		}
+		var age, queues string
+		if err := cfg.Arguments.GetString(&age, MinPodAgeArg); err != nil {
+			klog.ErrorS(err, "Ignoring a malformed action argument", "action", Name)
+		}
+		if age != "" {
+			d, err := time.ParseDuration(age)
+			if err != nil || d < 0 {
+				klog.ErrorS(err, "Ignoring a malformed action argument: want a duration such as 10m", "action", Name, "key", MinPodAgeArg, "value", age)
+			} else {
+				l.minAge = d
+			}
+		}
+		if err := cfg.Arguments.GetString(&queues, QueuesArg); err != nil {
+			klog.ErrorS(err, "Ignoring a malformed action argument", "action", Name)
+		}
+		for _, q := range strings.Split(queues, ",") {
+			if q = strings.TrimSpace(q); q != "" {
+				if l.queues == nil {
+					l.queues = map[string]bool{}
+				}
+				l.queues[q] = true
+			}
+		}
+	}
+	return l
+}
+
 // forJob makes room for the job's pending tasks in task order, each by the moves the plugins
-// find, and keeps the moves only when the whole job is then pipelined.
-func forJob(ssn *framework.Session, job *api.JobInfo) {
+// find, and keeps the moves only when the whole job is then pipelined and they are at most
+// left; it returns how many pods it moved.
+func forJob(ssn *framework.Session, job *api.JobInfo, l limits, now time.Time, left int) int {
 	stmt := ssn.NewStatement()
+	may := func(t *api.TaskInfo) bool {
+		victim := ssn.Jobs[t.Job]
+		return movable(victim, t) && oldEnough(t, l.minAge, now) && (l.queues == nil || (victim != nil && l.queues[string(victim.Queue)]))
+	}
 	var moved []*api.TaskInfo
+	var rooms []framework.Room
 	for _, task := range evictsearch.PendingTasks(ssn, job) {
 		if !ssn.JobStarving(job) {
 			break
@@ -66,45 +157,73 @@ func forJob(ssn *framework.Session, job *api.JobInfo) {
 		if err := queueRefusal(ssn, job, task); err != nil {
 			klog.V(4).InfoS("Queue refuses the pod; nothing moved", "pod", klog.KRef(task.Namespace, task.Name), "reason", err)
 			stmt.Discard()
-			return
+			return 0
 		}
-		room, ok := ssn.MakeRoom(task, func(t *api.TaskInfo) bool { return movable(ssn.Jobs[t.Job], t) },
-			func(id api.JobID) int { return budget(ssn.Jobs[id]) })
-		if !ok {
+		room, ok := ssn.MakeRoom(task, may, func(id api.JobID) int { return budget(ssn.Jobs[id]) })
+		if !ok || len(moved)+len(room.Moves) > left {
 			stmt.Discard()
-			return
+			return 0
 		}
+		reason := fmt.Sprintf("%s: moved to free %s on node %s for podgroup %s/%s", Name, room.Device, room.Node.Name, job.Namespace, job.Name)
 		for _, m := range room.Moves {
 			v := taskOf(ssn, m)
 			if v == nil {
 				stmt.Discard()
-				return
+				return 0
 			}
-			if err := stmt.Evict(v, Name); err != nil {
+			if err := stmt.Evict(v, reason); err != nil {
 				klog.V(3).InfoS("A pod to move cannot be evicted", "pod", klog.KRef(v.Namespace, v.Name), "err", err)
 				stmt.Discard()
-				return
+				return 0
 			}
 			moved = append(moved, v)
 		}
 		if !ssn.MovesAllowed(moved) || !fits(ssn, task, room.Node) {
 			stmt.Discard()
-			return
+			return 0
 		}
 		if err := stmt.Pipeline(task, room.Node); err != nil {
 			klog.V(3).InfoS("Pipelining onto the room made failed", "pod", klog.KRef(task.Namespace, task.Name), "node", room.Node.Name, "err", err)
 			stmt.Discard()
-			return
+			return 0
+		}
+		if len(room.Moves) > 0 {
+			rooms = append(rooms, room)
 		}
 	}
 	if !ssn.JobPipelined(job) {
 		stmt.Discard()
-		return
-	}
-	if len(moved) > 0 {
-		klog.V(2).InfoS("Moving pods to make room", "podGroup", klog.KRef(job.Namespace, job.Name), "moved", len(moved))
+		return 0
 	}
 	stmt.Commit()
+	for _, room := range rooms {
+		names := make([]string, len(room.Moves))
+		for i, m := range room.Moves {
+			names[i] = m.Namespace + "/" + m.Name
+		}
+		slices.Sort(names)
+		msg := fmt.Sprintf("moved %d pods to free %s on node %s: %s", len(room.Moves), room.Device, room.Node.Name, strings.Join(names, ", "))
+		klog.V(2).InfoS("Moving pods to free a GPU", "podGroup", klog.KRef(job.Namespace, job.Name), "gpu", room.Device, "node", room.Node.Name, "pods", names)
+		ssn.RecordJobEvent(job, corev1.EventTypeNormal, EventReasonConsolidated, msg)
+		ssn.Metrics().Consolidated(len(room.Moves))
+	}
+	return len(moved)
+}
+
+// EventReasonConsolidated is the reason of the Normal event on a PodGroup for which pods were
+// moved.
+const EventReasonConsolidated = "Consolidated"
+
+// oldEnough: the pod has run (or, not started yet, existed) for at least minAge.
+func oldEnough(t *api.TaskInfo, minAge time.Duration, now time.Time) bool {
+	if minAge <= 0 {
+		return true
+	}
+	started := t.Pod.CreationTimestamp.Time
+	if t.Pod.Status.StartTime != nil {
+		started = t.Pod.Status.StartTime.Time
+	}
+	return now.Sub(started) >= minAge
 }
 
 // movable: a controller recreates the pod (ReplicaSet, StatefulSet) and neither it nor its

@@ -1,13 +1,17 @@
 package consolidate_test
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -65,6 +69,8 @@ type group struct {
 	memory, cores int
 	// keep marks the PodGroup volcano.sh/preemptable: "false".
 	keep bool
+	// queue is the PodGroup's queue; "" for queue a.
+	queue string
 }
 
 func uuid(i int) string { return fmt.Sprintf("GPU-%08d-0000-0000-0000-000000000000", i) }
@@ -82,12 +88,14 @@ func fragmented() []group {
 	return gs
 }
 
-// cluster builds the nodes (16 cpus, 64Gi), queue default and the groups, each PodGroup with
+// cluster builds the nodes (16 cpus, 64Gi), queues a and b and the groups, each PodGroup with
 // the minResources Volcano's controllers give it, the GPU ledgers derived as the cache does.
 func cluster(t *testing.T, groups ...group) *api.ClusterInfo {
 	t.Helper()
-	objs := frameworktest.Objects{Queues: []*schedulingv1beta1.Queue{st.MakeQueue().Name("default").Weight(1).Obj()}}
-	objs.Queues[0].Status.State = schedulingv1beta1.QueueStateOpen
+	objs := frameworktest.Objects{Queues: []*schedulingv1beta1.Queue{st.MakeQueue().Name("a").Weight(1).Obj(), st.MakeQueue().Name("b").Weight(1).Obj()}}
+	for _, q := range objs.Queues {
+		q.Status.State = schedulingv1beta1.QueueStateOpen
+	}
 	for n := range 2 {
 		devices := []vgpu.NodeDevice{}
 		for g := 2 * n; g < 2*n+2; g++ {
@@ -133,7 +141,8 @@ func cluster(t *testing.T, groups ...group) *api.ClusterInfo {
 		for i := range g.pending {
 			pods = append(pods, podOf(len(g.running)+i, g.memory, g.cores).Obj())
 		}
-		pg := st.MakePodGroup().Namespace("ns").Name(g.name).MinMember(g.min).Queue("default").
+		queue := cmp.Or(g.queue, "a")
+		pg := st.MakePodGroup().Namespace("ns").Name(g.name).MinMember(g.min).Queue(queue).
 			MinResources(minresources.Of(pods, int(g.min))).Phase(phase).Obj()
 		if g.keep {
 			pg.Annotations = map[string]string{schedulingv1beta1.PodPreemptable: "false"}
@@ -149,7 +158,10 @@ func cluster(t *testing.T, groups ...group) *api.ClusterInfo {
 }
 
 // registry has every action and plugin the chart's configuration names, and consolidate.
-func registry() *framework.Registry {
+func registry() *framework.Registry { return registryOn(deviceshare.NewStaticShared()) }
+
+// registryOn is registry with deviceshare's state (and gauges) in shared.
+func registryOn(shared *deviceshare.Shared) *framework.Registry {
 	reg := framework.NewRegistry()
 	for _, a := range []framework.Action{enqueue.New(), allocate.New(), backfill.New(), consolidate.New()} {
 		reg.RegisterAction(a)
@@ -158,7 +170,7 @@ func registry() *framework.Registry {
 		priority.PluginName: priority.New, gang.PluginName: gang.New, conformance.PluginName: conformance.New,
 		overcommit.PluginName: overcommit.New, drf.PluginName: drf.New, predicates.PluginName: predicates.New,
 		proportion.PluginName: proportion.New, nodeorder.PluginName: nodeorder.New, binpack.PluginName: binpack.New,
-		deviceshare.PluginName: deviceshare.NewBuilder(deviceshare.NewStaticShared()),
+		deviceshare.PluginName: deviceshare.NewBuilder(shared),
 	} {
 		reg.RegisterPlugin(name, build)
 	}
@@ -166,14 +178,17 @@ func registry() *framework.Registry {
 }
 
 // chartConf is the chart's configuration (config/volcano-scheduler.conf) with actions in
-// place of its own.
-func chartConf(t *testing.T, reg *framework.Registry, actions string) *conf.SchedulerConfiguration {
+// place of its own, and the consolidate action's arguments when given.
+func chartConf(t *testing.T, reg *framework.Registry, actions, arguments string) *conf.SchedulerConfiguration {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "config", "volcano-scheduler.conf"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := strings.Replace(string(data), `"enqueue, allocate, backfill"`, `"`+actions+`"`, 1)
+	if arguments != "" {
+		text += "configurations:\n- name: consolidate\n  arguments:\n" + arguments
+	}
 	cfg, skipped, err := conf.Parse([]byte(text), reg)
 	if err != nil || len(skipped) > 0 || !strings.Contains(string(data), `"enqueue, allocate, backfill"`) {
 		t.Fatalf("config/volcano-scheduler.conf with actions %q: skipped %v, err %v", actions, skipped, err)
@@ -182,15 +197,23 @@ func chartConf(t *testing.T, reg *framework.Registry, actions string) *conf.Sche
 }
 
 // outcome is what one cycle did: the pods evicted ("pod: reason", sorted), the GPU each ran
-// on, and the pods pipelined, by node.
+// on, the pods pipelined, by node, and the PodGroup events.
 type outcome struct {
 	evicted   []string
 	gpus      map[string]bool
 	pipelined map[string]string
+	events    []frameworktest.JobEvent
 }
 
-// cycle runs the configuration's actions once over ci.
+// cycle runs the chart's configuration with actions once over ci.
 func cycle(t *testing.T, ci *api.ClusterInfo, actions string) outcome {
+	t.Helper()
+	return cycleWith(t, registry(), ci, actions, "")
+}
+
+// cycleWith runs the chart's configuration with actions and the consolidate arguments once
+// over ci, with the actions of reg (whose consolidate remembers its moves).
+func cycleWith(t *testing.T, reg *framework.Registry, ci *api.ClusterInfo, actions, arguments string) outcome {
 	t.Helper()
 	out := outcome{gpus: map[string]bool{}, pipelined: map[string]string{}}
 	cache := &frameworktest.Cache{Snap: frameworktest.CloneCluster(ci), OnEvict: func(task *api.TaskInfo, reason string) error {
@@ -206,14 +229,15 @@ func cycle(t *testing.T, ci *api.ClusterInfo, actions string) outcome {
 		}
 		return nil
 	}}
-	reg := registry()
-	ssn := frameworktest.RunActions(t, cache, chartConf(t, reg, actions), reg)
+	ssn := frameworktest.RunActions(t, cache, chartConf(t, reg, actions, arguments), reg)
 	slices.Sort(out.evicted)
 	for _, job := range ssn.Jobs {
 		for _, task := range job.TaskStatusIndex[api.Pipelined] {
 			out.pipelined[task.Name] = task.NodeName
 		}
 	}
+	framework.CloseSession(ssn)
+	out.events = cache.Events
 	return out
 }
 
@@ -231,25 +255,26 @@ func TestFragmentedGPUsMakeRoomForAPod(t *testing.T) {
 	if len(out.evicted) != 3 || len(out.gpus) != 1 {
 		t.Fatalf("evicted %q on GPUs %v; want the 3 pods of one GPU", out.evicted, out.gpus)
 	}
-	for _, e := range out.evicted {
-		if !strings.HasSuffix(e, ": "+consolidate.Name) {
-			t.Errorf("evicted %q, want the reason %q", e, consolidate.Name)
-		}
+	var gpu string
+	for g := range out.gpus {
+		gpu = g
 	}
 	var freed int
-	fmt.Sscanf(strings.TrimPrefix(slices.Collect(mapKeys(out.gpus))[0], "GPU-"), "%d", &freed)
-	if node := out.pipelined["big-0"]; node != fmt.Sprintf("n%d", freed/2) {
-		t.Errorf("big-0 pipelined onto %q, want the freed GPU's node n%d (pipelined %v)", node, freed/2, out.pipelined)
-	}
-}
-
-func mapKeys(m map[string]bool) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
+	fmt.Sscanf(strings.TrimPrefix(gpu, "GPU-"), "%d", &freed)
+	node := fmt.Sprintf("n%d", freed/2)
+	reason := fmt.Sprintf("%s: moved to free %s on node %s for podgroup ns/big", consolidate.Name, gpu, node)
+	for _, e := range out.evicted {
+		if _, why, _ := strings.Cut(e, ": "); why != reason {
+			t.Errorf("evicted %q, want the reason %q", e, reason)
 		}
+	}
+	if got := out.pipelined["big-0"]; got != node {
+		t.Errorf("big-0 pipelined onto %q, want the freed GPU's node %s (pipelined %v)", got, node, out.pipelined)
+	}
+	want := frameworktest.JobEvent{PodGroup: "big", Type: corev1.EventTypeNormal, Reason: consolidate.EventReasonConsolidated,
+		Message: fmt.Sprintf("moved 3 pods to free %s on node %s: ns/d-%d-0-0, ns/d-%d-1-0, ns/d-%d-2-0", gpu, node, freed, freed, freed)}
+	if !slices.Contains(out.events, want) {
+		t.Errorf("PodGroup events %+v, want %+v", out.events, want)
 	}
 }
 
@@ -314,5 +339,93 @@ func TestRoomForMovedPodsIsHeld(t *testing.T) {
 	ci = cluster(t, append(groups, group{name: "one", min: 1, pending: 1, memory: 20000, cores: 2})...)
 	if out := cycle(t, ci, withConsolidate); len(out.evicted) != 1 || len(out.pipelined) != 1 {
 		t.Fatalf("evicted %q, pipelined %v; want one pod moved and one pipelined", out.evicted, out.pipelined)
+	}
+}
+
+// The limits a user sets: with maxMovesPerCycle 2 the three moves the pod needs are not made;
+// with maxMovesPerHour 4 one pod gets its three moves and, the same hour, a second pod none
+// (two cycles of the same action); with minPodAge 10m only GPU 3's pods, which started long
+// ago, move; with queues "b" a job of queue a gets no moves, and neither do b's jobs take
+// pods of queue a.
+func TestLimitsAUserSets(t *testing.T) {
+	big := group{name: "big", min: 1, pending: 1, memory: 20000, cores: 2}
+	t.Run("maxMovesPerCycle", func(t *testing.T) {
+		ci := cluster(t, append(fragmented(), big)...)
+		out := cycleWith(t, registry(), ci, withConsolidate, "    maxMovesPerCycle: 2\n")
+		if len(out.evicted) > 0 || len(out.pipelined) > 0 {
+			t.Errorf("evicted %q, pipelined %v; want nothing", out.evicted, out.pipelined)
+		}
+	})
+	t.Run("maxMovesPerHour", func(t *testing.T) {
+		reg := registry()
+		ci := cluster(t, append(fragmented(), big)...)
+		if out := cycleWith(t, reg, ci, withConsolidate, "    maxMovesPerHour: 4\n"); len(out.evicted) != 3 {
+			t.Fatalf("first cycle evicted %q, want 3", out.evicted)
+		}
+		ci = cluster(t, append(fragmented(), big)...)
+		if out := cycleWith(t, reg, ci, withConsolidate, "    maxMovesPerHour: 4\n"); len(out.evicted) > 0 {
+			t.Errorf("second cycle of the hour evicted %q, want none (1 move left of 4)", out.evicted)
+		}
+		if out := cycleWith(t, registry(), ci, withConsolidate, "    maxMovesPerHour: 4\n"); len(out.evicted) != 3 {
+			t.Errorf("a fresh action evicted %q, want 3", out.evicted)
+		}
+	})
+	t.Run("minPodAge", func(t *testing.T) {
+		ci := cluster(t, append(fragmented(), big)...)
+		recent := metav1.NewTime(time.Now().Add(-time.Minute))
+		for _, job := range ci.Jobs {
+			for _, task := range job.Tasks {
+				if task.NodeName != "" && !strings.HasPrefix(task.Name, "d-3-") {
+					task.Pod.Status.StartTime = &recent
+				}
+			}
+		}
+		out := cycleWith(t, registry(), ci, withConsolidate, "    minPodAge: 10m\n")
+		if len(out.evicted) != 3 || !out.gpus[uuid(3)] {
+			t.Errorf("evicted %q on %v, want GPU 3's pods, the only ones 10 minutes old", out.evicted, out.gpus)
+		}
+	})
+	t.Run("queues", func(t *testing.T) {
+		groups := append(fragmented(), big)
+		for i := range groups {
+			if !strings.HasPrefix(groups[i].name, "d-0-") {
+				groups[i].queue = "b"
+			}
+		}
+		ci := cluster(t, groups...)
+		if out := cycleWith(t, registry(), ci, withConsolidate, "    queues: a\n"); len(out.evicted) > 0 {
+			t.Errorf("with queue b's job left out, evicted %q, want none", out.evicted)
+		}
+		out := cycleWith(t, registry(), ci, withConsolidate, "    queues: b\n")
+		if len(out.evicted) != 3 || out.gpus[uuid(0)] {
+			t.Errorf("queue b's job evicted %q on %v, want three pods of queue b (not GPU 0's, of queue a)", out.evicted, out.gpus)
+		}
+	})
+}
+
+// volcano_vgpu_fragmented_memory is the memory consolidate can gather: in the fragmented
+// cluster, with a 20,000 MiB pod waiting, the 6,576 MiB free on each of the 4 GPUs; with a
+// 6,000 MiB pod waiting instead (it fits), or nothing waiting, none.
+func TestFragmentedMemoryGauge(t *testing.T) {
+	for _, c := range []struct {
+		waiting []group
+		want    float64
+	}{
+		{[]group{{name: "big", min: 1, pending: 1, memory: 20000, cores: 2}}, 4 * (gpuMiB - 3*slice)},
+		{[]group{{name: "small", min: 1, pending: 1, memory: slice, cores: 2}}, 0},
+		{nil, 0},
+	} {
+		shared := deviceshare.NewStaticShared()
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(shared.Collectors()...)
+		ci := cluster(t, append(fragmented(), c.waiting...)...)
+		cycleWith(t, registryOn(shared), ci, "enqueue, backfill", "")
+		want := fmt.Sprintf(`# HELP volcano_vgpu_fragmented_memory GPU memory free on GPUs that cannot hold the largest vGPU slice a waiting pod asks for (what the consolidate action can gather)
+# TYPE volcano_vgpu_fragmented_memory gauge
+volcano_vgpu_fragmented_memory %v
+`, c.want)
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "volcano_vgpu_fragmented_memory"); err != nil {
+			t.Errorf("waiting %+v: %v", c.waiting, err)
+		}
 	}
 }

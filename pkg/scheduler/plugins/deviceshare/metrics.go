@@ -44,6 +44,10 @@ type vgpuMetrics struct {
 	// pendingPods and pendingSeconds are ours: per job, its vGPU pods waiting for a node and
 	// the age of the oldest, labelled as the e2e job gauges of pkg/scheduler/metrics are.
 	pendingPods, pendingSeconds *prometheus.Desc
+	// fragmentedMemory is ours: the GPU memory free in parts too small for the largest
+	// pending slice (plugin.fragmented), as the last session close found it.
+	fragmentedMemory *prometheus.Desc
+	fragmented       int64
 	// now is the clock the pending ages are read on.
 	now func() time.Time
 
@@ -85,6 +89,8 @@ func newVGPUMetrics() *vgpuMetrics {
 			"job_name", "queue", "job_namespace"),
 		pendingSeconds: desc("vgpu_job_oldest_pending_seconds", "Seconds since the oldest of the job's pods asking for vGPU that wait for a node was created",
 			"job_name", "queue", "job_namespace"),
+		fragmentedMemory: desc("vgpu_fragmented_memory",
+			"GPU memory free on GPUs that cannot hold the largest vGPU slice a waiting pod asks for (what the consolidate action can gather)"),
 		now:   time.Now,
 		nodes: map[string]*nodeSnapshot{},
 	}
@@ -134,6 +140,7 @@ func (p *plugin) publishMetrics(nodes map[string]*api.NodeInfo, pending []pendin
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.pending = pending
+	m.fragmented = p.fragmented(nodes, pending)
 	for name := range m.nodes {
 		if node := nodes[name]; node == nil || !hasGPUs(ledgerOf(node)) {
 			delete(m.nodes, name)
@@ -248,7 +255,7 @@ func sameSeries(a, b podSeries) bool { return a.gpu == b.gpu && a.pod == b.pod }
 // Describe sends the descriptors of every series Collect may send.
 func (m *vgpuMetrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.sharedNumber, m.allocatedMemory, m.allocatedCores, m.memoryLimit,
-		m.podMemory, m.podCores, m.allocatedReserve, m.podReserve, m.pendingPods, m.pendingSeconds} {
+		m.podMemory, m.podCores, m.allocatedReserve, m.podReserve, m.pendingPods, m.pendingSeconds, m.fragmentedMemory} {
 		ch <- d
 	}
 }
@@ -260,11 +267,12 @@ func (m *vgpuMetrics) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range m.nodes {
 		nodes = append(nodes, s)
 	}
-	pending := m.pending
+	pending, fragmented := m.pending, m.fragmented
 	m.mu.Unlock()
 	gauge := func(d *prometheus.Desc, value float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, value, labels...)
 	}
+	gauge(m.fragmentedMemory, float64(fragmented))
 	now := m.now()
 	for _, j := range pending {
 		gauge(m.pendingPods, float64(j.pods), j.name, j.queue, j.namespace)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
 
 // pendingJob is one job's vGPU pods that were waiting for a node when a session closed: how
@@ -16,6 +17,9 @@ type pendingJob struct {
 	namespace, name, queue string
 	pods                   int
 	oldest                 time.Time
+	// slices are the distinct vGPU requests of its waiting containers, for the
+	// fragmentation gauge.
+	slices []vgpu.ContainerRequest
 }
 
 // pendingJobs are the jobs whose pods asking for vGPU wait for a node: Pending, or Pipelined
@@ -34,6 +38,11 @@ func (p *plugin) pendingJobs(jobs map[api.JobID]*api.JobInfo) []pendingJob {
 					pj.oldest = created
 				}
 				pj.pods++
+				for _, c := range p.request(t).containers {
+					if c.Count > 0 && !slices.ContainsFunc(pj.slices, func(o vgpu.ContainerRequest) bool { return sameSlice(o, c) }) {
+						pj.slices = append(pj.slices, c)
+					}
+				}
 			}
 		}
 		if pj.pods > 0 {
@@ -45,4 +54,46 @@ func (p *plugin) pendingJobs(jobs map[api.JobID]*api.JobInfo) []pendingJob {
 		return cmp.Or(cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.name, b.name))
 	})
 	return out
+}
+
+// sameSlice: the two requests book alike on any GPU.
+func sameSlice(a, b vgpu.ContainerRequest) bool {
+	return a.Memory == b.Memory && a.MemoryPercentage == b.MemoryPercentage
+}
+
+// fragmented is the memory free on the nodes' usable GPUs that cannot hold the largest slice
+// one of the pending jobs asks for there (what the consolidate action can gather): a GPU
+// counts when it is free in part and too small a part; one that no pending slice fits even
+// empty, or nothing waits, counts nothing.
+func (p *plugin) fragmented(nodes map[string]*api.NodeInfo, pending []pendingJob) int64 {
+	var asks []vgpu.ContainerRequest
+	for _, j := range pending {
+		asks = append(asks, j.slices...)
+	}
+	if len(asks) == 0 {
+		return 0
+	}
+	var total int64
+	for _, node := range nodes {
+		l := ledgerOf(node)
+		if !hasGPUs(l) || p.unusable(l) != nil {
+			continue
+		}
+		for i := range l.gpus {
+			g := &l.gpus[i]
+			if !g.healthy || g.info.Mode == vgpu.ModeMIG {
+				continue
+			}
+			var need int64
+			for _, c := range asks {
+				if b := int64(c.BookedOn(g.memory, g.reserve)); b <= int64(g.memory) {
+					need = max(need, b)
+				}
+			}
+			if free := int64(g.memory) - g.used.memory; free > 0 && free < need {
+				total += free
+			}
+		}
+	}
+	return total
 }

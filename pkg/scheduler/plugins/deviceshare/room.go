@@ -45,7 +45,7 @@ func (p *plugin) makeRoom(ask framework.RoomAsk) (framework.Room, bool, bool) {
 	if !ok {
 		return framework.Room{}, false, false
 	}
-	room := framework.Room{Node: b.nodeOf[plan.GPU]}
+	room := framework.Room{Node: b.nodeOf[plan.GPU], Device: plan.GPU}
 	for _, m := range plan.Moves {
 		t := b.tasks[m.Pod]
 		room.Moves = append(room.Moves, t)
