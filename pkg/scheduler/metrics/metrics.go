@@ -88,8 +88,8 @@ func New() *Set {
 			"Number of running pods the consolidate action evicted to free a GPU for a waiting job")),
 		consolidationFreed: prometheus.NewCounter(counterOpts("consolidation_freed_gpus_total",
 			"Number of GPUs the consolidate action freed for a waiting pod by moving others")),
-		jobs:               newJobMetrics(),
-		queues:             newQueueMetrics(),
+		jobs:   newJobMetrics(),
+		queues: newQueueMetrics(),
 	}
 	m.attempts = map[string]prometheus.Counter{}
 	for _, result := range []string{AttemptScheduled, AttemptUnschedulable, AttemptError} {
