@@ -179,7 +179,7 @@ func registryOn(shared *deviceshare.Shared) *framework.Registry {
 
 // chartConf is the chart's configuration (config/volcano-scheduler.conf) with actions in
 // place of its own, and the consolidate action's arguments when given.
-func chartConf(t *testing.T, reg *framework.Registry, actions, arguments string) *conf.SchedulerConfiguration {
+func chartConf(t testing.TB, reg *framework.Registry, actions, arguments string) *conf.SchedulerConfiguration {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "config", "volcano-scheduler.conf"))
 	if err != nil {
