@@ -22,12 +22,17 @@ type pendingJob struct {
 	slices []vgpu.ContainerRequest
 }
 
+// sliceKey is what a vGPU request books on a GPU by: its memory, or its share of the GPU's.
+type sliceKey struct{ memory, percentage int32 }
+
 // pendingJobs are the jobs whose pods asking for vGPU wait for a node: Pending, or Pipelined
 // onto resources being released. Sorted by namespace and name, for a steady scrape.
 func (p *plugin) pendingJobs(jobs map[api.JobID]*api.JobInfo) []pendingJob {
 	var out []pendingJob
+	var seenScratch []sliceKey
 	for _, job := range jobs {
 		var pj pendingJob
+		seen := seenScratch[:0]
 		for _, status := range [...]api.TaskStatus{api.Pending, api.Pipelined} {
 			for _, t := range job.TaskStatusIndex[status] {
 				if t.Pod == nil || t.Resreq.Get(p.names.Count) <= 0 {
@@ -38,13 +43,25 @@ func (p *plugin) pendingJobs(jobs map[api.JobID]*api.JobInfo) []pendingJob {
 					pj.oldest = created
 				}
 				pj.pods++
-				for _, c := range p.request(t).containers {
+				// The pods of a job mostly ask alike: one whose vGPU totals an earlier one
+				// asked is not read again.
+				key := sliceKey{int32(t.Resreq.Get(p.names.Memory)), int32(t.Resreq.Get(p.names.MemoryPercentage))}
+				if slices.Contains(seen, key) {
+					continue
+				}
+				seen = append(seen, key)
+				requests, err := vgpu.PodRequests(t.Pod, p.names)
+				if err != nil {
+					continue
+				}
+				for _, c := range requests {
 					if c.Count > 0 && !slices.ContainsFunc(pj.slices, func(o vgpu.ContainerRequest) bool { return sameSlice(o, c) }) {
 						pj.slices = append(pj.slices, c)
 					}
 				}
 			}
 		}
+		seenScratch = seen
 		if pj.pods > 0 {
 			pj.namespace, pj.name, pj.queue = job.Namespace, job.Name, string(job.Queue)
 			out = append(out, pj)
@@ -68,11 +85,18 @@ func sameSlice(a, b vgpu.ContainerRequest) bool {
 func (p *plugin) fragmented(nodes map[string]*api.NodeInfo, pending []pendingJob) int64 {
 	var asks []vgpu.ContainerRequest
 	for _, j := range pending {
-		asks = append(asks, j.slices...)
+		for _, c := range j.slices {
+			if !slices.ContainsFunc(asks, func(o vgpu.ContainerRequest) bool { return sameSlice(o, c) }) {
+				asks = append(asks, c)
+			}
+		}
 	}
 	if len(asks) == 0 {
 		return 0
 	}
+	// GPUs of one size and reserve need the same: worked out once for each.
+	type size struct{ memory, reserve int32 }
+	needs := map[size]int64{}
 	var total int64
 	for _, node := range nodes {
 		l := ledgerOf(node)
@@ -84,11 +108,14 @@ func (p *plugin) fragmented(nodes map[string]*api.NodeInfo, pending []pendingJob
 			if !g.healthy || g.info.Mode == vgpu.ModeMIG {
 				continue
 			}
-			var need int64
-			for _, c := range asks {
-				if b := int64(c.BookedOn(g.memory, g.reserve)); b <= int64(g.memory) {
-					need = max(need, b)
+			need, ok := needs[size{g.memory, g.reserve}]
+			if !ok {
+				for _, c := range asks {
+					if b := int64(c.BookedOn(g.memory, g.reserve)); b <= int64(g.memory) {
+						need = max(need, b)
+					}
 				}
+				needs[size{g.memory, g.reserve}] = need
 			}
 			if free := int64(g.memory) - g.used.memory; free > 0 && free < need {
 				total += free
