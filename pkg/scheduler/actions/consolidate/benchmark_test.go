@@ -145,7 +145,7 @@ func (s *sim) addPod(b testing.TB, prefix string, o owner, min int32, memory, co
 	if cores > 0 {
 		asks[vgpu.DefaultCoresResource] = *resource.NewQuantity(int64(cores), resource.DecimalSI)
 	}
-	w := st.MakePod().Namespace("ns").Name(name).UID("uid-"+name).Group(name).SchedulerName("volcano").Created(s.created).
+	w := st.MakePod().Namespace("ns").Name(name).UID("uid-" + name).Group(name).SchedulerName("volcano").Created(s.created).
 		Containers(corev1.Container{Name: "main", Resources: corev1.ResourceRequirements{Limits: asks, Requests: asks.DeepCopy()}})
 	if o != bare {
 		controller := true

@@ -82,6 +82,10 @@ func (a *action) Execute(ssn *framework.Session) {
 	if l.perHour > 0 {
 		left = min(left, l.perHour-len(a.moves))
 	}
+	// unhelped are pods no moves could make room for since the last moves: a pod every
+	// predicate answers alike (the rest of a gang, the next replica) gets the same answer,
+	// so with thousands of such pods waiting the search runs once, not for each.
+	var unhelped []*api.TaskInfo
 	queues, starving := evictsearch.StarvingJobs(ssn)
 	for _, queue := range queues {
 		if l.queues != nil && !l.queues[queue.Name] {
@@ -91,7 +95,12 @@ func (a *action) Execute(ssn *framework.Session) {
 			if ssn.Stopping() || left <= 0 {
 				return
 			}
-			moved := forJob(ssn, job, l, now, left)
+			moved, refused := forJob(ssn, job, l, now, left, unhelped)
+			if moved > 0 {
+				unhelped = unhelped[:0]
+			} else if refused != nil {
+				unhelped = append(unhelped, refused)
+			}
 			left -= moved
 			for range moved {
 				a.moves = append(a.moves, now)
@@ -141,8 +150,10 @@ func arguments(ssn *framework.Session) limits {
 
 // forJob makes room for the job's pending tasks in task order, each by the moves the plugins
 // find, and keeps the moves only when the whole job is then pipelined and they are at most
-// left; it returns how many pods it moved.
-func forJob(ssn *framework.Session, job *api.JobInfo, l limits, now time.Time, left int) int {
+// left; it returns how many pods it moved, and the task no moves made room for, if that is
+// why it moved none. A task that every predicate answers as one of unhelped is not searched
+// for again.
+func forJob(ssn *framework.Session, job *api.JobInfo, l limits, now time.Time, left int, unhelped []*api.TaskInfo) (int, *api.TaskInfo) {
 	stmt := ssn.NewStatement()
 	may := func(t *api.TaskInfo) bool {
 		victim := ssn.Jobs[t.Job]
@@ -157,35 +168,43 @@ func forJob(ssn *framework.Session, job *api.JobInfo, l limits, now time.Time, l
 		if err := queueRefusal(ssn, job, task); err != nil {
 			klog.V(4).InfoS("Queue refuses the pod; nothing moved", "pod", klog.KRef(task.Namespace, task.Name), "reason", err)
 			stmt.Discard()
-			return 0
+			return 0, nil
+		}
+		if slices.ContainsFunc(unhelped, func(u *api.TaskInfo) bool { return sameAsk(ssn, u, task) }) {
+			stmt.Discard()
+			return 0, nil
 		}
 		room, ok := ssn.MakeRoom(task, may, func(id api.JobID) int { return budget(ssn.Jobs[id]) })
-		if !ok || len(moved)+len(room.Moves) > left {
+		if !ok {
 			stmt.Discard()
-			return 0
+			return 0, task
+		}
+		if len(moved)+len(room.Moves) > left {
+			stmt.Discard()
+			return 0, nil
 		}
 		reason := fmt.Sprintf("%s: moved to free %s on node %s for podgroup %s/%s", Name, room.Device, room.Node.Name, job.Namespace, job.Name)
 		for _, m := range room.Moves {
 			v := taskOf(ssn, m)
 			if v == nil {
 				stmt.Discard()
-				return 0
+				return 0, nil
 			}
 			if err := stmt.Evict(v, reason); err != nil {
 				klog.V(3).InfoS("A pod to move cannot be evicted", "pod", klog.KRef(v.Namespace, v.Name), "err", err)
 				stmt.Discard()
-				return 0
+				return 0, nil
 			}
 			moved = append(moved, v)
 		}
 		if !ssn.MovesAllowed(moved) || !fits(ssn, task, room.Node) {
 			stmt.Discard()
-			return 0
+			return 0, nil
 		}
 		if err := stmt.Pipeline(task, room.Node); err != nil {
 			klog.V(3).InfoS("Pipelining onto the room made failed", "pod", klog.KRef(task.Namespace, task.Name), "node", room.Node.Name, "err", err)
 			stmt.Discard()
-			return 0
+			return 0, nil
 		}
 		if len(room.Moves) > 0 {
 			rooms = append(rooms, room)
@@ -193,7 +212,7 @@ func forJob(ssn *framework.Session, job *api.JobInfo, l limits, now time.Time, l
 	}
 	if !ssn.JobPipelined(job) {
 		stmt.Discard()
-		return 0
+		return 0, nil
 	}
 	stmt.Commit()
 	for _, room := range rooms {
@@ -207,7 +226,14 @@ func forJob(ssn *framework.Session, job *api.JobInfo, l limits, now time.Time, l
 		ssn.RecordJobEvent(job, corev1.EventTypeNormal, EventReasonConsolidated, msg)
 		ssn.Metrics().Consolidated(len(room.Moves))
 	}
-	return len(moved)
+	return len(moved), nil
+}
+
+// sameAsk: the plugins' search answers a and b alike, every predicate answering them alike
+// and their resources the same.
+func sameAsk(ssn *framework.Session, a, b *api.TaskInfo) bool {
+	return a.InitResreq.LessEqual(b.InitResreq, api.MissingAsZero) && b.InitResreq.LessEqual(a.InitResreq, api.MissingAsZero) &&
+		ssn.SamePredicates(a, b)
 }
 
 // EventReasonConsolidated is the reason of the Normal event on a PodGroup for which pods were

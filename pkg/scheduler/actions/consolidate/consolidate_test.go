@@ -429,3 +429,44 @@ volcano_vgpu_fragmented_memory %v
 		}
 	}
 }
+
+// roomCounter is a plugin whose room search counts its calls and finds nothing.
+type roomCounter struct{ calls *int }
+
+func (roomCounter) Name() string { return "roomcounter" }
+func (c roomCounter) OnSessionOpen(ssn *framework.Session) {
+	ssn.AddRoomFn("roomcounter", func(framework.RoomAsk) (framework.Room, bool, bool) {
+		*c.calls++
+		return framework.Room{}, false, false
+	})
+}
+func (roomCounter) OnSessionClose(*framework.Session) {}
+
+// Five pods alike (single-pod jobs of 20,000 MiB and 2 cpus) and one that asks 3 cpus wait in
+// the fragmented cluster; when the search finds no moves for the first, it is not run again
+// for the four others alike, only for the one that differs: 2 searches, not 6.
+func TestNoSearchAgainForAPodAlike(t *testing.T) {
+	groups := fragmented()
+	for i := range 5 {
+		groups = append(groups, group{name: fmt.Sprintf("big%d", i), min: 1, pending: 1, memory: 20000, cores: 2})
+	}
+	groups = append(groups, group{name: "other", min: 1, pending: 1, memory: 20000, cores: 3})
+	ci := cluster(t, groups...)
+	calls := 0
+	reg := registry()
+	reg.RegisterPlugin("roomcounter", func(conf.Arguments) (framework.Plugin, error) { return roomCounter{&calls}, nil })
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "config", "volcano-scheduler.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(strings.Replace(string(data), `"enqueue, allocate, backfill"`, `"`+withConsolidate+`"`, 1),
+		"tiers:\n", "tiers:\n- plugins:\n  - name: roomcounter\n", 1)
+	cfg, skipped, err := conf.Parse([]byte(text), reg)
+	if err != nil || len(skipped) > 0 {
+		t.Fatalf("skipped %v, err %v", skipped, err)
+	}
+	frameworktest.RunActions(t, &frameworktest.Cache{Snap: ci}, cfg, reg)
+	if calls != 2 {
+		t.Errorf("the room search ran %d times, want 2 (once for the five pods alike, once for the other)", calls)
+	}
+}
