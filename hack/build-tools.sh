@@ -53,7 +53,7 @@ if want controller-gen && ! fresh controller-gen "$ROOT/hack/lib.sh"; then
   GOBIN=$BIN go install -trimpath -ldflags "-s -w" "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_GEN_VERSION"
   mark controller-gen "$ROOT/hack/lib.sh"
 fi
-IMG_INPUTS=("$ROOT/test/images/tiny/main.go" "$ROOT/hack/imagebuild/main.go" "$ROOT/go.sum")
+IMG_INPUTS=("$ROOT/test/images/tiny/main.go" "$ROOT/hack/imagebuild/main.go" "$ROOT/go.sum" "$ROOT/hack/build-tools.sh")
 if want images && ! fresh tiny "${IMG_INPUTS[@]}"; then
   log "building the local images (pause, tiny)"
   (cd "$ROOT" && go build -trimpath -ldflags "-s -w" -o "$BIN/tiny" ./test/images/tiny && go build -o "$BIN/imagebuild" ./hack/imagebuild)
@@ -65,6 +65,11 @@ if want images && ! fresh tiny "${IMG_INPUTS[@]}"; then
     "$BIN/imagebuild" -ref "$2" -out "$BIN/images/$1.tar" -entrypoint "$3" -file "$BIN/tiny:/pause" -file "$BIN/tiny:/tiny" \
       -file "$BIN/tiny:/bin/sleep" -file "$BIN/tiny:/bin/bash"
   done
+  # A hostile image's take on HAMi-core's paths: each a symbolic link into /dev/shm, which the
+  # runtime mounts a tmpfs over (TestImageSymlinksOverHAMiCore).
+  "$BIN/imagebuild" -ref "$TINY_LINKS_IMAGE" -out "$BIN/images/tiny-links.tar" -entrypoint /tiny -file "$BIN/tiny:/tiny" \
+    -symlink /etc/ld.so.preload:/dev/shm/ld.so.preload -symlink /usr/local/vgpu:/dev/shm/vgpu \
+    -symlink /overrideEnv:/dev/shm/overrideEnv
   mark tiny "${IMG_INPUTS[@]}"
 fi
 # The Volcano CRDs in config/crd are generated from the volcano.sh/apis version the project

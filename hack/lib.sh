@@ -15,6 +15,7 @@ HELM_VERSION=v4.3.2
 KWOK_STAGES="node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml pod/fast/pod-ready.yaml pod/fast/pod-delete.yaml"
 PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
 TINY_IMAGE=localhost/tiny:v1
+TINY_LINKS_IMAGE=localhost/tiny-links:v1
 export PATH=/usr/local/go/bin:$PATH
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }

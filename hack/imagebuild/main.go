@@ -7,6 +7,9 @@
 //	  -file bin/vc-scheduler:/vc-scheduler -entrypoint /vc-scheduler -user 65532:65532 \
 //	  -label org.opencontainers.image.version=dev
 //
+// -symlink DST:TARGET adds a symbolic link (the tests' image that points HAMi-core's paths
+// elsewhere, as a hostile image would).
+//
 // The archive is what `ctr images import` and `docker load` take; the index carries the
 // image's name for containerd.
 package main
@@ -44,6 +47,7 @@ type spec struct {
 	entrypoint     listFlag
 	args           listFlag
 	files          listFlag // SRC:DST, DST absolute; SRC a file
+	symlinks       listFlag // DST:TARGET, DST absolute
 	labels         listFlag // KEY=VALUE
 	env            listFlag // KEY=VALUE
 	sharedLibsOf   listFlag // binaries whose shared libraries (ldd) go into the image
@@ -57,6 +61,7 @@ func main() {
 	flag.Var(&s.entrypoint, "entrypoint", "entrypoint element (repeatable)")
 	flag.Var(&s.args, "arg", "default argument (repeatable)")
 	flag.Var(&s.files, "file", "SRC:DST file to add (repeatable)")
+	flag.Var(&s.symlinks, "symlink", "DST:TARGET symbolic link to add (repeatable)")
 	flag.Var(&s.labels, "label", "KEY=VALUE image label (repeatable)")
 	flag.Var(&s.env, "env", "KEY=VALUE environment variable (repeatable)")
 	flag.Var(&s.sharedLibsOf, "shared-libs-of", "add the shared libraries this file (one of the added sources) loads (repeatable)")
@@ -88,7 +93,15 @@ func build(s spec) error {
 			files[l] = l
 		}
 	}
-	layerTar, err := layerOf(files)
+	links := map[string]string{} // DST -> TARGET
+	for _, l := range s.symlinks {
+		dst, target, ok := strings.Cut(l, ":")
+		if !ok || !path.IsAbs(dst) || target == "" {
+			return fmt.Errorf("-symlink %q: want /absolute/DST:TARGET", l)
+		}
+		links[path.Clean(dst)] = target
+	}
+	layerTar, err := layerOf(files, links)
 	if err != nil {
 		return err
 	}
@@ -122,14 +135,20 @@ func build(s spec) error {
 	return writeArchive(img, s.ref, s.out)
 }
 
-// layerOf is a tar of the files (DST -> SRC) and their parent directories, sorted, owned by
-// root, dated 0, so the same inputs give the same digest.
-func layerOf(files map[string]string) ([]byte, error) {
+// layerOf is a tar of the files (DST -> SRC), the symbolic links (DST -> TARGET) and their
+// parent directories, sorted, owned by root, dated 0, so the same inputs give the same digest.
+func layerOf(files, links map[string]string) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	dirs := map[string]bool{}
-	dsts := make([]string, 0, len(files))
+	dsts := make([]string, 0, len(files)+len(links))
 	for d := range files {
+		dsts = append(dsts, d)
+	}
+	for d := range links {
+		if _, ok := files[d]; ok {
+			return nil, fmt.Errorf("%s is both a file and a symbolic link", d)
+		}
 		dsts = append(dsts, d)
 	}
 	sort.Strings(dsts)
@@ -143,6 +162,13 @@ func layerOf(files map[string]string) ([]byte, error) {
 			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(p, "/") + "/", Mode: 0o755, Format: tar.FormatPAX}); err != nil {
 				return nil, err
 			}
+		}
+		if target, ok := links[dst]; ok {
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: strings.TrimPrefix(dst, "/"), Linkname: target,
+				Mode: 0o777, Format: tar.FormatPAX}); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		data, err := os.ReadFile(files[dst])
 		if err != nil {

@@ -25,6 +25,9 @@ const (
 	realNode = "localhost"
 	// tinyImage is built and imported by the project itself; there is no registry.
 	tinyImage = "localhost/tiny:v1"
+	// tinyLinksImage is tiny with HAMi-core's paths symbolic links into /dev/shm
+	// (hack/build-tools.sh).
+	tinyLinksImage = "localhost/tiny-links:v1"
 	// noScheduler keeps any scheduler away from pods the test binds by hand.
 	noScheduler = "e2e-manual-binding"
 	// kwokAnnotation makes kwok simulate a node.

@@ -513,6 +513,39 @@ func TestDevicePluginRefusesMountsOverHAMiCore(t *testing.T) {
 	})
 }
 
+// What no layer stops, pinned on the real kubelet node (containerd and runc): an image
+// whose /etc/ld.so.preload and /overrideEnv are symbolic links into /dev/shm. The runtime
+// orders a container's mounts by the depth of the path each names, before it follows links:
+// the device plugin's /etc/ld.so.preload (two deep) is bound where the link points,
+// /dev/shm/ld.so.preload, before the runtime's own /dev/shm (two deep, listed after it) is
+// mounted over that folder. The container runs (neither the policy nor the plugin sees an
+// image) and its loader finds no preload file, so no process of it loads HAMi-core; its
+// limits file is hidden too. The README lists this beside a statically linked program: only
+// a policy on images stops it. Should a runtime start following links first, this test fails
+// and the README is to be corrected.
+func TestImageSymlinksOverHAMiCore(t *testing.T) {
+	cs := client(t)
+	ns := namespace(t, cs)
+	plugin := devicePlugin(t, cs, 1)
+	device := vgpu.ContainerDevice{UUID: plugin.gpus[0], Type: vgpu.DeviceTypeNVIDIA, UsedMemory: 500, UsedCores: 10}
+	pod := podAsking(ns, "links", device)
+	pod.Spec.Containers[0].Image = tinyLinksImage
+	createBound(t, cs, pod, device)
+	podPhase(t, cs, ns, pod.Name, corev1.PodRunning, 90*time.Second)
+	log := containerLog(t, cs, ns, pod.Name, "main")
+	wantLines(t, pod.Name, log, "mount /dev/shm/ld.so.preload ro", "mount /dev/shm/overrideEnv ro", "mount /dev/shm rw",
+		"preload error: open /etc/ld.so.preload: no such file or directory")
+	lines := strings.Split(log, "\n")
+	if slices.Index(lines, "mount /dev/shm/ld.so.preload ro") > slices.Index(lines, "mount /dev/shm rw") {
+		t.Errorf("the preload file was mounted after /dev/shm, where the container sees it:\n%s", log)
+	}
+	for _, l := range lines {
+		if strings.HasPrefix(l, "overrideEnv ") || strings.HasPrefix(l, "preload /") {
+			t.Errorf("the container reads HAMi-core's files through the links (%q): the README's claim is out of date", l)
+		}
+	}
+}
+
 // A restarted plugin loses nothing: the same annotation, the same allocatable, running pods
 // keep their devices and cache directories, and new pods are served. It also serves the host
 // GPU metrics for every GPU.

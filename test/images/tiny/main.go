@@ -2,8 +2,9 @@
 // pause image and localhost/tiny): the cluster has no registry, so the project builds its images.
 //
 //	tiny               wait for SIGTERM (what a pause container does)
-//	tiny printenv      print the sorted environment, the mount points and the lines of
-//	                   /overrideEnv (HAMi-core's limits file), then wait
+//	tiny printenv      print the sorted environment, the mount points, the lines of
+//	                   /overrideEnv (HAMi-core's limits file), what /etc/ld.so.preload
+//	                   holds and whether HAMi-core's library is there, then wait
 //	tiny hello         print a line and exit
 //	sleep ..., bash ...  as tiny printenv: the image also holds it as /bin/sleep and /bin/bash,
 //	                   so the tutorials' manifests (command ["sleep","infinity"] or
@@ -41,6 +42,7 @@ func main() {
 		}
 		printMounts()
 		printOverrideEnv()
+		printHAMiCoreFiles()
 	case "hello":
 		fmt.Println("hello from a locally built image")
 		return
@@ -83,5 +85,24 @@ func printOverrideEnv() {
 	}
 	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
 		fmt.Println("overrideEnv", line)
+	}
+}
+
+// printHAMiCoreFiles prints "preload <line>" for each line of /etc/ld.so.preload (or
+// "preload error: ..."), and "library <size> bytes" for HAMi-core's library (or "library
+// error: ..."): what the dynamic loader will find through whatever the image put at those
+// paths.
+func printHAMiCoreFiles() {
+	if data, err := os.ReadFile("/etc/ld.so.preload"); err != nil {
+		fmt.Println("preload error:", err)
+	} else {
+		for _, line := range strings.Fields(string(data)) {
+			fmt.Println("preload", line)
+		}
+	}
+	if fi, err := os.Stat("/usr/local/vgpu/libvgpu.so"); err != nil {
+		fmt.Println("library error:", err)
+	} else {
+		fmt.Println("library", fi.Size(), "bytes")
 	}
 }
