@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
@@ -104,6 +105,10 @@ func run(ctx context.Context, o *options) (err error) {
 	if err != nil {
 		return err
 	}
+	meta, err := metadata.NewForConfig(restCfg)
+	if err != nil {
+		return err
+	}
 
 	// The binary owns the registry /metrics serves; everything that keeps metrics registers
 	// on it here and is handed what it writes.
@@ -146,7 +151,7 @@ func run(ctx context.Context, o *options) (err error) {
 	sc, err := cache.New(ctx, cache.Options{
 		SchedulerNames: o.schedulerNames, DefaultQueue: o.defaultQueue, NodeSelector: o.nodeSelector,
 		ResyncPeriod: o.compat.resyncPeriod, PriorityClass: o.compat.priorityClass, Recorder: pipe.Recorder(),
-		Metrics: recorded,
+		Metrics: recorded, Metadata: meta,
 	}, kube, vc)
 	if err != nil {
 		return err

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -39,6 +40,8 @@ var _ framework.Cache = (*SchedulerCache)(nil)
 // SchedulerCache is the scheduler's cluster state. Build it with New, start it with Run.
 type SchedulerCache struct {
 	kube kubernetes.Interface
+	// meta lists the bound pods CatchUp waits for, metadata only; nil: kube lists them whole.
+	meta metadata.Interface
 	vc   versioned.Interface
 
 	schedulerNames sets.Set[string]
@@ -147,6 +150,7 @@ func newCache(cfg Options, kube kubernetes.Interface, vc versioned.Interface) (*
 	}
 	sc := &SchedulerCache{
 		kube:           kube,
+		meta:           cfg.Metadata,
 		vc:             vc,
 		schedulerNames: sets.New(cfg.SchedulerNames...),
 		defaultQueue:   cfg.DefaultQueue,

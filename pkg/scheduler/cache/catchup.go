@@ -133,17 +133,25 @@ type awaitedPod struct {
 func (sc *SchedulerCache) listBound(ctx context.Context) ([]awaitedPod, error) {
 	var bound []awaitedPod
 	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		if sc.meta != nil {
+			return sc.meta.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace(metav1.NamespaceAll).List(ctx, opts)
+		}
 		return sc.kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
 	})
 	p.PageSize = catchUpPage
 	for _, selector := range boundSelectors(sc.schedulerNames) {
 		if err := p.EachListItem(ctx, metav1.ListOptions{FieldSelector: selector}, func(obj runtime.Object) error {
-			pod, ok := obj.(*corev1.Pod)
-			if !ok {
+			var meta *metav1.ObjectMeta
+			switch o := obj.(type) {
+			case *corev1.Pod:
+				meta = &o.ObjectMeta
+			case *metav1.PartialObjectMetadata:
+				meta = &o.ObjectMeta
+			default:
 				return fmt.Errorf("listing bound pods: got %T", obj)
 			}
-			bound = append(bound, awaitedPod{uid: pod.UID, namespace: pod.Namespace, name: pod.Name,
-				resourceVersion: pod.ResourceVersion, bound: true})
+			bound = append(bound, awaitedPod{uid: meta.UID, namespace: meta.Namespace, name: meta.Name,
+				resourceVersion: meta.ResourceVersion, bound: true})
 			return nil
 		}); err != nil {
 			return nil, fmt.Errorf("listing bound pods (%s): %w", selector, err)

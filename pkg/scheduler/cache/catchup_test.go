@@ -9,8 +9,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	metadatafake "k8s.io/client-go/metadata/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
@@ -20,12 +22,13 @@ var podsResource = corev1.SchemeGroupVersion.WithResource("pods")
 
 // listAsTheAPIServer makes the fake's pod lists apply their field selectors, as the API
 // server does (the fake ignores them), and answer at version rv. listed, when not nil, gets
-// each list's field selector once it is answered.
+// each list's field selector once it is answered. The cache lists the bound pods as metadata
+// only, as the binary's does, through a metadata client that answers from the same pods.
 func listAsTheAPIServer(env *testEnv, rv string, listed chan<- string) {
-	env.kube.PrependReactor("list", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+	list := func(action k8stesting.Action) (*corev1.PodList, error) {
 		objs, err := env.kube.Tracker().List(podsResource, corev1.SchemeGroupVersion.WithKind("Pod"), "")
 		if err != nil {
-			return true, nil, err
+			return nil, err
 		}
 		selector := action.(k8stesting.ListAction).GetListRestrictions().Fields
 		list := objs.(*corev1.PodList)
@@ -37,8 +40,27 @@ func listAsTheAPIServer(env *testEnv, rv string, listed chan<- string) {
 		if listed != nil {
 			listed <- selector.String()
 		}
-		return true, list, nil
+		return list, nil
+	}
+	env.kube.PrependReactor("list", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		pods, err := list(action)
+		return true, pods, err
 	})
+	meta := metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme())
+	meta.PrependReactor("list", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		pods, err := list(action)
+		if err != nil {
+			return true, nil, err
+		}
+		// The fake's List takes a metav1.List of PartialObjectMetadata, as its tracker holds.
+		out := &metav1.List{ListMeta: pods.ListMeta}
+		for _, p := range pods.Items {
+			item := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}, ObjectMeta: p.ObjectMeta}
+			out.Items = append(out.Items, runtime.RawExtension{Object: item})
+		}
+		return true, out, nil
+	})
+	env.sc.meta = meta
 }
 
 // catchUpInBackground runs CatchUp until ctx ends; its error comes on the channel.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/metrics"
@@ -43,6 +44,10 @@ type Options struct {
 	// Metrics records the binds (volcano_scheduled_pods_total, the task scheduling latency,
 	// failed binds); nil records nothing.
 	Metrics *metrics.Set
+	// Metadata, when set, lists the bound pods a new leader waits for (CatchUp) as object
+	// metadata only: the wait reads nothing else of them, and at 50,000 pods whole objects
+	// are most of what the list carries and decodes. nil lists whole pods.
+	Metadata metadata.Interface
 }
 
 const (
