@@ -22,15 +22,28 @@
 #                                   limits before CUDA starts, with and without the answer's
 #                                   /overrideEnv mount. Results in $OUT: limits-summary.txt,
 #                                   limits.json, run.log, logs.tar.gz.
+#   hack/gpucheck/h200.sh redirect  on the GPU machine, as root: whether a process escapes the
+#                                   limits by exporting CUDA_REDIRECT (the library HAMi-core's
+#                                   dlsym hands cu* lookups to) before CUDA starts. Builds
+#                                   HAMi-core as pinned, with build/hami-core-override-env.sh
+#                                   alone, and with it and build/hami-core-fixed-library.sh (as
+#                                   the Dockerfile builds it); under each, in containers of
+#                                   2000 MiB / 10 % with the answer's /overrideEnv mount, asks
+#                                   4000 MiB with nothing exported and with CUDA_REDIRECT set
+#                                   to the driver's libcuda.so.1 (and, as pinned and patched, to
+#                                   a file that does not exist). Results in $OUT:
+#                                   redirect-summary.txt, redirect.json, run.log, logs.tar.gz.
 #
 # The script runs beside measure.py wherever it is copied (a device call carries .cache/gpucheck
-# but sends the main checkout): GPUCHECK_PATCH names the patch script when build/ lacks it.
+# but sends the main checkout): GPUCHECK_PATCH and GPUCHECK_PATCH_LIBRARY name the patch
+# scripts when build/ lacks them.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 CACHE=$ROOT/.cache/gpucheck
 HERE=$(cd "$(dirname "$0")" && pwd)
 PATCH=${GPUCHECK_PATCH:-$ROOT/build/hami-core-override-env.sh}
+PATCH_LIBRARY=${GPUCHECK_PATCH_LIBRARY:-$ROOT/build/hami-core-fixed-library.sh}
 WANT_MIB=2000
 CORES=30
 RESERVE_MIB=518 # the H200's context, measured by the first part of this run (docs/h200-context-reserve.md)
@@ -216,20 +229,23 @@ versions() {
 	EOF
 }
 
-# build_hami NAME [PATCH]: builds HAMi-core's source, after PATCH DIR when given, into
+# build_hami NAME [PATCH...]: builds HAMi-core's source, after each PATCH DIR in turn, into
 # $W/hami-NAME/build/libvgpu.so.
 build_hami() {
-	local dir=$W/hami-$1 t0=$SECONDS
-	rm -rf "$dir" && cp -r "$CACHE/hami-core" "$dir"
-	[ -z "${2:-}" ] || sh "$2" "$dir" || return 1
+	local name=$1 dir=$W/hami-$1 t0=$SECONDS p
+	shift
+	rm -rf "$dir" && cp -r "$CACHE/hami-core" "$dir" && chmod -R u+w "$dir" || return 1
+	for p in "$@"; do
+		sh "$p" "$dir" || return 1
+	done
 	if [ -n "${GPUCHECK_SKIP_BUILD:-}" ]; then
 		mkdir -p "$dir/build" && echo "dry run" >"$dir/build/libvgpu.so"
 	else
-		(cd "$dir" && CMAKE_OPTIONS="-DCMAKE_POLICY_VERSION_MINIMUM=3.5" timeout 300 bash ./build.sh) >"$W/logs/hami-build-$1.log" 2>&1
-		echo "build.sh ($1) rc=$? in $((SECONDS - t0)) s"
+		(cd "$dir" && CMAKE_OPTIONS="-DCMAKE_POLICY_VERSION_MINIMUM=3.5" timeout 300 bash ./build.sh) >"$W/logs/hami-build-$name.log" 2>&1
+		echo "build.sh ($name) rc=$? in $((SECONDS - t0)) s"
 	fi
-	grep -iE 'error|warning: implicit' "$W/logs/hami-build-$1.log" 2>/dev/null | head -5
-	ls -la "$dir/build/libvgpu.so" || { tail -30 "$W/logs/hami-build-$1.log"; return 1; }
+	grep -iE 'error|warning: implicit' "$W/logs/hami-build-$name.log" 2>/dev/null | head -5
+	ls -la "$dir/build/libvgpu.so" || { tail -30 "$W/logs/hami-build-$name.log"; return 1; }
 }
 
 # setup: the machine's versions, the binaries, HAMi-core as pinned (in the hook image the
@@ -357,7 +373,7 @@ grab() {
 		--json "$W/limits-$name.json" >"$W/limits-$name.out" 2>"$W/limits-$name.err"
 	rc=$?
 	echo "$name $build $mount $rc $*" >>"$W/limits-runs.txt"
-	echo "$name: exit $rc; $("$PY" -c 'import json, sys; v = json.load(open(sys.argv[1])); print("region limit", v["region"]["limit"], "sm", v["region"]["sm_limit"], "allocated", v["ok"])' "$W/limits-$name.json" 2>&1 | tail -1)"
+	echo "$name: exit $rc; $("$PY" -c 'import json, sys; v = json.load(open(sys.argv[1])); print("region limit", v["region"]["limit"], "sm", v["region"]["sm_limit"], "allocated", v["ok"], "cuMemAlloc_v2 from", (v.get("cu_lookup") or {}).get("cuMemAlloc_v2"))' "$W/limits-$name.json" 2>&1 | tail -1)"
 	grep -m2 -E 'OOM|ERROR|SET ' "$W/limits-$name.err"
 }
 
@@ -367,8 +383,8 @@ grab() {
 # created the region).
 limits() {
 	setup || return 1
-	log "build HAMi-core with $(basename "$PATCH")"
-	build_hami patched "$PATCH" || return 1
+	log "build HAMi-core with $(basename "$PATCH") and $(basename "$PATCH_LIBRARY")"
+	build_hami patched "$PATCH" "$PATCH_LIBRARY" || return 1
 	[ ! -e /overrideEnv ] || { echo "this machine has a /overrideEnv of its own; the runs without the mount need none"; return 1; }
 	start_pair "" || return 1
 	rm -f "$W/limits-runs.txt"
@@ -398,10 +414,56 @@ limits() {
 	return 0
 }
 
+# driver_library: the path of the driver's libcuda.so.1 on this machine, as a container that
+# the NVIDIA runtime gave the driver sees it.
+driver_library() {
+	local lib
+	lib=$(ldconfig -p 2>/dev/null | awk '$1 == "libcuda.so.1" && /x86-64/ { print $NF; exit }')
+	[ -n "$lib" ] || lib=/usr/lib/x86_64-linux-gnu/libcuda.so.1
+	[ -e "$lib" ] || [ "${GPUCHECK_NVML:-real}" = fake ] || { echo "no libcuda.so.1 on this machine" >&2; return 1; }
+	echo "$lib"
+}
+
+# redirect: can a process escape the limits by exporting CUDA_REDIRECT, which HAMi-core's dlsym
+# reads on its first call, before initialized() and the /overrideEnv file? Under HAMi-core as
+# pinned, with build/hami-core-override-env.sh alone (the Dockerfile before
+# build/hami-core-fixed-library.sh) and with both (the Dockerfile now), each case in a
+# container of its own with all of the answer's mounts, /overrideEnv included.
+redirect() {
+	setup || return 1
+	log "build HAMi-core with $(basename "$PATCH"), and with it and $(basename "$PATCH_LIBRARY")"
+	build_hami override "$PATCH" || return 1
+	build_hami patched "$PATCH" "$PATCH_LIBRARY" || return 1
+	local driver
+	driver=$(driver_library) || return 1
+	echo "the driver's library: $driver -> $(readlink -f "$driver")"
+	start_pair "" || return 1
+	rm -f "$W/limits-runs.txt"
+	CORES=10 # eight containers on one GPU: the stand-in kubelet hands out 100 core IDs in all
+	local limit=$(((WANT_MIB + FACTOR - 1) / FACTOR * FACTOR)) build a
+	for build in pinned override patched; do
+		log "HAMi-core $build"
+		install_hami "$build" || return 1
+		local cases=(plain driver)
+		[ "$build" = override ] || cases+=(missing)
+		for a in "${cases[@]}"; do
+			allocate "$build-$a" "$limit" "$W/alloc-$build-$a" >/dev/null || { cat "$W/alloc-$build-$a.error"; return 1; }
+			cp "$(awk '$2 == "/overrideEnv" { print $1 }' "$W/alloc-$build-$a.mounts")" "$W/alloc-$build-$a.overrideEnv" || return 1
+		done
+		cat "$W/alloc-$build-plain.env" "$W/alloc-$build-plain.mounts" "$W/alloc-$build-plain.overrideEnv"
+		grab "$build-plain" "$build" "$W/alloc-$build-plain" 4000
+		grab "$build-redirect-driver" "$build" "$W/alloc-$build-driver" 4000 "CUDA_REDIRECT=$driver"
+		[ "$build" = override ] ||
+			grab "$build-redirect-missing" "$build" "$W/alloc-$build-missing" 4000 CUDA_REDIRECT=/nonexistent/libcuda.so.1
+	done
+	return 0
+}
+
+# collect_limits MODE: the summary of a limits or redirect run.
 collect_limits() {
 	log "summary"
-	"${PY:-python3}" "$HERE/measure.py" limits --dir "$W" --json "$OUT/limits.json" --text "$OUT/limits-summary.txt"
-	tar -czf "$OUT/logs.tar.gz" -C "$W" --exclude hami-pinned --exclude hami-patched --exclude hook-image --exclude bin --exclude ctl --exclude device-plugins . 2>/dev/null
+	"${PY:-python3}" "$HERE/measure.py" limits --dir "$W" --json "$OUT/$1.json" --text "$OUT/$1-summary.txt"
+	tar -czf "$OUT/logs.tar.gz" -C "$W" --exclude 'hami-*' --exclude hook-image --exclude bin --exclude ctl --exclude device-plugins . 2>/dev/null
 }
 
 collect() {
@@ -411,7 +473,7 @@ collect() {
 	cp "$W/alloc-reserve.json" "$OUT/allocate-reserve.json" 2>/dev/null
 	cp "$W/devices.txt" "$OUT/devices.txt" 2>/dev/null
 	"${PY:-python3}" "$HERE/measure.py" summarize --dir "$W" --json "$OUT/results.json" --text "$OUT/summary.txt"
-	tar -czf "$OUT/logs.tar.gz" -C "$W" --exclude hami-pinned --exclude hami-patched --exclude hook-image --exclude bin --exclude ctl --exclude device-plugins . 2>/dev/null
+	tar -czf "$OUT/logs.tar.gz" -C "$W" --exclude 'hami-*' --exclude hook-image --exclude bin --exclude ctl --exclude device-plugins . 2>/dev/null
 }
 
 stop_all() {
@@ -433,17 +495,17 @@ device)
 		collect
 	} 2>&1 | tee "$OUT/run.log"
 	;;
-limits)
+limits | redirect)
 	mkdir -p "$OUT"
 	{
-		limits
-		echo "limits rc=$?"
+		"$1"
+		echo "$1 rc=$?"
 		stop_all
-		collect_limits
+		collect_limits "$1"
 	} 2>&1 | tee "$OUT/run.log"
 	;;
 *)
-	echo "usage: $0 prepare|device|limits" >&2
+	echo "usage: $0 prepare|device|limits|redirect" >&2
 	exit 2
 	;;
 esac

@@ -83,7 +83,36 @@ def region_path():
 
 # What HAMi-core reads of the environment for its limits and region.
 LIMIT_VARS = ("CUDA_DEVICE_MEMORY_LIMIT_0", "CUDA_DEVICE_SM_LIMIT", "CUDA_DEVICE_SM_LIMIT_0",
-              "CUDA_DEVICE_MEMORY_SHARED_CACHE")
+              "CUDA_DEVICE_MEMORY_SHARED_CACHE", "CUDA_REDIRECT")
+
+
+class DlInfo(ctypes.Structure):
+    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+
+def cu_lookup(symbols=("cuGetProcAddress_v2", "cuMemAlloc_v2", "cuMemGetInfo_v2")):
+    """Which library answers a lookup of each driver function in the driver's library, as
+    cudart looks them up: ctypes asks dlsym, which HAMi-core overrides, and dladdr names the
+    file the answer lies in (HAMi-core's hook, or the driver's own function)."""
+    out = {}
+    try:
+        libc = ctypes.CDLL(None)
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError as e:
+        return {"error": str(e)}
+    for sym in symbols:
+        try:
+            addr = ctypes.cast(getattr(cuda, sym), ctypes.c_void_p).value
+        except AttributeError as e:
+            out[sym] = "not found: %s" % e
+            continue
+        info = DlInfo()
+        if libc.dladdr(ctypes.c_void_p(addr), ctypes.byref(info)) and info.dli_fname:
+            out[sym] = info.dli_fname.decode()
+        else:
+            out[sym] = "unknown (0x%x)" % addr
+    return out
 
 
 def c_environ():
@@ -201,7 +230,7 @@ def cmd_grab(args):
     res = {"label": args.label, "pid": os.getpid(), "init": info, "env_at_start": at_start, "env_after_init": after,
            "region": {k: region.get(k) for k in ("path", "error", "limit", "sm_limit")},
            "own_slot": own_slot(region), "overrideEnv_present": os.path.exists("/overrideEnv"),
-           "overrideEnv_writable": os.access("/overrideEnv", os.W_OK)}
+           "overrideEnv_writable": os.access("/overrideEnv", os.W_OK), "cu_lookup": cu_lookup()}
     res["ok"], res["error"] = try_alloc(torch, args.mib)
     res["mib"] = args.mib
     emit(res, args.json)
@@ -361,7 +390,7 @@ def cmd_limits(args):
             "overrideEnv_present": v.get("overrideEnv_present"), "overrideEnv_writable": v.get("overrideEnv_writable"),
             "region_limit_mib": [mib(x) for x in region.get("limit") or []], "region_sm_limit": region.get("sm_limit"),
             "region_path": region.get("path"), "context_charged_mib": mib(slot.get("context_size")),
-            "mem_get_info_mib": (v.get("init") or {}).get("mem_get_info_mib"),
+            "mem_get_info_mib": (v.get("init") or {}).get("mem_get_info_mib"), "cu_lookup": v.get("cu_lookup"),
             "asked_mib": v.get("mib"), "ok": v.get("ok"), "error": v.get("error"),
             "hami_oom_line": oom_after(os.path.join(d, "limits-%s.err" % run["name"]), v.get("mib") or 0)})
     text = json.dumps(out, indent=1, sort_keys=True)
@@ -386,6 +415,8 @@ def cmd_limits(args):
         lines.append("    env after CUDA init %s" % r["env_after_init"])
         lines.append("    region %s: limit %s MiB, sm_limit %s; context charged %s MiB; mem_get_info %s" % (
             r["region_path"], r["region_limit_mib"], r["region_sm_limit"], r["context_charged_mib"], r["mem_get_info_mib"]))
+        if r.get("cu_lookup"):
+            lines.append("    dlsym(libcuda.so.1, ...) answered from %s" % r["cu_lookup"])
         lines.append("    asked %s MiB: %s%s" % (r["asked_mib"], "allocated" if r["ok"] else "refused", "" if r["ok"] else ": %s" % r["error"]))
         if r["hami_oom_line"]:
             lines.append("    HAMi-core: %s" % r["hami_oom_line"])

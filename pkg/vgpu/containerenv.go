@@ -44,7 +44,10 @@ const (
 	// EnvUtilizationPolicy "DISABLE" turns HAMi-core's compute limit off.
 	EnvUtilizationPolicy = "GPU_CORE_UTILIZATION_POLICY"
 	// EnvRedirect names the library HAMi-core's dlsym hook looks CUDA functions up in:
-	// pointed at the driver's libcuda, it hands out functions that enforce nothing.
+	// pointed at the driver's libcuda, it hands out functions that enforce nothing. HAMi-core
+	// reads it before /overrideEnv, so the file cannot pin it; the Dockerfile's
+	// build/hami-core-fixed-library.sh makes HAMi-core ignore it (ContainerLibraryPath always).
+	// It stays refused for the HAMi-core builds that still read it.
 	EnvRedirect = "CUDA_REDIRECT"
 	// EnvPreload loads libraries ahead of those /etc/ld.so.preload names (HAMi-core), which
 	// can then shadow its hooks.

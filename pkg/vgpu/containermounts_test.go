@@ -2,8 +2,11 @@ package vgpu
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -199,5 +202,53 @@ func TestChartPolicyRefusesTheSameMounts(t *testing.T) {
 	pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
 	if got := admit.create(t, pod); len(got) != 0 {
 		t.Errorf("a pod without vGPU that mounts /etc: refused %q", got)
+	}
+}
+
+const dockerfile = "../../build/Dockerfile.vgpu-device-plugin"
+
+// The image's HAMi-core is built with every build/hami-core-*.sh patch, before build.sh: the
+// /overrideEnv file is read before the limits, and CUDA lookups go to HAMi-core's own library
+// whatever CUDA_REDIRECT says (docs/gpu-limits-override.md). The library the patched lookup
+// opens is the one the device plugin mounts.
+func TestDockerfileAppliesTheHAMiCorePatches(t *testing.T) {
+	b, err := os.ReadFile(dockerfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := string(b)
+	scripts, err := filepath.Glob("../../build/hami-core-*.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{}
+	for _, s := range scripts {
+		names = append(names, filepath.Base(s))
+	}
+	for _, want := range []string{"hami-core-override-env.sh", "hami-core-fixed-library.sh"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("build/ has no %s (has %q)", want, names)
+		}
+	}
+	build := strings.Index(df, "./build.sh")
+	if build < 0 {
+		t.Fatalf("%s does not run HAMi-core's build.sh", dockerfile)
+	}
+	for _, n := range names {
+		copyLine := regexp.MustCompile(`(?m)^COPY [^\n]*\bbuild/` + regexp.QuoteMeta(n) + `\b[^\n]* /$`)
+		if !copyLine.MatchString(df) {
+			t.Errorf("%s does not copy build/%s", dockerfile, n)
+		}
+		run := strings.Index(df, "sh /"+n+" /hami-core")
+		if run < 0 || run > build {
+			t.Errorf("%s does not run %s on the source before build.sh", dockerfile, n)
+		}
+	}
+	fixed, err := os.ReadFile("../../build/hami-core-fixed-library.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(fixed), `dlopen("`+ContainerLibraryPath+`"`) {
+		t.Errorf("hami-core-fixed-library.sh does not keep HAMi-core's lookups in %s, where the plugin mounts it", ContainerLibraryPath)
 	}
 }
