@@ -8,8 +8,9 @@
 # functions, which enforce no limit. It reads the variable on the first dlsym, before
 # HAMi-core's initialisation, so the /overrideEnv file (build/hami-core-override-env.sh) cannot
 # pin it. This drops the read; the fixed path HAMi-core already falls back to stays.
-# docs/gpu-limits-override.md says how to show it on a GPU (not run yet). Refuses a source where the read or the
-# fixed path is not found exactly once, or where CUDA_REDIRECT is read anywhere else.
+# docs/gpu-limits-override.md says how to show it on a GPU (not run yet). Refuses a source
+# where the read or the fixed path is not found exactly once, or where CUDA_REDIRECT is read
+# anywhere else.
 set -eu
 src=${1:-.}/src/libvgpu.c
 read_line='^\( *\)char \*path_search=getenv("CUDA_REDIRECT");$'
