@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -10,12 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/tools/pager"
 	"k8s.io/klog/v2"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
@@ -25,14 +24,13 @@ import (
 // catchUpRetry how soon it lists again after the API server refused; catchUpTell how often
 // a wait that lasts is logged. A bound pod the cache still lacks catchUpConfirm after the
 // lists were read (and every catchUpConfirm after) is looked up, at most catchUpAsks of them
-// a poll; the bound pods are listed catchUpPage at a time.
+// a poll.
 const (
 	catchUpPoll    = 10 * time.Millisecond
 	catchUpRetry   = time.Second
 	catchUpTell    = 5 * time.Second
 	catchUpConfirm = 500 * time.Millisecond
 	catchUpAsks    = 50
-	catchUpPage    = 500
 )
 
 // CatchUp returns once the cache holds every bind the API server held when it was called.
@@ -42,7 +40,7 @@ const (
 // would see those GPUs as free and book them a second time.
 //
 // It reads the pods no node holds yet (one consistent list, by the indexed spec.nodeName
-// field), then the bound, unfinished pods of this scheduler's names (a paged list), and waits
+// field), then the bound, unfinished pods of this scheduler's names (their metadata), and waits
 // until
 //   - each bound pod listed is in the cache at its listed resourceVersion or a later one,
 //     whether the standby held it as Pending or its watch has not brought it at all (a pod
@@ -128,33 +126,23 @@ type awaitedPod struct {
 	asked   time.Time
 }
 
-// listBound lists, catchUpPage at a time, the bound pods of this scheduler's names that
-// have not finished (the API server applies the field selector: one list per name).
+// listBound lists the bound pods of this scheduler's names that have not finished (the API
+// server applies the field selector: one list per name), as object metadata in one request:
+// their UID, name and resourceVersion are all the wait reads, some 400 bytes a pod.
 func (sc *SchedulerCache) listBound(ctx context.Context) ([]awaitedPod, error) {
+	if sc.meta == nil {
+		return nil, errors.New("listing bound pods: the cache has no metadata client (Options.Metadata)")
+	}
+	pods := sc.meta.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace(metav1.NamespaceAll)
 	var bound []awaitedPod
-	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		if sc.meta != nil {
-			return sc.meta.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace(metav1.NamespaceAll).List(ctx, opts)
-		}
-		return sc.kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
-	})
-	p.PageSize = catchUpPage
 	for _, selector := range boundSelectors(sc.schedulerNames) {
-		if err := p.EachListItem(ctx, metav1.ListOptions{FieldSelector: selector}, func(obj runtime.Object) error {
-			var meta *metav1.ObjectMeta
-			switch o := obj.(type) {
-			case *corev1.Pod:
-				meta = &o.ObjectMeta
-			case *metav1.PartialObjectMetadata:
-				meta = &o.ObjectMeta
-			default:
-				return fmt.Errorf("listing bound pods: got %T", obj)
-			}
-			bound = append(bound, awaitedPod{uid: meta.UID, namespace: meta.Namespace, name: meta.Name,
-				resourceVersion: meta.ResourceVersion, bound: true})
-			return nil
-		}); err != nil {
+		list, err := pods.List(ctx, metav1.ListOptions{FieldSelector: selector})
+		if err != nil {
 			return nil, fmt.Errorf("listing bound pods (%s): %w", selector, err)
+		}
+		for i := range list.Items {
+			m := &list.Items[i].ObjectMeta
+			bound = append(bound, awaitedPod{uid: m.UID, namespace: m.Namespace, name: m.Name, resourceVersion: m.ResourceVersion, bound: true})
 		}
 	}
 	return bound, nil
