@@ -378,19 +378,7 @@ type vgpuJob struct {
 // derives it.
 func vgpuCluster(t *testing.T, gpus int, gpuMiB int32, jobs ...vgpuJob) *api.ClusterInfo {
 	t.Helper()
-	uuid := func(i int) string { return fmt.Sprintf("GPU-%08d-0000-0000-0000-000000000000", i) }
-	devices := make([]vgpu.NodeDevice, gpus)
-	for i := range devices {
-		devices[i] = vgpu.NodeDevice{UUID: uuid(i), Count: 10, Memory: gpuMiB, Type: "NVIDIA-NVIDIA H200", Healthy: true, Mode: vgpu.ModeHAMiCore}
-	}
-	register, err := vgpu.EncodeNodeDevices(devices)
-	if err != nil {
-		t.Fatal(err)
-	}
-	allocatable := st.Resources("64", "", "pods", "110", string(vgpu.DefaultCountResource), fmt.Sprint(10*gpus),
-		string(vgpu.DefaultMemoryResource), fmt.Sprint(int(gpuMiB)*gpus), string(vgpu.DefaultCoresResource), fmt.Sprint(100*gpus))
-	n := api.NewNodeInfo(st.MakeNode().Name("n0").Annotation(vgpu.NodeDevicesAnnotation, register).
-		Allocatable(allocatable).Capacity(allocatable).Obj())
+	n := api.NewNodeInfo(withGPUs(t, st.MakeNode().Name("n0"), 0, gpus, gpuMiB, st.Resources("64", "", "pods", "110")).Obj())
 	ci := &api.ClusterInfo{Jobs: map[api.JobID]*api.JobInfo{}, Nodes: map[string]*api.NodeInfo{n.Name: n},
 		NodeList: []*api.NodeInfo{n}, Queues: map[api.QueueID]*api.QueueInfo{}}
 	ci.Queues["default"] = api.NewQueueInfo(st.MakeQueue().Name("default").Weight(1).Obj())
@@ -399,7 +387,7 @@ func vgpuCluster(t *testing.T, gpus int, gpuMiB int32, jobs ...vgpuJob) *api.Clu
 		job := api.NewJobInfo(api.NewJobID("ns", j.name))
 		job.Priority = j.prio
 		for i, p := range j.pods {
-			asks := st.Resources("100m", "", string(vgpu.DefaultCountResource), "1", string(vgpu.DefaultMemoryResource), fmt.Sprint(p.memory))
+			asks := withVGPU(st.Resources("100m", ""), p.memory)
 			w := st.MakePod().Namespace("ns").Name(fmt.Sprintf("%s-%d", j.name, i)).UID(fmt.Sprintf("uid-%s-%d", j.name, i)).
 				Group(j.name).SchedulerName("volcano").Containers(corev1.Container{Name: "main",
 				Resources: corev1.ResourceRequirements{Limits: asks, Requests: asks.DeepCopy()}})
@@ -407,13 +395,7 @@ func vgpuCluster(t *testing.T, gpus int, gpuMiB int32, jobs ...vgpuJob) *api.Clu
 				w.Annotation(schedulingv1beta1.PodPreemptable, "false")
 			}
 			if p.gpu >= 0 {
-				assignment, err := vgpu.PodDevices{{{UUID: uuid(p.gpu), Type: vgpu.DeviceTypeNVIDIA, UsedMemory: p.memory}}}.Encode()
-				if err != nil {
-					t.Fatal(err)
-				}
-				w.Node("n0").Phase(corev1.PodRunning).Annotation(vgpu.AssignedNodeAnnotation, "n0").
-					Annotation(vgpu.AssignedDevicesAnnotation, assignment).Annotation(vgpu.DevicesToAllocateAnnotation, "").
-					Annotation(vgpu.BindPhaseAnnotation, vgpu.BindPhaseSuccess)
+				holdGPU(t, w.Node("n0").Phase(corev1.PodRunning), 0, p)
 				pg.Status.Phase = schedulingv1beta1.PodGroupRunning
 			}
 			task := api.NewTaskInfo(w.Obj())
@@ -425,10 +407,66 @@ func vgpuCluster(t *testing.T, gpus int, gpuMiB int32, jobs ...vgpuJob) *api.Clu
 		job.SetPodGroup(pg, "default")
 		ci.Jobs[job.UID] = job
 	}
-	if d := deviceshare.NewDeriver().Derive(n); d != nil {
-		n.Devices = map[string]api.Devices{deviceshare.PluginName: d}
-	}
+	deriveLedgers(ci)
 	return ci
+}
+
+// gpuUUID is the UUID of GPU gpu of the node'th node.
+func gpuUUID(node, gpu int) string {
+	return fmt.Sprintf("GPU-%04d%04d-0000-0000-0000-000000000000", node, gpu)
+}
+
+// withGPUs gives the node'th node gpus healthy GPUs of gpuMiB each, split 10 (gpuUUID(node, i)),
+// as its device plugin registers them, and allocatable and capacity of base and those GPUs'
+// vGPU resources.
+func withGPUs(t *testing.T, w *st.NodeWrapper, node, gpus int, gpuMiB int32, base corev1.ResourceList) *st.NodeWrapper {
+	t.Helper()
+	devices := make([]vgpu.NodeDevice, gpus)
+	for i := range devices {
+		devices[i] = vgpu.NodeDevice{UUID: gpuUUID(node, i), Count: 10, Memory: gpuMiB, Type: "NVIDIA-NVIDIA H200", Healthy: true, Mode: vgpu.ModeHAMiCore}
+	}
+	register, err := vgpu.EncodeNodeDevices(devices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocatable := base.DeepCopy()
+	for name, q := range st.Resources("", "", string(vgpu.DefaultCountResource), fmt.Sprint(10*gpus),
+		string(vgpu.DefaultMemoryResource), fmt.Sprint(int(gpuMiB)*gpus), string(vgpu.DefaultCoresResource), fmt.Sprint(100*gpus)) {
+		allocatable[name] = q
+	}
+	return w.Annotation(vgpu.NodeDevicesAnnotation, register).Allocatable(allocatable).Capacity(allocatable.DeepCopy())
+}
+
+// withVGPU is asks and one vGPU of memory MiB.
+func withVGPU(asks corev1.ResourceList, memory int32) corev1.ResourceList {
+	out := asks.DeepCopy()
+	for name, q := range st.Resources("", "", string(vgpu.DefaultCountResource), "1", string(vgpu.DefaultMemoryResource), fmt.Sprint(memory)) {
+		out[name] = q
+	}
+	return out
+}
+
+// holdGPU gives the pod, placed on the node'th node, the annotations with which HAMi's
+// device plugin leaves a bound pod holding p.memory MiB of that node's GPU p.gpu: what the
+// cache derives the GPU ledger from.
+func holdGPU(t *testing.T, w *st.PodWrapper, node int, p vgpuPod) {
+	t.Helper()
+	assignment, err := vgpu.PodDevices{{{UUID: gpuUUID(node, p.gpu), Type: vgpu.DeviceTypeNVIDIA, UsedMemory: p.memory}}}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Annotation(vgpu.AssignedNodeAnnotation, w.Spec.NodeName).Annotation(vgpu.AssignedDevicesAnnotation, assignment).
+		Annotation(vgpu.DevicesToAllocateAnnotation, "").Annotation(vgpu.BindPhaseAnnotation, vgpu.BindPhaseSuccess)
+}
+
+// deriveLedgers gives each node of ci its GPU ledger, derived from its pods' assignments as
+// the cache derives it.
+func deriveLedgers(ci *api.ClusterInfo) {
+	for _, n := range ci.Nodes {
+		if d := deviceshare.NewDeriver().Derive(n); d != nil {
+			n.Devices = map[string]api.Devices{deviceshare.PluginName: d}
+		}
+	}
 }
 
 // pods is n vgpuPods of memory MiB on GPU gpu (-1: pending).
@@ -462,13 +500,20 @@ func vgpuRegistry() *framework.Registry {
 // preempt after allocate, as test/e2e runs it.
 func chartConfWithPreempt(t *testing.T, reg *framework.Registry) *conf.SchedulerConfiguration {
 	t.Helper()
+	return chartConf(t, reg, "enqueue, allocate, preempt, backfill")
+}
+
+// chartConf is the chart's configuration (config/volcano-scheduler.conf) with actions in
+// place of its own.
+func chartConf(t *testing.T, reg *framework.Registry, actions string) *conf.SchedulerConfiguration {
+	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "config", "volcano-scheduler.conf"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := strings.Replace(string(data), `"enqueue, allocate, backfill"`, `"enqueue, allocate, preempt, backfill"`, 1)
+	text := strings.Replace(string(data), `"enqueue, allocate, backfill"`, `"`+actions+`"`, 1)
 	if text == string(data) {
-		t.Fatal("config/volcano-scheduler.conf: no actions line to add preempt to")
+		t.Fatal("config/volcano-scheduler.conf: no actions line to replace")
 	}
 	cfg, skipped, err := conf.Parse([]byte(text), reg)
 	if err != nil || len(skipped) > 0 {

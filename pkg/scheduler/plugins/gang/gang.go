@@ -7,9 +7,11 @@
 //
 // For preempt and reclaim, a job is starving while fewer than minMember of its pods have a
 // place, and a running job gives up victims only down to its minMember: a gang is never cut
-// below its minimum (where the plugin's enablePreemptable, enableReclaimable is on). The gang
-// actions, gangpreempt and gangreclaim, leave that rule out: they take a job's surplus first
-// and a whole job only when the surplus cannot make room.
+// below its minimum (where the plugin's enablePreemptable, enableReclaimable is on). Its
+// roles' minTaskMember do not count there, as in upstream's gang plugin: a VolcanoJob may lose
+// its only ps while minMember pods stay (TestEvictionKeepsMinMemberNotRoles). The gang
+// actions, gangpreempt and gangreclaim, leave that rule out: they take a job's surplus first,
+// each role kept at its minTaskMember, and a whole job only when the surplus cannot make room.
 //
 // Not done yet: upstream's metrics volcano_job_retry_counts, volcano_unschedule_task_count and
 // volcano_unschedule_job_count (there is no scheduler metrics package).

@@ -174,6 +174,62 @@ func TestJobOrderNotReadyFirst(t *testing.T) {
 	}
 }
 
+// Classic preempt and reclaim keep a victim job at minMember only, whatever its roles' minTaskMember,
+// as upstream v1.15.1's gang plugin (its preemptableFn counts ready pods against minMember;
+// only the gang actions' bundles keep each role at its minimum, as gangevict's tests pin):
+// a VolcanoJob of minMember 3 with one ps (minTaskMember 1) and four workers (minTaskMember
+// 2), all running, lets any of its pods go and any two together, its only ps among them,
+// but no three.
+func TestEvictionKeepsMinMemberNotRoles(t *testing.T) {
+	ps, worker := task{role: "ps", status: api.Running}, task{role: "worker", status: api.Running}
+	train := newJob("train", 3, map[string]int32{"ps": 1, "worker": 2}, nil, ps, worker, worker, worker, worker)
+	preemptor := newJob("p", 1, nil, nil, pending)
+	ssn := frameworktest.OpenSession(t, onN0(train, preemptor), "preempt, reclaim", builders, conf.PluginOption{Name: PluginName})
+	byName := map[string]*api.TaskInfo{}
+	var candidates []*api.TaskInfo
+	for _, task := range train.Tasks {
+		byName[task.Name] = task
+		candidates = append(candidates, task)
+	}
+	var p *api.TaskInfo
+	for _, task := range preemptor.Tasks {
+		p = task
+	}
+	set := func(names ...string) []*api.TaskInfo {
+		out := make([]*api.TaskInfo, len(names))
+		for i, n := range names {
+			out[i] = byName[n]
+		}
+		return out
+	}
+	for _, action := range []struct {
+		name     string
+		allowed  func(*api.TaskInfo, []*api.TaskInfo) []*api.TaskInfo
+		together func([]*api.TaskInfo) bool
+	}{
+		{"preempt", ssn.Preemptable, ssn.PreemptTogether},
+		{"reclaim", ssn.Reclaimable, ssn.ReclaimTogether},
+	} {
+		if got := action.allowed(p, candidates); len(got) != len(candidates) {
+			t.Errorf("%s: %d of the job's %d pods may go, want all", action.name, len(got), len(candidates))
+		}
+		for _, tc := range []struct {
+			victims []string
+			want    bool
+		}{
+			{[]string{"train-0"}, true},
+			{[]string{"train-0", "train-1"}, true},
+			{[]string{"train-1", "train-2"}, true},
+			{[]string{"train-0", "train-1", "train-2"}, false},
+			{[]string{"train-1", "train-2", "train-3"}, false},
+		} {
+			if got := action.together(set(tc.victims...)); got != tc.want {
+				t.Errorf("%s: %v may go together: %v, want %v", action.name, tc.victims, got, tc.want)
+			}
+		}
+	}
+}
+
 func TestOnSessionCloseConditions(t *testing.T) {
 	const thisSession = "<this session>"
 	oldUnschedulable := schedulingv1beta1.PodGroupCondition{

@@ -145,9 +145,10 @@ func (a *Attempt) Explain() {
 }
 
 // Search makes room for preemptor on one node, by evicting candidates that filter accepts
-// and choose allows, in victim order until it fits, or those a plugin's SelectVictims picks
-// among them (deviceshare for a vGPU pod: the GPUs it will use decide), in its order, then
-// giving back those it does not need after all; reason is what the victims' Evict events say. It returns whether the task was pipelined (its
+// and choose allows, in victim order until it fits; where a plugin's SelectVictims picks
+// among them (deviceshare for a vGPU pod: the GPUs it will use decide), its picks first, in
+// its order, then the others; then giving back those it does not need after all; reason is
+// what the victims' Evict events say. It returns whether the task was pipelined (its
 // evictions then stand in stmt) and, when it was not, why not on each node (nil when
 // evictions were not what it lacked: it may not preempt, or a node has room for it as it is).
 func Search(ssn *framework.Session, stmt *framework.Statement, preemptor *api.TaskInfo,
@@ -212,9 +213,9 @@ func search(ssn *framework.Session, stmt *framework.Statement, preemptor *api.Ta
 		}
 		ssn.Metrics().CountPreemptionAttempt()
 		order(ssn, preemptor, chosen)
-		first := chosen
-		if selected, ok := ssn.SelectVictims(preemptor, node, chosen, together); ok {
-			first = selected
+		first, picked := ssn.SelectVictims(preemptor, node, chosen, together)
+		if !picked {
+			first = chosen
 		}
 		try := ssn.NewStatement()
 		room := fits(ssn, preemptor, node)
@@ -237,9 +238,11 @@ func search(ssn *framework.Session, stmt *framework.Statement, preemptor *api.Ta
 			}
 		}
 		evictUntilRoom(first)
-		if !room && nodeFits(ssn, preemptor, node) {
-			// The node has room and its queue has not: the plugin's picks made room on the
-			// node (a GPU, say), and the others, in victim order, make it in the queue.
+		if !room && picked {
+			// The plugin's picks make room only for what it judges (a GPU): what else the task
+			// lacks, room in its queue or a pod whose required anti-affinity (or the task's)
+			// keeps it off the node, the others make, in victim order; reprieve then gives
+			// back the picks they made needless.
 			evictUntilRoom(chosen)
 		}
 		if !room {

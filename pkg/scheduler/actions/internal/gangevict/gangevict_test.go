@@ -416,6 +416,9 @@ func train(queue string, min int32, minTaskMember map[string]int32, workerGPUs .
 // bounds the surplus and the ps goes. With one worker on each of GPUs 1 to 3, only the ps's
 // GPU can be freed: the whole job goes (without allowWholeBundle, nothing). gangreclaim
 // counts the same: queue b reclaiming a GPU from queue a's train takes workers 0 and 1.
+// Classic reclaim keeps train at minMember only, as upstream v1.15.1's gang plugin does
+// (gang's TestEvictionKeepsMinMemberNotRoles): it takes the ps, deviceshare's fewest victims
+// that free a GPU.
 func TestGangEvictionKeepsEachRoleAtItsMinimum(t *testing.T) {
 	roles := map[string]int32{"ps": 1, "worker": 2}
 	paired := func(queue string, min int32, minTaskMember map[string]int32) []job {
@@ -424,6 +427,7 @@ func TestGangEvictionKeepsEachRoleAtItsMinimum(t *testing.T) {
 	spread := append(singles("x", "q", 20, 3, half, func(i int) int { return i + 1 }), train("q", 3, roles, 1, 2, 3))
 	preemptor := func(queue string) job { return job{"p", queue, 10, 1, pending(1, gpuMiB), nil} }
 	const preempt, reclaim = "enqueue, allocate, gangpreempt, backfill", "enqueue, allocate, gangreclaim, backfill"
+	const classicReclaim = "enqueue, allocate, reclaim, backfill"
 	const noWhole = "configurations:\n- name: gangpreempt\n  arguments:\n    allowWholeBundle: false\n"
 	cases := []struct {
 		name, actions, configurations string
@@ -442,6 +446,8 @@ func TestGangEvictionKeepsEachRoleAtItsMinimum(t *testing.T) {
 			append(spread, preemptor("q")), nil},
 		{"gangreclaim, ps and workers at their minimum: two workers", reclaim, "",
 			append(paired("a", 3, roles), preemptor("b")), []string{"train-worker-0", "train-worker-1"}},
+		{"classic reclaim, ps and workers at their minimum: the ps", classicReclaim, "",
+			append(paired("a", 3, roles), preemptor("b")), []string{"train-ps-0"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
