@@ -1,9 +1,6 @@
 package framework
 
-import (
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
-)
+import "github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
 
 // The plugins' say on evictions, which preempt and reclaim ask (their search for victims is
 // actions/internal/evictsearch): whether a job still wants what it has not got (JobStarving),
@@ -19,12 +16,14 @@ type EvictableFn func(preemptor *api.TaskInfo, candidates []*api.TaskInfo) (vict
 
 // AddPreemptableFn registers the plugin's answer for preemption within a queue.
 func (ssn *Session) AddPreemptableFn(plugin string, fn EvictableFn) {
-	register(ssn, ssn.fns.preemptable, plugin, fn)
+	ssn.points.preemptable.add(plugin, fn)
+	ssn.points.bundlePreemptable.add(plugin, fn)
 }
 
 // AddReclaimableFn registers the plugin's answer for reclaim across queues.
 func (ssn *Session) AddReclaimableFn(plugin string, fn EvictableFn) {
-	register(ssn, ssn.fns.reclaimable, plugin, fn)
+	ssn.points.reclaimable.add(plugin, fn)
+	ssn.points.bundleReclaimable.add(plugin, fn)
 }
 
 // VictimFilterFn keeps, of the victims the tiers chose (Preemptable, Reclaimable), those its
@@ -37,7 +36,9 @@ type VictimFilterFn func(victims []*api.TaskInfo) []*api.TaskInfo
 // AddVictimFilterFn registers the plugin's filter, for preempt where its enablePreemptable is
 // on and for reclaim where its enableReclaimable is.
 func (ssn *Session) AddVictimFilterFn(plugin string, fn VictimFilterFn) {
-	register(ssn, ssn.fns.victimFilter, plugin, fn)
+	ssn.points.preemptFilter.add(plugin, fn)
+	ssn.points.reclaimFilter.add(plugin, fn)
+	ssn.points.moveFilter.add(plugin, fn)
 }
 
 // VictimSetFn reports whether its plugin lets the victims all go together: a rule on the set
@@ -49,18 +50,19 @@ type VictimSetFn func(victims []*api.TaskInfo) bool
 // AddVictimSetFn registers the plugin's rule on victim sets, for preempt where its
 // enablePreemptable is on and for reclaim where its enableReclaimable is.
 func (ssn *Session) AddVictimSetFn(plugin string, fn VictimSetFn) {
-	register(ssn, ssn.fns.victimSet, plugin, fn)
+	ssn.points.preemptSet.add(plugin, fn)
+	ssn.points.reclaimSet.add(plugin, fn)
 }
 
 // PreemptTogether reports whether every plugin whose enablePreemptable is on lets the
 // victims go together.
 func (ssn *Session) PreemptTogether(victims []*api.TaskInfo) bool {
-	return together(ssn.chains().preemptSet, victims)
+	return together(ssn.points.preemptSet.chain(ssn.Tiers), victims)
 }
 
 // ReclaimTogether is PreemptTogether for reclaim, by the plugins whose enableReclaimable is on.
 func (ssn *Session) ReclaimTogether(victims []*api.TaskInfo) bool {
-	return together(ssn.chains().reclaimSet, victims)
+	return together(ssn.points.reclaimSet.chain(ssn.Tiers), victims)
 }
 
 func together(c chain[VictimSetFn], victims []*api.TaskInfo) bool {
@@ -83,18 +85,18 @@ type VictimSelectFn func(preemptor *api.TaskInfo, node *api.NodeInfo, candidates
 
 // AddVictimSelectFn registers the plugin's choice of victims on a node.
 func (ssn *Session) AddVictimSelectFn(plugin string, fn VictimSelectFn) {
-	register(ssn, ssn.fns.victimSelect, plugin, fn)
+	ssn.points.victimSelect.add(plugin, fn)
 }
 
 // AddPreemptiveFn registers whether a queue may take resources back for a task (reclaim);
 // nil means it may, an error says why not.
 func (ssn *Session) AddPreemptiveFn(plugin string, fn AllocatableFn) {
-	register(ssn, ssn.fns.preemptive, plugin, fn)
+	ssn.points.preemptive.add(plugin, fn)
 }
 
 // AddJobStarvingFn registers whether a job still wants resources it has not got.
 func (ssn *Session) AddJobStarvingFn(plugin string, fn JobBoolFn) {
-	register(ssn, ssn.fns.jobStarving, plugin, fn)
+	ssn.points.jobStarving.add(plugin, fn)
 }
 
 // KeepsJobMinimum declares that the plugin's Preemptable, Reclaimable and VictimSet functions
@@ -102,39 +104,34 @@ func (ssn *Session) AddJobStarvingFn(plugin string, fn JobBoolFn) {
 // own way, by bundles of a job's pods (a job's surplus, or the whole job), and so leave those
 // functions out: asked, they would spare every single-pod job, which is always at its minimum.
 func (ssn *Session) KeepsJobMinimum(plugin string) {
-	ssn.minimumKeepers[plugin] = true
-	ssn.linked = nil
+	ssn.points.bundlePreemptable.leaveOut(plugin)
+	ssn.points.bundleReclaimable.leaveOut(plugin)
 }
-
-func preemptableFlag(o *conf.PluginOption) *bool { return o.EnabledPreemptable }
-func reclaimableFlag(o *conf.PluginOption) *bool { return o.EnabledReclaimable }
-func preemptiveFlag(o *conf.PluginOption) *bool  { return o.EnablePreemptive }
-func jobStarvingFlag(o *conf.PluginOption) *bool { return o.EnabledJobStarving }
 
 // Preemptable is the victims preemptor may evict among candidates, by the plugins whose
 // enablePreemptable is on (see evictable), less those a victim filter of theirs keeps.
 func (ssn *Session) Preemptable(preemptor *api.TaskInfo, candidates []*api.TaskInfo) []*api.TaskInfo {
-	c := ssn.chains()
-	return filterVictims(c.preemptFilter, evictable(c.preemptable, preemptor, candidates))
+	victims := evictable(ssn.points.preemptable.chain(ssn.Tiers), preemptor, candidates)
+	return filterVictims(ssn.points.preemptFilter.chain(ssn.Tiers), victims)
 }
 
 // Reclaimable is Preemptable for reclaim, by the plugins whose enableReclaimable is on.
 func (ssn *Session) Reclaimable(reclaimer *api.TaskInfo, candidates []*api.TaskInfo) []*api.TaskInfo {
-	c := ssn.chains()
-	return filterVictims(c.reclaimFilter, evictable(c.reclaimable, reclaimer, candidates))
+	victims := evictable(ssn.points.reclaimable.chain(ssn.Tiers), reclaimer, candidates)
+	return filterVictims(ssn.points.reclaimFilter.chain(ssn.Tiers), victims)
 }
 
 // BundlePreemptable is Preemptable for gangpreempt: the same tiers and filters, less the
 // plugins that keep job minimums (KeepsJobMinimum).
 func (ssn *Session) BundlePreemptable(preemptor *api.TaskInfo, candidates []*api.TaskInfo) []*api.TaskInfo {
-	c := ssn.chains()
-	return filterVictims(c.preemptFilter, evictable(c.bundlePreemptable, preemptor, candidates))
+	victims := evictable(ssn.points.bundlePreemptable.chain(ssn.Tiers), preemptor, candidates)
+	return filterVictims(ssn.points.preemptFilter.chain(ssn.Tiers), victims)
 }
 
 // BundleReclaimable is Reclaimable for gangreclaim, less the plugins that keep job minimums.
 func (ssn *Session) BundleReclaimable(reclaimer *api.TaskInfo, candidates []*api.TaskInfo) []*api.TaskInfo {
-	c := ssn.chains()
-	return filterVictims(c.reclaimFilter, evictable(c.bundleReclaimable, reclaimer, candidates))
+	victims := evictable(ssn.points.bundleReclaimable.chain(ssn.Tiers), reclaimer, candidates)
+	return filterVictims(ssn.points.reclaimFilter.chain(ssn.Tiers), victims)
 }
 
 // filterVictims passes the victims through every filter of the chain, in tier order.
@@ -195,7 +192,7 @@ func evictable(c chain[EvictableFn], preemptor *api.TaskInfo, candidates []*api.
 // enable flag: a plugin registers it only for what it schedules.
 func (ssn *Session) SelectVictims(preemptor *api.TaskInfo, node *api.NodeInfo, candidates []*api.TaskInfo,
 	together func([]*api.TaskInfo) bool) (victims []*api.TaskInfo, ok bool) {
-	for _, l := range ssn.chains().victimSelect {
+	for _, l := range ssn.points.victimSelect.chain(ssn.Tiers) {
 		if chosen, abstain := l.fn(preemptor, node, candidates, together); !abstain {
 			return chosen, true
 		}
@@ -206,7 +203,7 @@ func (ssn *Session) SelectVictims(preemptor *api.TaskInfo, node *api.NodeInfo, c
 // Preemptive: nil when every plugin whose enablePreemptive is on lets the queue take
 // resources back for the task, else the first refusal.
 func (ssn *Session) Preemptive(queue *api.QueueInfo, task *api.TaskInfo) error {
-	for _, l := range ssn.chains().preemptive {
+	for _, l := range ssn.points.preemptive.chain(ssn.Tiers) {
 		if err := l.fn(queue, task); err != nil {
 			return err
 		}
@@ -217,7 +214,7 @@ func (ssn *Session) Preemptive(queue *api.QueueInfo, task *api.TaskInfo) error {
 // JobStarving: the first tier with a function decides, and all of that tier's must say the
 // job is starving; false when no plugin has a say.
 func (ssn *Session) JobStarving(job *api.JobInfo) bool {
-	c := ssn.chains().jobStarving
+	c := ssn.points.jobStarving.chain(ssn.Tiers)
 	if len(c) == 0 {
 		return false
 	}

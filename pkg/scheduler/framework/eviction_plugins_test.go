@@ -151,6 +151,45 @@ func TestVictimFiltersApplyInEveryTier(t *testing.T) {
 	if got := names(ssn.Reclaimable(job.Tasks["uid-0"], candidates)); !slices.Equal(got, []string{"pg-w-1", "pg-w-2"}) {
 		t.Errorf("Reclaimable = %v, want both: the filter is off for reclaim", got)
 	}
+	if ssn.MovesAllowed(candidates) {
+		t.Errorf("MovesAllowed(%v) = true, want false: the filter keeps pg-w-1 whatever its flags", names(candidates))
+	}
+	if !ssn.MovesAllowed(candidates[1:]) {
+		t.Errorf("MovesAllowed(%v) = false, want true", names(candidates[1:]))
+	}
+}
+
+// The gang actions' chains leave out a plugin that keeps job minimums, and only they do, even
+// when it says so after those chains were first asked.
+func TestKeepsJobMinimumLeavesTheBundleChainsOnly(t *testing.T) {
+	reg := framework.NewRegistry()
+	keeper, other := &evictor{name: "keeper", allow: []int{}}, &evictor{name: "other", allow: []int{0}}
+	for _, p := range []*evictor{keeper, other} {
+		reg.RegisterPlugin(p.name, func(conf.Arguments) (framework.Plugin, error) { return p, nil })
+	}
+	cfg := &conf.SchedulerConfiguration{Actions: "preempt", Tiers: []conf.Tier{
+		{Plugins: []conf.PluginOption{{Name: keeper.name}}},
+		{Plugins: []conf.PluginOption{{Name: other.name}}},
+	}}
+	ssn := framework.OpenSession(&frameworktest.Cache{Snap: cluster(1, 2)}, cfg, reg, nil)
+	job := ssn.Jobs["ns/pg"]
+	preemptor, candidates := job.Tasks["uid-0"], []*api.TaskInfo{job.Tasks["uid-1"]}
+	if got := ssn.BundlePreemptable(preemptor, candidates); len(got) != 0 {
+		t.Fatalf("BundlePreemptable before KeepsJobMinimum = %v, want keeper's veto", got)
+	}
+	ssn.KeepsJobMinimum(keeper.name)
+	for name, evict := range map[string]func(*api.TaskInfo, []*api.TaskInfo) []*api.TaskInfo{
+		"Preemptable": ssn.Preemptable, "Reclaimable": ssn.Reclaimable,
+		"BundlePreemptable": ssn.BundlePreemptable, "BundleReclaimable": ssn.BundleReclaimable,
+	} {
+		want := 0 // keeper's veto
+		if name == "BundlePreemptable" || name == "BundleReclaimable" {
+			want = 1 // other's victim
+		}
+		if got := evict(preemptor, candidates); len(got) != want {
+			t.Errorf("%s = %v, want %d victims", name, got, want)
+		}
+	}
 }
 
 // starver says whether a job is starving, and refuses reclaim for its queue when refuse is set.

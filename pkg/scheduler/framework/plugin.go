@@ -12,7 +12,7 @@
 //     (Metrics).
 //   - Every extension point goes through one chain: the functions of the plugins whose tier
 //     lists them, tier by tier and in configuration order, skipping a plugin whose enable
-//     flag for the point is false (job validity and queue usage have no flag). How a chain
+//     flag for the point is false (sessionPoints names each point's flag, if any). How a chain
 //     combines its answers (first opinion, all must agree, sum, vote by tier) is said on the
 //     Session method that calls it.
 //   - Nothing is called concurrently. Actions run one at a time, a node search examines one

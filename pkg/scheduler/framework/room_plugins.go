@@ -37,14 +37,14 @@ type RoomFn func(ask RoomAsk) (room Room, found, abstain bool)
 
 // AddRoomFn registers the plugin's search for moves.
 func (ssn *Session) AddRoomFn(plugin string, fn RoomFn) {
-	register(ssn, ssn.fns.room, plugin, fn)
+	ssn.points.room.add(plugin, fn)
 }
 
 // MakeRoom is the moves that make room for task, by the first plugin, in tier order, with a
 // say on it; false when none has a say or none finds moves. movable and budget are as in
 // RoomAsk.
 func (ssn *Session) MakeRoom(task *api.TaskInfo, movable func(*api.TaskInfo) bool, budget func(api.JobID) int) (Room, bool) {
-	for _, l := range ssn.chains().room {
+	for _, l := range ssn.points.room.chain(ssn.Tiers) {
 		plugin := l.plugin
 		ask := RoomAsk{Task: task, Nodes: ssn.NodeList, Movable: movable, Budget: budget,
 			Fits: func(t *api.TaskInfo, n *api.NodeInfo) bool { return ssn.predicateBesides(plugin, t, n) == nil }}
@@ -57,7 +57,7 @@ func (ssn *Session) MakeRoom(task *api.TaskInfo, movable func(*api.TaskInfo) boo
 
 // predicateBesides is Predicate without the plugin's own predicate.
 func (ssn *Session) predicateBesides(plugin string, task *api.TaskInfo, node *api.NodeInfo) *api.Status {
-	for _, l := range ssn.chains().predicate {
+	for _, l := range ssn.points.predicate.chain(ssn.Tiers) {
 		if l.plugin == plugin {
 			continue
 		}
@@ -72,5 +72,5 @@ func (ssn *Session) predicateBesides(plugin string, task *api.TaskInfo, node *ap
 // moves all go, whatever tier or eviction flag its plugin has: moving a pod disrupts it as
 // evicting it does.
 func (ssn *Session) MovesAllowed(moves []*api.TaskInfo) bool {
-	return len(filterVictims(ssn.chains().moveFilter, moves)) == len(moves)
+	return len(filterVictims(ssn.points.moveFilter.chain(ssn.Tiers), moves)) == len(moves)
 }

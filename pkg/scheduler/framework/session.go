@@ -88,11 +88,7 @@ type Session struct {
 	// unplaced are the resources only a plugin the configuration does not turn on can place:
 	// PrePredicate refuses the tasks that request them.
 	unplaced []ownedResource
-	fns      sessionFns
-	linked   *sessionChains // fns in call order; nil until used after a registration
-	// minimumKeepers are the plugins whose eviction functions keep job minimums
-	// (KeepsJobMinimum), which the gang actions leave out.
-	minimumKeepers map[string]bool
+	points   sessionPoints
 	// eventHandlers run inside every tentative allocate and its undo.
 	eventHandlers []*EventHandler
 	// endFns run once when the session ends, closed or abandoned (AddEndFn).
@@ -152,8 +148,6 @@ func OpenSessionUntil(stop <-chan struct{}, cache Cache, cfg *conf.SchedulerConf
 		Tiers:          cfg.Tiers,
 		Configurations: cfg.Configurations,
 		EnabledActions: map[string]bool{},
-		fns:            newSessionFns(),
-		minimumKeepers: map[string]bool{},
 		unplaced:       registry.unplaced(cfg),
 		stop:           stop,
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/api"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 )
 
 // Function types plugins register. Compare functions return <0 when l goes first, >0 when r
@@ -59,224 +58,57 @@ type ValidateResult struct {
 	Message string
 }
 
-// sessionFns holds each extension point's functions by plugin name, as plugins register them.
-type sessionFns struct {
-	jobOrder                     map[string]JobCompareFn
-	queueOrder                   map[string]QueueCompareFn
-	victimQueueOrder             map[string]VictimQueueCompareFn
-	taskOrder                    map[string]TaskCompareFn
-	prePredicate                 map[string]PrePredicateFn
-	predicate                    map[string]PredicateFn
-	samePredicates               map[string]SamePredicatesFn
-	nodeOrder                    map[string]NodeOrderFn
-	batchNodeOrder               map[string]BatchNodeOrderFn
-	overused                     map[string]QueueFn
-	allocatable                  map[string]AllocatableFn
-	jobReady                     map[string]JobBoolFn
-	jobPipelined, jobEnqueueable map[string]VoteFn
-	jobEnqueued                  map[string]JobFn
-	jobValid                     map[string]JobValidFn
-	queueUsage                   map[string]QueueUsageFn
-	preemptable, reclaimable     map[string]EvictableFn
-	victimFilter                 map[string]VictimFilterFn
-	victimSet                    map[string]VictimSetFn
-	preemptive                   map[string]AllocatableFn
-	jobStarving                  map[string]JobBoolFn
-	victimSelect                 map[string]VictimSelectFn
-	room                         map[string]RoomFn
-}
-
-func newSessionFns() sessionFns {
-	return sessionFns{
-		jobOrder: map[string]JobCompareFn{}, queueOrder: map[string]QueueCompareFn{}, taskOrder: map[string]TaskCompareFn{},
-		victimQueueOrder: map[string]VictimQueueCompareFn{},
-		prePredicate:     map[string]PrePredicateFn{}, predicate: map[string]PredicateFn{},
-		samePredicates: map[string]SamePredicatesFn{},
-		nodeOrder:      map[string]NodeOrderFn{}, batchNodeOrder: map[string]BatchNodeOrderFn{}, overused: map[string]QueueFn{},
-		allocatable: map[string]AllocatableFn{}, jobReady: map[string]JobBoolFn{},
-		jobPipelined: map[string]VoteFn{}, jobEnqueueable: map[string]VoteFn{},
-		jobEnqueued: map[string]JobFn{}, jobValid: map[string]JobValidFn{},
-		queueUsage:  map[string]QueueUsageFn{},
-		preemptable: map[string]EvictableFn{}, reclaimable: map[string]EvictableFn{}, victimFilter: map[string]VictimFilterFn{},
-		victimSet:  map[string]VictimSetFn{},
-		preemptive: map[string]AllocatableFn{}, jobStarving: map[string]JobBoolFn{},
-		victimSelect: map[string]VictimSelectFn{}, room: map[string]RoomFn{},
-	}
-}
-
-// link is one function of a chain: the plugin that registered it and its tier's index.
-type link[F any] struct {
-	plugin string
-	tier   int
-	fn     F
-}
-
-// chain is an extension point's functions in the order calls combine them: tier by tier, in
-// configuration order, those of the plugins whose flag enables the point (a plugin listed
-// twice comes twice). The predicate and scoring calls run for every node of every search;
-// walking the tiers and looking each plugin up by name there cost more than the plugins'
-// own checks.
-type chain[F any] []link[F]
-
-// newChain lays out the functions of fns in the order of tiers. flag picks the option that
-// enables the point; nil means always enabled.
-func newChain[F any](tiers []conf.Tier, fns map[string]F, flag func(*conf.PluginOption) *bool) chain[F] {
-	var c chain[F]
-	for t := range tiers {
-		for p := range tiers[t].Plugins {
-			opt := &tiers[t].Plugins[p]
-			if flag != nil && !conf.IsEnabled(flag(opt)) {
-				continue
-			}
-			if fn, ok := fns[opt.Name]; ok {
-				c = append(c, link[F]{plugin: opt.Name, tier: t, fn: fn})
-			}
-		}
-	}
-	return c
-}
-
-// without is the chain less the functions of the named plugins.
-func (c chain[F]) without(plugins map[string]bool) chain[F] {
-	var out chain[F]
-	for _, l := range c {
-		if !plugins[l.plugin] {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-// sessionChains are the chains of every extension point combined across tiers.
-type sessionChains struct {
-	jobOrder                     chain[JobCompareFn]
-	queueOrder                   chain[QueueCompareFn]
-	victimQueueOrder             chain[VictimQueueCompareFn]
-	taskOrder                    chain[TaskCompareFn]
-	prePredicate                 chain[PrePredicateFn]
-	predicate                    chain[PredicateFn]
-	nodeOrder                    chain[NodeOrderFn]
-	batchNodeOrder               chain[BatchNodeOrderFn]
-	overused                     chain[QueueFn]
-	allocatable                  chain[AllocatableFn]
-	jobReady                     chain[JobBoolFn]
-	jobPipelined, jobEnqueueable chain[VoteFn]
-	jobEnqueued                  chain[JobFn]
-	jobValid                     chain[JobValidFn]
-	queueUsage                   chain[QueueUsageFn]
-	preemptable, reclaimable     chain[EvictableFn]
-	// bundlePreemptable and bundleReclaimable are preemptable and reclaimable less the
-	// plugins that keep job minimums, for the gang actions.
-	bundlePreemptable, bundleReclaimable chain[EvictableFn]
-	preemptFilter, reclaimFilter         chain[VictimFilterFn]
-	preemptSet, reclaimSet               chain[VictimSetFn]
-	preemptive                           chain[AllocatableFn]
-	jobStarving                          chain[JobBoolFn]
-	victimSelect                         chain[VictimSelectFn]
-	room                                 chain[RoomFn]
-	// moveFilter is every victim filter, whatever its plugin's flags (MovesAllowed).
-	moveFilter chain[VictimFilterFn]
-}
-
-// chains returns the session's chains, laying them out again after a registration. The
-// tiers are the configuration's and do not change once the session is open.
-func (ssn *Session) chains() *sessionChains {
-	if ssn.linked != nil {
-		return ssn.linked
-	}
-	f, tiers := &ssn.fns, ssn.Tiers
-	ssn.linked = &sessionChains{
-		jobOrder:          newChain(tiers, f.jobOrder, jobOrderFlag),
-		queueOrder:        newChain(tiers, f.queueOrder, queueOrderFlag),
-		victimQueueOrder:  newChain(tiers, f.victimQueueOrder, nil),
-		taskOrder:         newChain(tiers, f.taskOrder, taskOrderFlag),
-		prePredicate:      newChain(tiers, f.prePredicate, predicateFlag),
-		predicate:         newChain(tiers, f.predicate, predicateFlag),
-		nodeOrder:         newChain(tiers, f.nodeOrder, nodeOrderFlag),
-		batchNodeOrder:    newChain(tiers, f.batchNodeOrder, nodeOrderFlag),
-		overused:          newChain(tiers, f.overused, overusedFlag),
-		allocatable:       newChain(tiers, f.allocatable, allocatableFlag),
-		jobReady:          newChain(tiers, f.jobReady, jobReadyFlag),
-		jobPipelined:      newChain(tiers, f.jobPipelined, jobPipelinedFlag),
-		jobEnqueueable:    newChain(tiers, f.jobEnqueueable, jobEnqueuedFlag),
-		jobEnqueued:       newChain(tiers, f.jobEnqueued, jobEnqueuedFlag),
-		jobValid:          newChain(tiers, f.jobValid, nil),
-		queueUsage:        newChain(tiers, f.queueUsage, nil),
-		preemptable:       newChain(tiers, f.preemptable, preemptableFlag),
-		reclaimable:       newChain(tiers, f.reclaimable, reclaimableFlag),
-		bundlePreemptable: newChain(tiers, f.preemptable, preemptableFlag).without(ssn.minimumKeepers),
-		bundleReclaimable: newChain(tiers, f.reclaimable, reclaimableFlag).without(ssn.minimumKeepers),
-		preemptFilter:     newChain(tiers, f.victimFilter, preemptableFlag),
-		reclaimFilter:     newChain(tiers, f.victimFilter, reclaimableFlag),
-		preemptSet:        newChain(tiers, f.victimSet, preemptableFlag),
-		reclaimSet:        newChain(tiers, f.victimSet, reclaimableFlag),
-		preemptive:        newChain(tiers, f.preemptive, preemptiveFlag),
-		jobStarving:       newChain(tiers, f.jobStarving, jobStarvingFlag),
-		victimSelect:      newChain(tiers, f.victimSelect, nil),
-		room:              newChain(tiers, f.room, nil),
-		moveFilter:        newChain(tiers, f.victimFilter, nil),
-	}
-	return ssn.linked
-}
-
-// register records a plugin's function for an extension point; the chains are laid out
-// anew on their next use.
-func register[F any](ssn *Session, fns map[string]F, plugin string, fn F) {
-	fns[plugin] = fn
-	ssn.linked = nil
-}
-
 // Registration, called by plugins in OnSessionOpen.
 func (ssn *Session) AddJobOrderFn(plugin string, fn JobCompareFn) {
-	register(ssn, ssn.fns.jobOrder, plugin, fn)
+	ssn.points.jobOrder.add(plugin, fn)
 }
 func (ssn *Session) AddQueueOrderFn(plugin string, fn QueueCompareFn) {
-	register(ssn, ssn.fns.queueOrder, plugin, fn)
+	ssn.points.queueOrder.add(plugin, fn)
 }
 func (ssn *Session) AddVictimQueueOrderFn(plugin string, fn VictimQueueCompareFn) {
-	register(ssn, ssn.fns.victimQueueOrder, plugin, fn)
+	ssn.points.victimQueueOrder.add(plugin, fn)
 }
 func (ssn *Session) AddTaskOrderFn(plugin string, fn TaskCompareFn) {
-	register(ssn, ssn.fns.taskOrder, plugin, fn)
+	ssn.points.taskOrder.add(plugin, fn)
 }
 func (ssn *Session) AddPrePredicateFn(plugin string, fn PrePredicateFn) {
-	register(ssn, ssn.fns.prePredicate, plugin, fn)
+	ssn.points.prePredicate.add(plugin, fn)
 }
 func (ssn *Session) AddPredicateFn(plugin string, fn PredicateFn) {
-	register(ssn, ssn.fns.predicate, plugin, fn)
+	ssn.points.predicate.add(plugin, fn)
 }
 func (ssn *Session) AddSamePredicatesFn(plugin string, fn SamePredicatesFn) {
-	register(ssn, ssn.fns.samePredicates, plugin, fn)
+	ssn.points.samePredicates.add(plugin, fn)
 }
 func (ssn *Session) AddNodeOrderFn(plugin string, fn NodeOrderFn) {
-	register(ssn, ssn.fns.nodeOrder, plugin, fn)
+	ssn.points.nodeOrder.add(plugin, fn)
 }
 func (ssn *Session) AddBatchNodeOrderFn(plugin string, fn BatchNodeOrderFn) {
-	register(ssn, ssn.fns.batchNodeOrder, plugin, fn)
+	ssn.points.batchNodeOrder.add(plugin, fn)
 }
 func (ssn *Session) AddOverusedFn(plugin string, fn QueueFn) {
-	register(ssn, ssn.fns.overused, plugin, fn)
+	ssn.points.overused.add(plugin, fn)
 }
 func (ssn *Session) AddAllocatableFn(plugin string, fn AllocatableFn) {
-	register(ssn, ssn.fns.allocatable, plugin, fn)
+	ssn.points.allocatable.add(plugin, fn)
 }
 func (ssn *Session) AddJobReadyFn(plugin string, fn JobBoolFn) {
-	register(ssn, ssn.fns.jobReady, plugin, fn)
+	ssn.points.jobReady.add(plugin, fn)
 }
 func (ssn *Session) AddJobPipelinedFn(plugin string, fn VoteFn) {
-	register(ssn, ssn.fns.jobPipelined, plugin, fn)
+	ssn.points.jobPipelined.add(plugin, fn)
 }
 func (ssn *Session) AddJobEnqueueableFn(plugin string, fn VoteFn) {
-	register(ssn, ssn.fns.jobEnqueueable, plugin, fn)
+	ssn.points.jobEnqueueable.add(plugin, fn)
 }
 func (ssn *Session) AddJobEnqueuedFn(plugin string, fn JobFn) {
-	register(ssn, ssn.fns.jobEnqueued, plugin, fn)
+	ssn.points.jobEnqueued.add(plugin, fn)
 }
 func (ssn *Session) AddJobValidFn(plugin string, fn JobValidFn) {
-	register(ssn, ssn.fns.jobValid, plugin, fn)
+	ssn.points.jobValid.add(plugin, fn)
 }
 func (ssn *Session) AddQueueUsageFn(plugin string, fn QueueUsageFn) {
-	register(ssn, ssn.fns.queueUsage, plugin, fn)
+	ssn.points.queueUsage.add(plugin, fn)
 }
 func (ssn *Session) AddEventHandler(h *EventHandler) {
 	ssn.eventHandlers = append(ssn.eventHandlers, h)
@@ -291,17 +123,6 @@ func (ssn *Session) AddEndFn(fn func()) {
 	ssn.endFns = append(ssn.endFns, fn)
 }
 
-func jobOrderFlag(o *conf.PluginOption) *bool     { return o.EnabledJobOrder }
-func queueOrderFlag(o *conf.PluginOption) *bool   { return o.EnabledQueueOrder }
-func taskOrderFlag(o *conf.PluginOption) *bool    { return o.EnabledTaskOrder }
-func predicateFlag(o *conf.PluginOption) *bool    { return o.EnabledPredicate }
-func nodeOrderFlag(o *conf.PluginOption) *bool    { return o.EnabledNodeOrder }
-func overusedFlag(o *conf.PluginOption) *bool     { return o.EnabledOverused }
-func allocatableFlag(o *conf.PluginOption) *bool  { return o.EnabledAllocatable }
-func jobReadyFlag(o *conf.PluginOption) *bool     { return o.EnabledJobReady }
-func jobPipelinedFlag(o *conf.PluginOption) *bool { return o.EnabledJobPipelined }
-func jobEnqueuedFlag(o *conf.PluginOption) *bool  { return o.EnabledJobEnqueued }
-
 // firstOpinion returns the first non-zero comparison of the chain.
 func firstOpinion[F any](c chain[F], compare func(F) int) int {
 	for _, l := range c {
@@ -315,7 +136,7 @@ func firstOpinion[F any](c chain[F], compare func(F) int) int {
 // JobOrderFn: true when l goes before r. Plugins decide first; then the older PodGroup,
 // then the smaller UID.
 func (ssn *Session) JobOrderFn(l, r *api.JobInfo) bool {
-	if c := firstOpinion(ssn.chains().jobOrder, func(fn JobCompareFn) int { return fn(l, r) }); c != 0 {
+	if c := firstOpinion(ssn.points.jobOrder.chain(ssn.Tiers), func(fn JobCompareFn) int { return fn(l, r) }); c != 0 {
 		return c < 0
 	}
 	if !l.CreationTimestamp.Equal(&r.CreationTimestamp) {
@@ -326,7 +147,7 @@ func (ssn *Session) JobOrderFn(l, r *api.JobInfo) bool {
 
 // QueueOrderFn: true when l goes before r; fallback creation time, then name.
 func (ssn *Session) QueueOrderFn(l, r *api.QueueInfo) bool {
-	if c := firstOpinion(ssn.chains().queueOrder, func(fn QueueCompareFn) int { return fn(l, r) }); c != 0 {
+	if c := firstOpinion(ssn.points.queueOrder.chain(ssn.Tiers), func(fn QueueCompareFn) int { return fn(l, r) }); c != 0 {
 		return c < 0
 	}
 	lt, rt := l.Queue.CreationTimestamp, r.Queue.CreationTimestamp
@@ -340,7 +161,7 @@ func (ssn *Session) QueueOrderFn(l, r *api.QueueInfo) bool {
 // preemptor of queue preemptor. The first plugin with an opinion decides (no enable flag, as
 // upstream); without one, the queue served last gives up its pods first.
 func (ssn *Session) VictimQueueOrderFn(l, r, preemptor *api.QueueInfo) bool {
-	if c := firstOpinion(ssn.chains().victimQueueOrder, func(fn VictimQueueCompareFn) int { return fn(l, r, preemptor) }); c != 0 {
+	if c := firstOpinion(ssn.points.victimQueueOrder.chain(ssn.Tiers), func(fn VictimQueueCompareFn) int { return fn(l, r, preemptor) }); c != 0 {
 		return c < 0
 	}
 	return ssn.QueueOrderFn(r, l)
@@ -348,7 +169,7 @@ func (ssn *Session) VictimQueueOrderFn(l, r, preemptor *api.QueueInfo) bool {
 
 // TaskOrderFn: true when l goes before r; fallback the pod-name index, creation time, UID.
 func (ssn *Session) TaskOrderFn(l, r *api.TaskInfo) bool {
-	if c := firstOpinion(ssn.chains().taskOrder, func(fn TaskCompareFn) int { return fn(l, r) }); c != 0 {
+	if c := firstOpinion(ssn.points.taskOrder.chain(ssn.Tiers), func(fn TaskCompareFn) int { return fn(l, r) }); c != 0 {
 		return c < 0
 	}
 	return api.CompareTasksByName(l, r)
@@ -370,7 +191,7 @@ func (ssn *Session) PrePredicate(task *api.TaskInfo) error {
 				task.Key(), r.name, r.plugin)
 		}
 	}
-	for _, l := range ssn.chains().prePredicate {
+	for _, l := range ssn.points.prePredicate.chain(ssn.Tiers) {
 		if err := l.fn(task); err != nil {
 			return err
 		}
@@ -380,7 +201,7 @@ func (ssn *Session) PrePredicate(task *api.TaskInfo) error {
 
 // Predicate runs every enabled predicate; all must pass, the first failure is returned.
 func (ssn *Session) Predicate(task *api.TaskInfo, node *api.NodeInfo) *api.Status {
-	for _, l := range ssn.chains().predicate {
+	for _, l := range ssn.points.predicate.chain(ssn.Tiers) {
 		if s := l.fn(task, node); s.Failed() {
 			if s.Plugin == "" {
 				s.Plugin = l.plugin
@@ -396,8 +217,8 @@ func (ssn *Session) Predicate(task *api.TaskInfo, node *api.NodeInfo) *api.Statu
 // plugin whose predicate is enabled must say so with its SamePredicatesFn; one that has none
 // says no.
 func (ssn *Session) SamePredicates(a, b *api.TaskInfo) bool {
-	for _, l := range ssn.chains().predicate {
-		same, ok := ssn.fns.samePredicates[l.plugin]
+	for _, l := range ssn.points.predicate.chain(ssn.Tiers) {
+		same, ok := ssn.points.samePredicates.fns[l.plugin]
 		if !ok || !same(a, b) {
 			return false
 		}
@@ -408,7 +229,7 @@ func (ssn *Session) SamePredicates(a, b *api.TaskInfo) bool {
 // NodeOrder sums the enabled node scores.
 func (ssn *Session) NodeOrder(task *api.TaskInfo, node *api.NodeInfo) float64 {
 	var score float64
-	for _, l := range ssn.chains().nodeOrder {
+	for _, l := range ssn.points.nodeOrder.chain(ssn.Tiers) {
 		if s, err := l.fn(task, node); err == nil {
 			score += s
 		}
@@ -422,20 +243,19 @@ func (ssn *Session) NodeScores(task *api.TaskInfo, nodes []*api.NodeInfo, scores
 	for i, node := range nodes {
 		scores[i] = ssn.NodeOrder(task, node)
 	}
-	for _, l := range ssn.chains().batchNodeOrder {
+	for _, l := range ssn.points.batchNodeOrder.chain(ssn.Tiers) {
 		l.fn(task, nodes, scores)
 	}
 }
 
 // HasNodeOrder: some enabled plugin scores nodes (otherwise any feasible node will do).
 func (ssn *Session) HasNodeOrder() bool {
-	c := ssn.chains()
-	return len(c.nodeOrder) > 0 || len(c.batchNodeOrder) > 0
+	return len(ssn.points.nodeOrder.chain(ssn.Tiers)) > 0 || len(ssn.points.batchNodeOrder.chain(ssn.Tiers)) > 0
 }
 
 // Overused: any enabled plugin says the queue has its share.
 func (ssn *Session) Overused(queue *api.QueueInfo) bool {
-	for _, l := range ssn.chains().overused {
+	for _, l := range ssn.points.overused.chain(ssn.Tiers) {
 		if l.fn(queue) {
 			return true
 		}
@@ -446,7 +266,7 @@ func (ssn *Session) Overused(queue *api.QueueInfo) bool {
 // Allocatable: nil when every enabled plugin lets the queue take the task, else the first
 // refusal.
 func (ssn *Session) Allocatable(queue *api.QueueInfo, task *api.TaskInfo) error {
-	for _, l := range ssn.chains().allocatable {
+	for _, l := range ssn.points.allocatable.chain(ssn.Tiers) {
 		if err := l.fn(queue, task); err != nil {
 			return err
 		}
@@ -456,7 +276,7 @@ func (ssn *Session) Allocatable(queue *api.QueueInfo, task *api.TaskInfo) error 
 
 // JobReady: every enabled plugin agrees the job may be dispatched (true when none has a say).
 func (ssn *Session) JobReady(job *api.JobInfo) bool {
-	for _, l := range ssn.chains().jobReady {
+	for _, l := range ssn.points.jobReady.chain(ssn.Tiers) {
 		if !l.fn(job) {
 			return false
 		}
@@ -484,24 +304,24 @@ func vote(c chain[VoteFn], job *api.JobInfo) bool {
 
 // JobPipelined: the job's placed and waiting tasks are enough to keep its statement.
 func (ssn *Session) JobPipelined(job *api.JobInfo) bool {
-	return vote(ssn.chains().jobPipelined, job)
+	return vote(ssn.points.jobPipelined.chain(ssn.Tiers), job)
 }
 
 // JobEnqueueable: the job may leave Pending (enqueue action).
 func (ssn *Session) JobEnqueueable(job *api.JobInfo) bool {
-	return vote(ssn.chains().jobEnqueueable, job)
+	return vote(ssn.points.jobEnqueueable.chain(ssn.Tiers), job)
 }
 
 // JobEnqueued tells every enabled plugin that the job was admitted.
 func (ssn *Session) JobEnqueued(job *api.JobInfo) {
-	for _, l := range ssn.chains().jobEnqueued {
+	for _, l := range ssn.points.jobEnqueued.chain(ssn.Tiers) {
 		l.fn(job)
 	}
 }
 
 // JobValid returns the first failed validation, or nil. It has no enable flag.
 func (ssn *Session) JobValid(job *api.JobInfo) *ValidateResult {
-	for _, l := range ssn.chains().jobValid {
+	for _, l := range ssn.points.jobValid.chain(ssn.Tiers) {
 		if r := l.fn(job); r != nil && !r.Pass {
 			return r
 		}
@@ -513,7 +333,7 @@ func (ssn *Session) JobValid(job *api.JobInfo) *ValidateResult {
 // the first plugin with a say reports (deviceshare replaces vGPU requests with the devices
 // really booked), else the task's request.
 func (ssn *Session) AddQueueUsage(total *api.Resource, t *api.TaskInfo) {
-	for _, l := range ssn.chains().queueUsage {
+	for _, l := range ssn.points.queueUsage.chain(ssn.Tiers) {
 		if l.fn(t, total) {
 			return
 		}
