@@ -157,7 +157,8 @@ func forJob(ssn *framework.Session, job *api.JobInfo, l limits, now time.Time, l
 	stmt := ssn.NewStatement()
 	may := func(t *api.TaskInfo) bool {
 		victim := ssn.Jobs[t.Job]
-		return movable(victim, t) && oldEnough(t, l.minAge, now) && (l.queues == nil || (victim != nil && l.queues[string(victim.Queue)]))
+		return movable(victim, t) && oldEnough(t, l.minAge, now) && (l.queues == nil || (victim != nil && l.queues[string(victim.Queue)])) &&
+			ssn.MovesAllowed([]*api.TaskInfo{t})
 	}
 	var moved []*api.TaskInfo
 	var rooms []framework.Room

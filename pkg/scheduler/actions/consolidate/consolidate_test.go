@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -32,6 +33,7 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/gang"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/nodeorder"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/overcommit"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/pdb"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/predicates"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/priority"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/proportion"
@@ -71,6 +73,8 @@ type group struct {
 	keep bool
 	// queue is the PodGroup's queue; "" for queue a.
 	queue string
+	// app labels the pods app=<app> when set.
+	app string
 }
 
 func uuid(i int) string { return fmt.Sprintf("GPU-%08d-0000-0000-0000-000000000000", i) }
@@ -127,6 +131,9 @@ func cluster(t *testing.T, groups ...group) *api.ClusterInfo {
 			}
 			if r.keep {
 				w.Annotation(schedulingv1beta1.PodPreemptable, "false")
+			}
+			if g.app != "" {
+				w.Label("app", g.app)
 			}
 			assignment, err := vgpu.PodDevices{{{UUID: uuid(r.gpu), Type: vgpu.DeviceTypeNVIDIA, UsedMemory: slice}}}.Encode()
 			if err != nil {
@@ -468,5 +475,51 @@ func TestNoSearchAgainForAPodAlike(t *testing.T) {
 	frameworktest.RunActions(t, &frameworktest.Cache{Snap: ci}, cfg, reg)
 	if calls != 2 {
 		t.Errorf("the room search ran %d times, want 2 (once for the five pods alike, once for the other)", calls)
+	}
+}
+
+// budgets are PodDisruptionBudgets of namespace ns, listed.
+type budgets []*policyv1.PodDisruptionBudget
+
+func (b budgets) InNamespace(string) ([]*policyv1.PodDisruptionBudget, bool) { return b, true }
+
+// A PodDisruptionBudget with no disruption left covers GPU 0's pods (app=guarded), the GPU the
+// search tries first: with pdb named, another GPU's pods move; none of GPU 0's does.
+func TestPodDisruptionBudgetKeepsItsPods(t *testing.T) {
+	groups := fragmented()
+	for i := range groups {
+		if strings.HasPrefix(groups[i].name, "d-0-") {
+			groups[i].app = "guarded"
+		}
+	}
+	ci := cluster(t, append(groups, group{name: "big", min: 1, pending: 1, memory: 20000, cores: 2})...)
+	pdbObj := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "guarded"},
+		Spec:   policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}},
+		Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0}}
+	reg := registry()
+	reg.RegisterPlugin(pdb.PluginName, pdb.NewBuilder(budgets{pdbObj}))
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "config", "volcano-scheduler.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(strings.Replace(string(data), `"enqueue, allocate, backfill"`, `"`+withConsolidate+`"`, 1),
+		"  - name: deviceshare\n", "  - name: pdb\n  - name: deviceshare\n", 1)
+	cfg, skipped, err := conf.Parse([]byte(text), reg)
+	if err != nil || len(skipped) > 0 || !strings.Contains(text, "name: pdb") {
+		t.Fatalf("skipped %v, err %v", skipped, err)
+	}
+	var evicted []string
+	cache := &frameworktest.Cache{Snap: ci, OnEvict: func(task *api.TaskInfo, _ string) error {
+		evicted = append(evicted, task.Name)
+		return nil
+	}}
+	frameworktest.RunActions(t, cache, cfg, reg)
+	if len(evicted) != 3 {
+		t.Fatalf("evicted %q, want the three pods of a GPU other than GPU 0", evicted)
+	}
+	for _, name := range evicted {
+		if strings.HasPrefix(name, "d-0-") {
+			t.Errorf("evicted %s, which the PodDisruptionBudget covers with no disruption left (evicted %q)", name, evicted)
+		}
 	}
 }
