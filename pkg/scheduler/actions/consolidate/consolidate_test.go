@@ -3,8 +3,6 @@ package consolidate_test
 import (
 	"cmp"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -26,17 +24,9 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/binpack"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/conformance"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/deviceshare"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/drf"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/gang"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/nodeorder"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/overcommit"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/pdb"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/predicates"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/priority"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/proportion"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/charttest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 	"github.com/volcano-vgpu/volcano-vgpu/test/minresources"
@@ -164,43 +154,24 @@ func cluster(t *testing.T, groups ...group) *api.ClusterInfo {
 	return ci
 }
 
-// registry has every action and plugin the chart's configuration names, and consolidate.
+// registry has every plugin the chart's configuration names and the actions it is run with
+// here, consolidate among them.
 func registry() *framework.Registry { return registryOn(deviceshare.NewStaticShared()) }
 
 // registryOn is registry with deviceshare's state (and gauges) in shared.
 func registryOn(shared *deviceshare.Shared) *framework.Registry {
-	reg := framework.NewRegistry()
-	for _, a := range []framework.Action{enqueue.New(), allocate.New(), backfill.New(), consolidate.New()} {
-		reg.RegisterAction(a)
-	}
-	for name, build := range map[string]framework.PluginBuilder{
-		priority.PluginName: priority.New, gang.PluginName: gang.New, conformance.PluginName: conformance.New,
-		overcommit.PluginName: overcommit.New, drf.PluginName: drf.New, predicates.PluginName: predicates.New,
-		proportion.PluginName: proportion.New, nodeorder.PluginName: nodeorder.New, binpack.PluginName: binpack.New,
-		deviceshare.PluginName: deviceshare.NewBuilder(shared),
-	} {
-		reg.RegisterPlugin(name, build)
-	}
-	return reg
+	return charttest.Registry(shared, enqueue.New(), allocate.New(), backfill.New(), consolidate.New())
 }
 
-// chartConf is the chart's configuration (config/volcano-scheduler.conf) with actions in
-// place of its own, and the consolidate action's arguments when given.
+// chartConf is the chart's configuration with actions in place of its own, and the
+// consolidate action's arguments when given.
 func chartConf(t testing.TB, reg *framework.Registry, actions, arguments string) *conf.SchedulerConfiguration {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "config", "volcano-scheduler.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := strings.Replace(string(data), `"enqueue, allocate, backfill"`, `"`+actions+`"`, 1)
+	more := ""
 	if arguments != "" {
-		text += "configurations:\n- name: consolidate\n  arguments:\n" + arguments
+		more = "configurations:\n- name: consolidate\n  arguments:\n" + arguments
 	}
-	cfg, skipped, err := conf.Parse([]byte(text), reg)
-	if err != nil || len(skipped) > 0 || !strings.Contains(string(data), `"enqueue, allocate, backfill"`) {
-		t.Fatalf("config/volcano-scheduler.conf with actions %q: skipped %v, err %v", actions, skipped, err)
-	}
-	return cfg
+	return charttest.Conf(t, reg, actions, more)
 }
 
 // outcome is what one cycle did: the pods evicted ("pod: reason", sorted), the GPU each ran
@@ -462,17 +433,8 @@ func TestNoSearchAgainForAPodAlike(t *testing.T) {
 	calls := 0
 	reg := registry()
 	reg.RegisterPlugin("roomcounter", func(conf.Arguments) (framework.Plugin, error) { return roomCounter{&calls}, nil })
-	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "config", "volcano-scheduler.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := strings.Replace(strings.Replace(string(data), `"enqueue, allocate, backfill"`, `"`+withConsolidate+`"`, 1),
-		"tiers:\n", "tiers:\n- plugins:\n  - name: roomcounter\n", 1)
-	cfg, skipped, err := conf.Parse([]byte(text), reg)
-	if err != nil || len(skipped) > 0 {
-		t.Fatalf("skipped %v, err %v", skipped, err)
-	}
-	frameworktest.RunActions(t, &frameworktest.Cache{Snap: ci}, cfg, reg)
+	text := strings.Replace(charttest.Text(t, withConsolidate), "tiers:\n", "tiers:\n- plugins:\n  - name: roomcounter\n", 1)
+	frameworktest.RunActions(t, &frameworktest.Cache{Snap: ci}, charttest.Parse(t, reg, text), reg)
 	if calls != 2 {
 		t.Errorf("the room search ran %d times, want 2 (once for the five pods alike, once for the other)", calls)
 	}
@@ -498,16 +460,11 @@ func TestPodDisruptionBudgetKeepsItsPods(t *testing.T) {
 		Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0}}
 	reg := registry()
 	reg.RegisterPlugin(pdb.PluginName, pdb.NewBuilder(budgets{pdbObj}))
-	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "config", "volcano-scheduler.conf"))
-	if err != nil {
-		t.Fatal(err)
+	text := strings.Replace(charttest.Text(t, withConsolidate), "  - name: deviceshare\n", "  - name: pdb\n  - name: deviceshare\n", 1)
+	if !strings.Contains(text, "name: pdb") {
+		t.Fatal("config/volcano-scheduler.conf: no deviceshare entry to put pdb before")
 	}
-	text := strings.Replace(strings.Replace(string(data), `"enqueue, allocate, backfill"`, `"`+withConsolidate+`"`, 1),
-		"  - name: deviceshare\n", "  - name: pdb\n  - name: deviceshare\n", 1)
-	cfg, skipped, err := conf.Parse([]byte(text), reg)
-	if err != nil || len(skipped) > 0 || !strings.Contains(text, "name: pdb") {
-		t.Fatalf("skipped %v, err %v", skipped, err)
-	}
+	cfg := charttest.Parse(t, reg, text)
 	var evicted []string
 	cache := &frameworktest.Cache{Snap: ci, OnEvict: func(task *api.TaskInfo, _ string) error {
 		evicted = append(evicted, task.Name)

@@ -18,16 +18,9 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/interpod"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/binpack"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/conformance"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/deviceshare"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/drf"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/gang"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/nodeorder"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/overcommit"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/predicates"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/priority"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/proportion"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/charttest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
@@ -209,18 +202,9 @@ func runAntiAffinity(t *testing.T, ci *api.ClusterInfo) ([]string, *framework.Se
 	factory, ctx := frameworktest.StartOn(t, source)
 	source.InterPod(api.InterPodChecks{Affinity: true})
 	factory.WaitForCacheSync(ctx.Done())
-	reg := framework.NewRegistry()
-	for _, a := range []framework.Action{allocate.New(), backfill.New(), reclaim.New(), preempt.New()} {
-		reg.RegisterAction(a)
-	}
-	for name, build := range map[string]framework.PluginBuilder{
-		priority.PluginName: priority.New, gang.PluginName: gang.New, conformance.PluginName: conformance.New,
-		overcommit.PluginName: overcommit.New, drf.PluginName: drf.New, predicates.PluginName: predicates.NewBuilder(nil, source),
-		proportion.PluginName: proportion.New, nodeorder.PluginName: nodeorder.New, binpack.PluginName: binpack.New,
-		deviceshare.PluginName: deviceshare.NewBuilder(deviceshare.NewStaticShared()),
-	} {
-		reg.RegisterPlugin(name, build)
-	}
+	reg := charttest.Registry(deviceshare.NewStaticShared(), allocate.New(), backfill.New(), reclaim.New(), preempt.New())
+	// The predicates with kube-scheduler's inter-pod filters on, over the pods source.
+	reg.RegisterPlugin(predicates.PluginName, predicates.NewBuilder(nil, source))
 	ssn := frameworktest.RunActions(t, cache, chartConf(t, reg, antiAffinityActions), reg)
 	slices.Sort(evicted)
 	return evicted, ssn, cache

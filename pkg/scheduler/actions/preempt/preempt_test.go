@@ -2,10 +2,7 @@ package preempt_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,16 +18,12 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/binpack"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/conformance"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/deviceshare"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/drf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/gang"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/nodeorder"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/overcommit"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/predicates"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/priority"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/proportion"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/charttest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 )
@@ -480,20 +473,7 @@ func pods(n int, memory int32, gpu int) []vgpuPod {
 
 // vgpuRegistry has every action and plugin the tests' configurations name.
 func vgpuRegistry() *framework.Registry {
-	reg := framework.NewRegistry()
-	reg.RegisterAction(preempt.New())
-	reg.RegisterAction(allocate.New())
-	reg.RegisterAction(enqueue.New())
-	reg.RegisterAction(backfill.New())
-	for name, build := range map[string]framework.PluginBuilder{
-		priority.PluginName: priority.New, gang.PluginName: gang.New, conformance.PluginName: conformance.New,
-		overcommit.PluginName: overcommit.New, drf.PluginName: drf.New, predicates.PluginName: predicates.New,
-		proportion.PluginName: proportion.New, nodeorder.PluginName: nodeorder.New, binpack.PluginName: binpack.New,
-		deviceshare.PluginName: deviceshare.NewBuilder(deviceshare.NewStaticShared()),
-	} {
-		reg.RegisterPlugin(name, build)
-	}
-	return reg
+	return charttest.Registry(deviceshare.NewStaticShared(), preempt.New(), allocate.New(), enqueue.New(), backfill.New())
 }
 
 // chartConfWithPreempt is the chart's configuration (config/volcano-scheduler.conf) with
@@ -507,19 +487,7 @@ func chartConfWithPreempt(t *testing.T, reg *framework.Registry) *conf.Scheduler
 // place of its own.
 func chartConf(t *testing.T, reg *framework.Registry, actions string) *conf.SchedulerConfiguration {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "config", "volcano-scheduler.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := strings.Replace(string(data), `"enqueue, allocate, backfill"`, `"`+actions+`"`, 1)
-	if text == string(data) {
-		t.Fatal("config/volcano-scheduler.conf: no actions line to replace")
-	}
-	cfg, skipped, err := conf.Parse([]byte(text), reg)
-	if err != nil || len(skipped) > 0 {
-		t.Fatalf("config/volcano-scheduler.conf: skipped %v, err %v", skipped, err)
-	}
-	return cfg
+	return charttest.Conf(t, reg, actions, "")
 }
 
 // A high-priority gang of two 13000 MiB vGPUs on a 24 GiB GPU full of low-priority pods:

@@ -2,8 +2,6 @@ package gangevict_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -23,16 +21,8 @@ import (
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/conf"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/framework/frameworktest"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/binpack"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/conformance"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/deviceshare"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/drf"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/gang"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/nodeorder"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/overcommit"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/predicates"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/priority"
-	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/plugins/proportion"
+	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/charttest"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/scheduler/testing/st"
 	"github.com/volcano-vgpu/volcano-vgpu/pkg/vgpu"
 	"github.com/volcano-vgpu/volcano-vgpu/test/minresources"
@@ -156,41 +146,18 @@ func cluster(t *testing.T, gpus int, weights map[string]int32, jobs ...job) *api
 	return ci
 }
 
-// registry has every action and plugin the chart's configuration names, and the eviction
-// actions.
+// registry has every plugin the chart's configuration names and the actions these tests run:
+// the gang actions and the classic eviction ones.
 func registry() *framework.Registry {
-	reg := framework.NewRegistry()
-	for _, a := range []framework.Action{enqueue.New(), allocate.New(), backfill.New(), gangpreempt.New(), gangreclaim.New(), preempt.New(), reclaim.New()} {
-		reg.RegisterAction(a)
-	}
-	for name, build := range map[string]framework.PluginBuilder{
-		priority.PluginName: priority.New, gang.PluginName: gang.New, conformance.PluginName: conformance.New,
-		overcommit.PluginName: overcommit.New, drf.PluginName: drf.New, predicates.PluginName: predicates.New,
-		proportion.PluginName: proportion.New, nodeorder.PluginName: nodeorder.New, binpack.PluginName: binpack.New,
-		deviceshare.PluginName: deviceshare.NewBuilder(deviceshare.NewStaticShared()),
-	} {
-		reg.RegisterPlugin(name, build)
-	}
-	return reg
+	return charttest.Registry(deviceshare.NewStaticShared(), enqueue.New(), allocate.New(), backfill.New(),
+		gangpreempt.New(), gangreclaim.New(), preempt.New(), reclaim.New())
 }
 
-// chartConf is the chart's configuration (config/volcano-scheduler.conf) with actions in
-// place of its own, and configurations appended.
+// chartConf is the chart's configuration with actions in place of its own, and
+// configurations appended.
 func chartConf(t *testing.T, reg *framework.Registry, actions, configurations string) *conf.SchedulerConfiguration {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "..", "config", "volcano-scheduler.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := strings.Replace(string(data), `"enqueue, allocate, backfill"`, `"`+actions+`"`, 1)
-	if text == string(data) {
-		t.Fatal("config/volcano-scheduler.conf: no actions line to replace")
-	}
-	cfg, skipped, err := conf.Parse([]byte(text+configurations), reg)
-	if err != nil || len(skipped) > 0 {
-		t.Fatalf("config/volcano-scheduler.conf: skipped %v, err %v", skipped, err)
-	}
-	return cfg
+	return charttest.Conf(t, reg, actions, configurations)
 }
 
 // runOnce runs the configuration over ci and returns the evicted pods ("pod: reason",
