@@ -152,6 +152,13 @@ allocate() {
 	cat "$3.env" "$3.mounts"
 }
 
+# allocate_with_override NAME MIB OUTPREFIX: allocate, quietly, and keep a copy of the
+# /overrideEnv file the answer mounts as OUTPREFIX.overrideEnv.
+allocate_with_override() {
+	allocate "$1" "$2" "$3" >/dev/null || { cat "$3.error"; return 1; }
+	cp "$(awk '$2 == "/overrideEnv" { print $1 }' "$3.mounts")" "$3.overrideEnv"
+}
+
 # start_pair [DEVICE_CONFIG]: the stand-in kubelet and API server (serving DEVICE_CONFIG as the
 # device ConfigMap when given), then the plugin; sets FACTOR to the plugin's memory factor.
 start_pair() {
@@ -395,8 +402,7 @@ limits() {
 		log "HAMi-core $build"
 		install_hami "$build" || return 1
 		for a in ok export nomount; do
-			allocate "$build-$a" "$limit" "$W/alloc-$build-$a" >/dev/null || { cat "$W/alloc-$build-$a.error"; return 1; }
-			cp "$(awk '$2 == "/overrideEnv" { print $1 }' "$W/alloc-$build-$a.mounts")" "$W/alloc-$build-$a.overrideEnv" || return 1
+			allocate_with_override "$build-$a" "$limit" "$W/alloc-$build-$a" || return 1
 		done
 		cat "$W/alloc-$build-ok.env" "$W/alloc-$build-ok.mounts" "$W/alloc-$build-ok.overrideEnv"
 		grab "$build-within" "$build" "$W/alloc-$build-ok" 1000
@@ -407,8 +413,7 @@ limits() {
 		grab "$build-export-nomount" "$build" "$W/alloc-$build-nomount" 4000 "${wide[@]}"
 	done
 	# A process that also names a region of its own, to count its usage alone.
-	allocate patched-cache "$limit" "$W/alloc-patched-cache" >/dev/null || { cat "$W/alloc-patched-cache.error"; return 1; }
-	cp "$(awk '$2 == "/overrideEnv" { print $1 }' "$W/alloc-patched-cache.mounts")" "$W/alloc-patched-cache.overrideEnv"
+	allocate_with_override patched-cache "$limit" "$W/alloc-patched-cache" || return 1
 	grab patched-export-cache patched "$W/alloc-patched-cache" 4000 "${wide[@]}" CUDA_DEVICE_MEMORY_SHARED_CACHE=/tmp/vgpu/own.cache
 	ls -la "$(host_cache_dir "$W/alloc-patched-cache")"
 	return 0
@@ -447,8 +452,7 @@ redirect() {
 		local cases=(plain driver)
 		[ "$build" = override ] || cases+=(missing)
 		for a in "${cases[@]}"; do
-			allocate "$build-$a" "$limit" "$W/alloc-$build-$a" >/dev/null || { cat "$W/alloc-$build-$a.error"; return 1; }
-			cp "$(awk '$2 == "/overrideEnv" { print $1 }' "$W/alloc-$build-$a.mounts")" "$W/alloc-$build-$a.overrideEnv" || return 1
+			allocate_with_override "$build-$a" "$limit" "$W/alloc-$build-$a" || return 1
 		done
 		cat "$W/alloc-$build-plain.env" "$W/alloc-$build-plain.mounts" "$W/alloc-$build-plain.overrideEnv"
 		grab "$build-plain" "$build" "$W/alloc-$build-plain" 4000

@@ -40,7 +40,7 @@ var _ framework.Cache = (*SchedulerCache)(nil)
 // SchedulerCache is the scheduler's cluster state. Build it with New, start it with Run.
 type SchedulerCache struct {
 	kube kubernetes.Interface
-	// meta lists the bound pods CatchUp waits for, metadata only; nil: kube lists them whole.
+	// meta lists the bound pods CatchUp waits for, metadata only (Options.Metadata).
 	meta metadata.Interface
 	vc   versioned.Interface
 

@@ -44,9 +44,9 @@ type Options struct {
 	// Metrics records the binds (volcano_scheduled_pods_total, the task scheduling latency,
 	// failed binds); nil records nothing.
 	Metrics *metrics.Set
-	// Metadata, when set, lists the bound pods a new leader waits for (CatchUp) as object
-	// metadata only: the wait reads nothing else of them, and at 50,000 pods whole objects
-	// are most of what the list carries and decodes. nil lists whole pods.
+	// Metadata lists the bound pods a new leader waits for (CatchUp) as object metadata
+	// only: the wait reads nothing else of them, and at 50,000 pods whole objects are most
+	// of what the list would carry and decode. CatchUp fails without it.
 	Metadata metadata.Interface
 }
 

@@ -35,7 +35,7 @@ func (p *plugin) makeRoom(ask framework.RoomAsk) (framework.Room, bool, bool) {
 	}
 	c := r.containers[slices.IndexFunc(r.containers, func(c vgpu.ContainerRequest) bool { return c.Count > 0 })]
 	b := roomBuilder{p: p, ask: ask, nodeOf: map[string]*api.NodeInfo{}, tasks: map[string]*api.TaskInfo{},
-		budget: map[string]int{}, hosts: map[hostKey]bool{}, slices: map[string]consolidate.Slice{}}
+		budget: map[string]int{}, requests: map[string]movedRequest{}, hosts: map[hostKey]bool{}, slices: map[string]consolidate.Slice{}}
 	for _, node := range ask.Nodes {
 		b.addNode(node, r, c)
 	}
@@ -173,9 +173,6 @@ func (b *roomBuilder) movable(t *api.TaskInfo, f *ledger, bk booking) bool {
 		return false
 	}
 	g := &f.gpus[bk.gpu]
-	if b.requests == nil {
-		b.requests = map[string]movedRequest{}
-	}
 	share := false
 	for _, c := range r.containers {
 		share = share || (c.Count > 0 && c.Memory == 0)
